@@ -1,0 +1,324 @@
+//! The ordered asynchronous work queue behind every host stream: one worker thread per
+//! queue, run in submission order. Public so that other software devices (the ext device,
+//! out-of-tree ports) can reuse it the way a vendor reuses a helper crate.
+//!
+//! Hot path: an enqueue is one atomic increment and one channel send (the channel
+//! allocates per block of messages, not per message); completion is one atomic increment,
+//! and the condition variable is touched only when somebody waits.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+
+use gpuport_core::{Buffer, Error, Result};
+
+use crate::event::EventState;
+
+/// A raw host pointer that may cross to the worker thread. The enqueuing code guarantees
+/// the memory outlives the operation (a buffer clone travels with it, or the caller blocks
+/// until the operation has run).
+#[derive(Clone, Copy)]
+pub struct SendPtr(pub *mut u8);
+// SAFETY: the pointer is only dereferenced by the worker while the memory is kept alive as
+// described above; the queue orders the accesses.
+unsafe impl Send for SendPtr {}
+
+/// Work run on the queue's thread; an `Err` becomes the queue's sticky error.
+pub type Work = Box<dyn FnOnce() -> Result<()> + Send + 'static>;
+
+enum Op {
+    Copy { src: SendPtr, dst: SendPtr, len: usize, _keep: [Option<Buffer>; 2] },
+    Fill { dst: SendPtr, len: usize, value: u8, _keep: Option<Buffer> },
+    Record(Arc<EventState>, u64),
+    Wait(Arc<EventState>, u64),
+    Run(Work),
+    Signal(Arc<Signal>),
+}
+
+/// A one-shot completion flag for callers that block until their own operation has run.
+#[derive(Default)]
+struct Signal {
+    done: Mutex<bool>,
+    cv: Condvar,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding these locks cannot leave their data inconsistent (plain
+    // counters and flags), so a poisoned lock is still usable.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Signal {
+    fn set(&self) {
+        *lock(&self.done) = true;
+        self.cv.notify_all();
+    }
+    fn wait(&self) {
+        let mut done = lock(&self.done);
+        while !*done {
+            done = self.cv.wait(done).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+struct State {
+    name: String,
+    submitted: AtomicU64,
+    completed: AtomicU64,
+    waiters: AtomicUsize,
+    error: Mutex<Option<Error>>,
+    cv: Condvar,
+    closed: AtomicBool,
+}
+
+impl State {
+    fn complete_one(&self) {
+        self.completed.fetch_add(1, Ordering::SeqCst);
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            // Taking the lock orders this notify after a waiter's check-then-wait.
+            let _guard = lock(&self.error);
+            self.cv.notify_all();
+        }
+    }
+
+    /// Blocks until `completed >= target`; returns (and clears) the sticky error.
+    fn wait_until(&self, target: u64) -> Result<()> {
+        let mut guard = lock(&self.error);
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        while self.completed.load(Ordering::SeqCst) < target {
+            guard = self.cv.wait(guard).unwrap_or_else(|p| p.into_inner());
+        }
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+        match guard.take() {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    }
+
+    fn fail(&self, err: Error) {
+        let mut slot = lock(&self.error);
+        if slot.is_none() {
+            *slot = Some(err);
+        }
+    }
+}
+
+/// An ordered asynchronous queue with its own worker thread. Dropping the last handle lets
+/// the worker finish what was queued and exit.
+pub struct WorkQueue {
+    tx: Sender<Op>,
+    state: Arc<State>,
+}
+
+/// Copies `len` bytes, splitting large copies across threads: one thread does not reach
+/// memory bandwidth on most machines.
+///
+/// # Safety
+/// `src` and `dst` must be valid for `len` bytes; if they overlap they must be the same
+/// allocation (memmove semantics apply, and the copy is then done on one thread).
+pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
+    const PARALLEL_MIN: usize = 16 << 20;
+    let overlap =
+        (src as usize) < (dst as usize).wrapping_add(len) && (dst as usize) < (src as usize).wrapping_add(len);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    if len < PARALLEL_MIN || overlap || threads < 2 {
+        // SAFETY: the caller guarantees both ranges are valid; `copy` allows overlap.
+        unsafe { std::ptr::copy(src, dst, len) };
+        return;
+    }
+    let chunk = len.div_ceil(threads);
+    let (src, dst) = (src as usize, dst as usize);
+    std::thread::scope(|s| {
+        for start in (0..len).step_by(chunk) {
+            let n = chunk.min(len - start);
+            s.spawn(move || {
+                // SAFETY: disjoint sub-ranges of valid, non-overlapping ranges.
+                unsafe { std::ptr::copy_nonoverlapping((src + start) as *const u8, (dst + start) as *mut u8, n) };
+            });
+        }
+    });
+}
+
+fn run(op: Op, state: &State) {
+    match op {
+        Op::Copy { src, dst, len, .. } => {
+            // SAFETY: the enqueuer checked both ranges and keeps the memory alive (see
+            // SendPtr).
+            unsafe { copy_bytes(src.0, dst.0, len) }
+        }
+        Op::Fill { dst, len, value, .. } => {
+            // SAFETY: as above, for one range.
+            unsafe { std::ptr::write_bytes(dst.0, value, len) }
+        }
+        Op::Record(event, generation) => event.complete(generation),
+        Op::Wait(event, generation) => event.wait_for(generation),
+        Op::Run(work) => match catch_unwind(AssertUnwindSafe(work)) {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => state.fail(Error::StreamWork { stream: state.name.clone(), message: err.to_string() }),
+            Err(panic) => state.fail(Error::StreamWork {
+                stream: state.name.clone(),
+                message: format!("host work panicked: {}", panic_message(&panic)),
+            }),
+        },
+        Op::Signal(signal) => signal.set(),
+    }
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}
+
+impl WorkQueue {
+    /// Starts a queue and its worker thread; `name` appears in errors and the thread name.
+    pub fn new(name: String) -> Result<Self> {
+        let (tx, rx) = channel::<Op>();
+        let state = Arc::new(State {
+            name: name.clone(),
+            submitted: AtomicU64::new(0),
+            completed: AtomicU64::new(0),
+            waiters: AtomicUsize::new(0),
+            error: Mutex::new(None),
+            cv: Condvar::new(),
+            closed: AtomicBool::new(false),
+        });
+        let worker_state = state.clone();
+        std::thread::Builder::new()
+            .name(format!("gpuport {name}"))
+            .spawn(move || {
+                for op in rx {
+                    run(op, &worker_state);
+                    worker_state.complete_one();
+                }
+            })
+            .map_err(|e| Error::invalid_argument(format!("cannot start the worker thread of {name}: {e}")))?;
+        Ok(WorkQueue { tx, state })
+    }
+
+    /// The queue's name.
+    pub fn name(&self) -> &str {
+        &self.state.name
+    }
+
+    /// Marks the queue destroyed: later enqueues through any handle fail with
+    /// `InvalidHandle`. Work already queued still runs.
+    pub fn close(&self) {
+        self.state.closed.store(true, Ordering::SeqCst);
+    }
+
+    /// True once [`WorkQueue::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.state.closed.load(Ordering::SeqCst)
+    }
+
+    fn push(&self, op: Op) -> Result<()> {
+        if self.is_closed() {
+            return Err(Error::invalid_handle(format!("{} was destroyed", self.state.name)));
+        }
+        self.push_unchecked(op)
+    }
+
+    fn push_unchecked(&self, op: Op) -> Result<()> {
+        self.state.submitted.fetch_add(1, Ordering::SeqCst);
+        if self.tx.send(op).is_err() {
+            // The worker is gone (it cannot exit while a sender lives; kept for safety).
+            self.state.completed.fetch_add(1, Ordering::SeqCst);
+            return Err(Error::invalid_handle(format!("{} has no worker", self.state.name)));
+        }
+        Ok(())
+    }
+
+    /// Queues a copy of `len` bytes.
+    ///
+    /// # Safety
+    /// Both ranges must be valid for `len` bytes until the copy has run: `keep` must own
+    /// them, or the caller must wait for the copy (e.g. with [`WorkQueue::synchronize`])
+    /// before the memory goes away. Overlapping ranges must be in one allocation.
+    pub unsafe fn copy(&self, src: *const u8, dst: *mut u8, len: usize, keep: [Option<Buffer>; 2]) -> Result<()> {
+        self.push(Op::Copy { src: SendPtr(src as *mut u8), dst: SendPtr(dst), len, _keep: keep })
+    }
+
+    /// Queues a fill of `len` bytes with `value`.
+    ///
+    /// # Safety
+    /// As for [`WorkQueue::copy`], for one range.
+    pub unsafe fn fill(&self, dst: *mut u8, len: usize, value: u8, keep: Option<Buffer>) -> Result<()> {
+        self.push(Op::Fill { dst: SendPtr(dst), len, value, _keep: keep })
+    }
+
+    /// Queues arbitrary work; an error or panic becomes the error of the next
+    /// [`WorkQueue::synchronize`].
+    pub fn run(&self, work: Work) -> Result<()> {
+        self.push(Op::Run(work))
+    }
+
+    /// Records `event` at the end of the queue.
+    pub fn record(&self, event: &Arc<EventState>) -> Result<()> {
+        let generation = event.begin_record()?;
+        self.push(Op::Record(event.clone(), generation))
+    }
+
+    /// Makes later work wait for the event's most recent record.
+    pub fn wait(&self, event: &Arc<EventState>) -> Result<()> {
+        let generation = event.recorded_generation();
+        if generation == 0 {
+            return Ok(()); // never recorded: nothing to wait for, as in CUDA
+        }
+        self.push(Op::Wait(event.clone(), generation))
+    }
+
+    /// Queues a no-op and blocks until the worker reaches it, i.e. until everything queued
+    /// before it by this thread has run.
+    pub fn flush(&self) -> Result<()> {
+        let signal = Arc::new(Signal::default());
+        // Not refused on a closed queue: callers flush to make sure work they queued with
+        // borrowed pointers has run before they return.
+        self.push_unchecked(Op::Signal(signal.clone()))?;
+        signal.wait();
+        Ok(())
+    }
+
+    /// True when everything submitted has run.
+    pub fn query(&self) -> bool {
+        self.state.completed.load(Ordering::SeqCst) >= self.state.submitted.load(Ordering::SeqCst)
+    }
+
+    /// Blocks until everything submitted before the call has run, then returns (and clears)
+    /// the first error of queued work.
+    pub fn synchronize(&self) -> Result<()> {
+        self.state.wait_until(self.state.submitted.load(Ordering::SeqCst))
+    }
+
+    /// A handle that can wait for this queue's work without keeping the queue open: it
+    /// lives as long as the worker still has work, even after every stream handle is gone
+    /// (a device-wide synchronize must wait for destroyed streams' pending work too).
+    pub fn tracker(&self) -> QueueTracker {
+        QueueTracker(Arc::downgrade(&self.state))
+    }
+}
+
+/// Waits for a queue's work; see [`WorkQueue::tracker`].
+#[derive(Clone)]
+pub struct QueueTracker(Weak<State>);
+
+impl QueueTracker {
+    /// True while the queue's worker may still run work.
+    pub fn is_live(&self) -> bool {
+        self.0.strong_count() > 0
+    }
+
+    /// Blocks until everything submitted to the queue so far has run; returns the queue's
+    /// sticky error. Returns at once for a queue whose worker has exited.
+    pub fn synchronize(&self) -> Result<()> {
+        match self.0.upgrade() {
+            Some(state) => state.wait_until(state.submitted.load(Ordering::SeqCst)),
+            None => Ok(()),
+        }
+    }
+}

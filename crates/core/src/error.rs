@@ -1,0 +1,251 @@
+//! The one error type of gpuport. Every variant says what happened and, where there is
+//! one, what to do next.
+
+use std::fmt;
+
+use crate::id::{BackendKind, DeviceId};
+
+/// `Result` with gpuport's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// One attempt to open a vendor library: the name or path tried and why it failed
+/// (the loader's `dlerror` text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadAttempt {
+    /// The file name or path handed to the dynamic loader.
+    pub name: String,
+    /// The loader's own message for the failure.
+    pub error: String,
+}
+
+impl fmt::Display for LoadAttempt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.name, self.error)
+    }
+}
+
+fn join_attempts(tried: &[LoadAttempt]) -> String {
+    if tried.is_empty() {
+        return "nothing".to_owned();
+    }
+    tried.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+}
+
+/// Everything that can go wrong in gpuport.
+///
+/// The enum is `#[non_exhaustive]`: match the variants you act on and keep a fallback arm.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The vendor runtime library could not be opened under any of the names tried.
+    #[error(
+        "{backend}: runtime library not found (tried {}); install the vendor driver or set {env_var} to the library's path",
+        join_attempts(tried)
+    )]
+    LibraryNotFound {
+        /// Backend name (`cuda`, `rocm`).
+        backend: &'static str,
+        /// Every name tried, in order, with the loader's message.
+        tried: Vec<LoadAttempt>,
+        /// The variable that names an exact library file.
+        env_var: &'static str,
+    },
+
+    /// The library opened but a required entry point is missing: it is not the vendor
+    /// runtime, or it is too old.
+    #[error(
+        "{backend}: required symbol `{symbol}` missing from {library}{}; the file is not the vendor runtime or it is too old",
+        driver_version.as_deref().map(|v| format!(" (driver version {v})")).unwrap_or_default()
+    )]
+    MissingSymbol {
+        /// Backend name.
+        backend: &'static str,
+        /// The symbol that could not be resolved.
+        symbol: String,
+        /// The library that was opened.
+        library: String,
+        /// The driver/runtime version, when it could be read.
+        driver_version: Option<String>,
+    },
+
+    /// The driver is older than the oldest one gpuport supports.
+    #[error("{backend}: driver version {found} is older than the required {required}; update the driver")]
+    DriverTooOld {
+        /// Backend name.
+        backend: &'static str,
+        /// Version reported by the driver.
+        found: String,
+        /// Oldest supported version.
+        required: String,
+    },
+
+    /// The runtime loaded but reports no usable device.
+    #[error("{backend}: no device ({detail})")]
+    NoDevice {
+        /// Backend name.
+        backend: &'static str,
+        /// The vendor's own words for it (status name and message).
+        detail: String,
+    },
+
+    /// A device ordinal past the number of devices.
+    #[error("{device}: no such device ({backend} has {count} device(s))")]
+    DeviceNotFound {
+        /// The device that was asked for.
+        device: DeviceId,
+        /// Backend name.
+        backend: String,
+        /// How many devices that backend has.
+        count: u32,
+    },
+
+    /// A backend was asked for by name but is not known or not enabled.
+    #[error("backend `{name}` is not available: {reason}")]
+    BackendUnavailable {
+        /// The name asked for.
+        name: String,
+        /// Why it is unavailable (the discovery reason).
+        reason: String,
+    },
+
+    /// The device (or the host) could not provide the memory asked for.
+    #[error("{device}: out of memory allocating {bytes} bytes; free memory or ask for less")]
+    OutOfMemory {
+        /// Where the allocation was attempted.
+        device: DeviceId,
+        /// The requested size.
+        bytes: usize,
+    },
+
+    /// An argument was rejected; `what` names it and says why.
+    #[error("invalid argument: {what}")]
+    InvalidArgument {
+        /// Which argument, and what is wrong with it.
+        what: String,
+    },
+
+    /// A device selection string that does not parse.
+    #[error("invalid device string {input:?}: {reason} (expected `host`, `cuda:1`, `rocm:0`, `ext:0`, …)")]
+    InvalidDeviceString {
+        /// The string given.
+        input: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// A layout (shape and strides) that is inconsistent, overflows, or does not fit
+    /// its buffer.
+    #[error("invalid layout: {reason}")]
+    InvalidLayout {
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// A handle whose resource is gone (a destroyed stream, an unknown raw handle).
+    #[error("invalid handle: {what}")]
+    InvalidHandle {
+        /// Which handle, and why it is invalid.
+        what: String,
+    },
+
+    /// Two handles of different backends were mixed in one operation.
+    #[error("backend mismatch in {operation}: expected a {expected} handle, got one from {found}")]
+    BackendMismatch {
+        /// The operation attempted.
+        operation: &'static str,
+        /// The backend the operation runs on.
+        expected: String,
+        /// The backend of the offending handle.
+        found: String,
+    },
+
+    /// The backend or device does not have this feature.
+    #[error("{backend}: {what} is not supported")]
+    Unsupported {
+        /// Backend name.
+        backend: String,
+        /// The feature.
+        what: String,
+    },
+
+    /// The work an event or stream tracks has not completed yet (e.g. elapsed time
+    /// between events that have not both completed).
+    #[error("not ready: {what}")]
+    NotReady {
+        /// What is not ready.
+        what: String,
+    },
+
+    /// A vendor API call failed.
+    #[error("{backend}: {call} failed with {name} ({code}): {message}")]
+    Vendor {
+        /// Backend name.
+        backend: &'static str,
+        /// The API function that failed.
+        call: &'static str,
+        /// Numeric status code.
+        code: i64,
+        /// The vendor's status name (e.g. `CUDA_ERROR_INVALID_VALUE`).
+        name: String,
+        /// The vendor's status description.
+        message: String,
+    },
+
+    /// Work queued on a stream failed (a host callback or a host kernel panicked or
+    /// returned an error); reported by the stream's next `synchronize`.
+    #[error("work on stream {stream} failed: {message}")]
+    StreamWork {
+        /// The stream's display name.
+        stream: String,
+        /// What failed.
+        message: String,
+    },
+
+    /// Array interchange (DLPack, CUDA Array Interface) rejected its input.
+    #[error("interchange: {what}")]
+    Interchange {
+        /// What was wrong.
+        what: String,
+    },
+}
+
+impl Error {
+    /// Shorthand for [`Error::InvalidArgument`].
+    pub fn invalid_argument(what: impl Into<String>) -> Self {
+        Error::InvalidArgument { what: what.into() }
+    }
+
+    /// Shorthand for [`Error::InvalidLayout`].
+    pub fn invalid_layout(reason: impl Into<String>) -> Self {
+        Error::InvalidLayout { reason: reason.into() }
+    }
+
+    /// Shorthand for [`Error::Unsupported`].
+    pub fn unsupported(backend: impl fmt::Display, what: impl Into<String>) -> Self {
+        Error::Unsupported { backend: backend.to_string(), what: what.into() }
+    }
+
+    /// Shorthand for [`Error::InvalidHandle`].
+    pub fn invalid_handle(what: impl Into<String>) -> Self {
+        Error::InvalidHandle { what: what.into() }
+    }
+
+    /// A [`Error::BackendMismatch`] for a handle of backend `found` used where `expected`
+    /// was needed.
+    pub fn mismatch(operation: &'static str, expected: BackendKind, found: impl fmt::Display) -> Self {
+        Error::BackendMismatch { operation, expected: expected.to_string(), found: found.to_string() }
+    }
+
+    /// True when the error says a backend cannot be used at all on this machine (library,
+    /// symbol, driver or device missing), as opposed to a failed operation.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            Error::LibraryNotFound { .. }
+                | Error::MissingSymbol { .. }
+                | Error::DriverTooOld { .. }
+                | Error::NoDevice { .. }
+                | Error::BackendUnavailable { .. }
+        )
+    }
+}

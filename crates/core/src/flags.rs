@@ -1,0 +1,58 @@
+//! Flag sets and small enums shared by every backend.
+
+use bitflags::bitflags;
+
+bitflags! {
+    /// Stream creation flags (mirroring `CU_STREAM_*` / `hipStream*`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct StreamFlags: u32 {
+        /// The stream does not synchronize implicitly with the legacy default stream.
+        const NON_BLOCKING = 1 << 0;
+    }
+}
+
+bitflags! {
+    /// Event creation flags (mirroring `CU_EVENT_*` / `hipEvent*`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct EventFlags: u32 {
+        /// Host synchronization blocks the thread instead of spinning.
+        const BLOCKING_SYNC = 1 << 0;
+        /// The event records no timestamp (cheaper; elapsed time is then an error).
+        const DISABLE_TIMING = 1 << 1;
+        /// The event may be shared between processes (vendor backends only).
+        const INTERPROCESS = 1 << 2;
+    }
+}
+
+bitflags! {
+    /// Pinned host allocation flags (mirroring `CU_MEMHOSTALLOC_*` / `hipHostMalloc*`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct HostAllocFlags: u32 {
+        /// Pinned for every context, not only the allocating one.
+        const PORTABLE = 1 << 0;
+        /// Mapped into the device address space.
+        const DEVICE_MAP = 1 << 1;
+        /// Write-combined: fast for the device to read, slow for the host to read.
+        const WRITE_COMBINED = 1 << 2;
+    }
+}
+
+/// Whether a handle owns its resource. An owned handle destroys or frees it when the last
+/// clone is dropped; a borrowed handle (a foreign stream handed over by DLPack or the CUDA
+/// Array Interface, a pointer someone else allocated) never does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Ownership {
+    /// gpuport created the resource and releases it.
+    Owned,
+    /// Someone else owns the resource; gpuport only uses it.
+    Borrowed,
+}
+
+/// Which default stream to ask a device for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DefaultStream {
+    /// The legacy default stream, shared by the whole device (CUDA's stream 0 / handle 1).
+    Legacy,
+    /// The per-thread default stream (CUDA handle 2), where the vendor has one.
+    PerThread,
+}

@@ -1,0 +1,199 @@
+//! Modules and kernel launches, backend-neutral: module images, launch geometry and
+//! arguments. Backends keep their own module/function handles inside [`Module`] and
+//! [`Kernel`] and check the type when a launch comes back to them.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::id::DeviceId;
+use crate::memory::Buffer;
+
+/// Code to load onto a device.
+#[derive(Debug, Clone, Copy)]
+pub enum ModuleImage<'a> {
+    /// PTX source text (CUDA).
+    Ptx(&'a str),
+    /// A cubin or fatbin (CUDA).
+    Cubin(&'a [u8]),
+    /// An AMD GPU code object (ROCm).
+    HipCodeObject(&'a [u8]),
+    /// A module of Rust functions registered by name with a software backend (host, ext).
+    Registered(&'a str),
+}
+
+impl ModuleImage<'_> {
+    /// A short name of the image kind, for errors.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            ModuleImage::Ptx(_) => "PTX",
+            ModuleImage::Cubin(_) => "cubin",
+            ModuleImage::HipCodeObject(_) => "HIP code object",
+            ModuleImage::Registered(_) => "registered module",
+        }
+    }
+}
+
+type Handle = Arc<dyn Any + Send + Sync>;
+
+/// A loaded module. Cloning shares it; it is unloaded when the last clone (and the last
+/// [`Kernel`] taken from it) is dropped.
+#[derive(Clone)]
+pub struct Module {
+    device: DeviceId,
+    handle: Handle,
+}
+
+impl fmt::Debug for Module {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Module").field("device", &self.device).finish_non_exhaustive()
+    }
+}
+
+impl Module {
+    /// Wraps a backend's module handle.
+    pub fn new(device: DeviceId, handle: impl Any + Send + Sync) -> Self {
+        Module { device, handle: Arc::new(handle) }
+    }
+    /// The device it was loaded on.
+    pub fn device(&self) -> DeviceId {
+        self.device
+    }
+    /// The backend's handle, when it is of type `T`.
+    pub fn handle<T: Any>(&self) -> Option<&T> {
+        self.handle.downcast_ref()
+    }
+}
+
+/// A kernel function of a loaded module.
+#[derive(Clone)]
+pub struct Kernel {
+    device: DeviceId,
+    name: Arc<str>,
+    handle: Handle,
+}
+
+impl fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Kernel").field("device", &self.device).field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl Kernel {
+    /// Wraps a backend's function handle (which should keep its module loaded).
+    pub fn new(device: DeviceId, name: &str, handle: impl Any + Send + Sync) -> Self {
+        Kernel { device, name: name.into(), handle: Arc::new(handle) }
+    }
+    /// The device it was loaded on.
+    pub fn device(&self) -> DeviceId {
+        self.device
+    }
+    /// The function's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The backend's handle, when it is of type `T`; `None` means the kernel belongs to
+    /// another backend.
+    pub fn handle<T: Any>(&self) -> Option<&T> {
+        self.handle.downcast_ref()
+    }
+}
+
+/// Launch geometry, as in CUDA and HIP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Blocks in x, y, z.
+    pub grid: [u32; 3],
+    /// Threads per block in x, y, z.
+    pub block: [u32; 3],
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_mem_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// A 1-D launch covering at least `n` items with `block` threads per block.
+    pub fn for_items(n: u32, block: u32) -> Result<Self> {
+        if block == 0 {
+            return Err(Error::invalid_argument("block size must be at least 1"));
+        }
+        Ok(LaunchConfig { grid: [n.div_ceil(block).max(1), 1, 1], block: [block, 1, 1], shared_mem_bytes: 0 })
+    }
+
+    /// Checks that no dimension is zero.
+    pub fn validate(&self) -> Result<()> {
+        if self.grid.contains(&0) || self.block.contains(&0) {
+            return Err(Error::invalid_argument(format!(
+                "launch geometry has a zero dimension (grid {:?}, block {:?})",
+                self.grid, self.block
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A scalar kernel argument, by value (at most 16 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scalar {
+    bytes: [u8; 16],
+    dtype: DType,
+}
+
+impl Scalar {
+    /// The scalar's bytes, in native byte order.
+    pub fn bytes(&self) -> &[u8] {
+        // itemsize is at most 16 by construction.
+        let n = self.dtype.itemsize().unwrap_or(0);
+        &self.bytes[..n]
+    }
+    /// Its dtype.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+    /// The value as `T`, when `T` has this scalar's dtype.
+    pub fn get<T: Element>(&self) -> Result<T> {
+        if T::DTYPE != self.dtype {
+            return Err(Error::invalid_argument(format!(
+                "kernel scalar is {} but {} was asked for",
+                self.dtype,
+                T::DTYPE
+            )));
+        }
+        // SAFETY: `T: Element` is plain old data of exactly this dtype's size (≤ 16 bytes,
+        // checked at construction); read_unaligned has no alignment requirement.
+        Ok(unsafe { std::ptr::read_unaligned(self.bytes.as_ptr().cast::<T>()) })
+    }
+}
+
+/// One kernel argument.
+#[derive(Debug, Clone)]
+pub enum KernelArg {
+    /// A device pointer: the address of `offset` within `buffer`. The launch keeps the
+    /// buffer alive until the kernel has run.
+    Buffer {
+        /// The buffer.
+        buffer: Buffer,
+        /// Byte offset into it.
+        offset: usize,
+    },
+    /// A value passed by copy.
+    Scalar(Scalar),
+}
+
+impl KernelArg {
+    /// A pointer to the start of `buffer`.
+    pub fn buffer(buffer: &Buffer) -> Self {
+        KernelArg::Buffer { buffer: buffer.clone(), offset: 0 }
+    }
+
+    /// A scalar passed by value.
+    pub fn scalar<T: Element>(value: T) -> Self {
+        let mut bytes = [0u8; 16];
+        const { assert!(std::mem::size_of::<T>() <= 16, "kernel scalars are at most 16 bytes") };
+        let n = std::mem::size_of::<T>();
+        // SAFETY: `T: Element` is plain old data of `n` bytes; `bytes` holds 16 ≥ n.
+        unsafe { std::ptr::copy_nonoverlapping((&value as *const T).cast::<u8>(), bytes.as_mut_ptr(), n) };
+        KernelArg::Scalar(Scalar { bytes, dtype: T::DTYPE })
+    }
+}

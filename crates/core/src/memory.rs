@@ -1,0 +1,322 @@
+//! Memory handles shared by every backend: [`Buffer`], [`MemoryKind`] and
+//! [`PointerAttributes`].
+//!
+//! A buffer is type-erased on purpose: buffers cross backends (the copy engine stages a
+//! CUDA buffer through another backend's pinned memory; DLPack and CUDA Array Interface
+//! imports wrap foreign pointers), so one handle type serves them all. The cost is one
+//! `Arc` per allocation, never per operation. Queued work clones the `Arc`, which is how
+//! a stream keeps the buffers it touches alive.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::flags::Ownership;
+use crate::id::DeviceId;
+
+/// What kind of memory an address is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemoryKind {
+    /// Ordinary (pageable) host memory; for the host backend, its device memory.
+    Host,
+    /// Device memory of a GPU or other accelerator.
+    Device,
+    /// Page-locked host memory registered with a device runtime.
+    PinnedHost,
+    /// Managed (unified) memory, migrated on demand between host and device.
+    Managed,
+    /// An address no backend knows about.
+    Unregistered,
+}
+
+/// What a backend knows about an address (`cuPointerGetAttributes`,
+/// `hipPointerGetAttributes`, the host backend's allocation registry).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PointerAttributes {
+    /// The device that owns the memory, when there is one.
+    pub device: Option<DeviceId>,
+    /// The kind of memory.
+    pub memory: MemoryKind,
+    /// The host may dereference the address.
+    pub host_accessible: bool,
+    /// The device may dereference the address.
+    pub device_accessible: bool,
+    /// Managed (unified) memory.
+    pub managed: bool,
+    /// Start and length of the allocation holding the address, when known.
+    pub allocation: Option<(u64, usize)>,
+}
+
+impl PointerAttributes {
+    /// The answer for an address nobody registered.
+    pub fn unregistered() -> Self {
+        PointerAttributes {
+            device: None,
+            memory: MemoryKind::Unregistered,
+            host_accessible: false,
+            device_accessible: false,
+            managed: false,
+            allocation: None,
+        }
+    }
+}
+
+/// Releases an owned allocation. Implemented by each backend; called exactly once, when
+/// the last clone of the [`Buffer`] is dropped or by [`Buffer::free`].
+pub trait Release: Send + Sync + 'static {
+    /// Frees `len` bytes at `addr`. Errors are returned to [`Buffer::free`] and logged
+    /// when the buffer is simply dropped.
+    fn release(&mut self, addr: u64, len: usize) -> Result<()>;
+}
+
+/// Describes a buffer to construct: where it lives and what it is.
+#[derive(Debug, Clone, Copy)]
+pub struct BufferDesc {
+    /// Base address (device address or host pointer). May be 0 only when `len` is 0.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: usize,
+    /// Owning device.
+    pub device: DeviceId,
+    /// Kind of memory.
+    pub memory: MemoryKind,
+    /// The host may read and write the bytes through `addr`.
+    pub host_accessible: bool,
+}
+
+struct Inner {
+    desc: BufferDesc,
+    ownership: Ownership,
+    release: Option<Box<dyn Release>>,
+    _keep_alive: Option<Box<dyn Any + Send + Sync>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(mut release) = self.release.take() {
+            if let Err(err) = release.release(self.desc.addr, self.desc.len) {
+                log::warn!("freeing {} bytes at {:#x} on {}: {err}", self.desc.len, self.desc.addr, self.desc.device);
+            }
+        }
+    }
+}
+
+/// A range of memory on one device: an owned allocation or a borrowed foreign one.
+/// Cloning shares it; an owned buffer is released when the last clone drops.
+#[derive(Clone)]
+pub struct Buffer {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = &self.inner.desc;
+        f.debug_struct("Buffer")
+            .field("addr", &format_args!("{:#x}", d.addr))
+            .field("len", &d.len)
+            .field("device", &d.device)
+            .field("memory", &d.memory)
+            .field("ownership", &self.inner.ownership)
+            .finish()
+    }
+}
+
+impl Buffer {
+    fn check_desc(desc: &BufferDesc) -> Result<()> {
+        if desc.addr == 0 && desc.len != 0 {
+            return Err(Error::invalid_argument("a buffer of non-zero length at address 0"));
+        }
+        if desc.addr.checked_add(desc.len as u64).is_none() {
+            return Err(Error::invalid_argument("buffer range wraps around the address space"));
+        }
+        Ok(())
+    }
+
+    /// An owned buffer that `release` frees.
+    ///
+    /// # Safety
+    /// `desc` must describe memory that stays valid until `release` runs, and
+    /// `host_accessible` may be true only if `len` bytes at `addr` are readable and
+    /// writable by the host for that long.
+    pub unsafe fn from_owned(desc: BufferDesc, release: Box<dyn Release>) -> Result<Self> {
+        Self::check_desc(&desc)?;
+        Ok(Buffer {
+            inner: Arc::new(Inner { desc, ownership: Ownership::Owned, release: Some(release), _keep_alive: None }),
+        })
+    }
+
+    /// A borrowed buffer over memory someone else owns. `keep_alive` (for example a
+    /// DLPack managed tensor whose deleter runs on drop) is dropped with the last clone.
+    ///
+    /// # Safety
+    /// `desc` must describe memory that stays valid while the buffer (or `keep_alive`)
+    /// lives, with the same rule for `host_accessible` as [`Buffer::from_owned`].
+    pub unsafe fn from_borrowed(desc: BufferDesc, keep_alive: Option<Box<dyn Any + Send + Sync>>) -> Result<Self> {
+        Self::check_desc(&desc)?;
+        Ok(Buffer {
+            inner: Arc::new(Inner { desc, ownership: Ownership::Borrowed, release: None, _keep_alive: keep_alive }),
+        })
+    }
+
+    /// Base address.
+    pub fn addr(&self) -> u64 {
+        self.inner.desc.addr
+    }
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.inner.desc.len
+    }
+    /// True for a zero-length buffer.
+    pub fn is_empty(&self) -> bool {
+        self.inner.desc.len == 0
+    }
+    /// Owning device.
+    pub fn device(&self) -> DeviceId {
+        self.inner.desc.device
+    }
+    /// Kind of memory.
+    pub fn memory(&self) -> MemoryKind {
+        self.inner.desc.memory
+    }
+    /// Whether this handle frees the memory.
+    pub fn ownership(&self) -> Ownership {
+        self.inner.ownership
+    }
+    /// The full description.
+    pub fn desc(&self) -> BufferDesc {
+        self.inner.desc
+    }
+    /// Whether the host may read and write these bytes directly.
+    pub fn is_host_accessible(&self) -> bool {
+        self.inner.desc.host_accessible
+    }
+    /// True when both handles are the same allocation.
+    pub fn same_allocation(&self, other: &Buffer) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+    /// Number of live handles to this allocation (clones held by views and queued work
+    /// included).
+    pub fn handle_count(&self) -> usize {
+        Arc::strong_count(&self.inner)
+    }
+
+    /// The address of `offset..offset + len` within the buffer, or an error when the range
+    /// does not fit.
+    pub fn range_addr(&self, offset: usize, len: usize) -> Result<u64> {
+        let end = offset.checked_add(len).ok_or_else(|| Error::invalid_argument("offset + length overflows"))?;
+        if end > self.len() {
+            return Err(Error::invalid_argument(format!(
+                "range {offset}..{end} is outside a {}-byte buffer",
+                self.len()
+            )));
+        }
+        Ok(self.addr() + offset as u64)
+    }
+
+    /// The host pointer for `offset..offset+len`, when the memory is host-accessible and
+    /// the range fits. Dereferencing it still needs the caller to order host access after
+    /// any queued work that uses the buffer.
+    pub fn host_ptr(&self, offset: usize, len: usize) -> Result<*mut u8> {
+        if !self.is_host_accessible() {
+            return Err(Error::invalid_argument(format!(
+                "{:?} memory on {} is not host-accessible",
+                self.memory(),
+                self.device()
+            )));
+        }
+        Ok(self.range_addr(offset, len)? as usize as *mut u8)
+    }
+
+    /// Frees the allocation now and returns the backend's error, if any. Fails without
+    /// freeing when other handles (views, queued work) still share the buffer; those
+    /// handles keep it alive and the last one frees it.
+    pub fn free(self) -> Result<()> {
+        match Arc::try_unwrap(self.inner) {
+            Ok(mut inner) => match inner.release.take() {
+                Some(mut release) => release.release(inner.desc.addr, inner.desc.len),
+                None => Ok(()),
+            },
+            Err(shared) => Err(Error::invalid_argument(format!(
+                "buffer at {:#x} is still referenced by {} other handle(s) (views or queued work)",
+                shared.desc.addr,
+                Arc::strong_count(&shared) - 1
+            ))),
+        }
+    }
+}
+
+/// Checks a copy of `len` bytes from `src[src_offset..]` to `dst[dst_offset..]`: both
+/// ranges inside their buffers, and not overlapping (vendor copy engines do not promise
+/// memmove semantics). Returns the source and destination addresses.
+pub fn check_copy(src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<(u64, u64)> {
+    let s = src.range_addr(src_offset, len)?;
+    let d = dst.range_addr(dst_offset, len)?;
+    let len64 = len as u64;
+    if len > 0 && src.same_allocation(dst) && s < d + len64 && d < s + len64 {
+        return Err(Error::invalid_argument(format!(
+            "copy source {src_offset}..{} and destination {dst_offset}..{} overlap in one buffer",
+            src_offset + len,
+            dst_offset + len
+        )));
+    }
+    Ok((s, d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    struct Counting(Arc<AtomicUsize>);
+    impl Release for Counting {
+        fn release(&mut self, _addr: u64, _len: usize) -> Result<()> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    fn desc(addr: u64, len: usize) -> BufferDesc {
+        BufferDesc { addr, len, device: DeviceId::HOST, memory: MemoryKind::Device, host_accessible: false }
+    }
+
+    #[test]
+    fn released_once_by_last_clone() {
+        let n = Arc::new(AtomicUsize::new(0));
+        // SAFETY: the memory is never dereferenced; not host-accessible.
+        let b = unsafe { Buffer::from_owned(desc(0x1000, 64), Box::new(Counting(n.clone()))) }.unwrap();
+        let c = b.clone();
+        assert!(c.clone().free().is_err(), "shared buffers cannot be freed explicitly");
+        drop(b);
+        assert_eq!(n.load(Ordering::SeqCst), 0);
+        c.free().unwrap();
+        assert_eq!(n.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn overlapping_copies_are_refused() {
+        // SAFETY: never dereferenced.
+        let b = unsafe { Buffer::from_borrowed(desc(0x1000, 64), None) }.unwrap();
+        // SAFETY: as above.
+        let c = unsafe { Buffer::from_borrowed(desc(0x1000, 64), None) }.unwrap();
+        assert!(check_copy(&b, 0, &b, 8, 16).is_err());
+        assert!(check_copy(&b, 0, &b, 16, 16).is_ok());
+        assert!(check_copy(&b, 0, &c, 0, 16).is_ok(), "distinct handles are distinct allocations");
+        assert!(check_copy(&b, 60, &c, 0, 8).is_err());
+        assert!(check_copy(&b, 0, &b, 0, 0).is_ok());
+    }
+
+    #[test]
+    fn ranges_are_checked() {
+        // SAFETY: never dereferenced.
+        let b = unsafe { Buffer::from_borrowed(desc(0x1000, 64), None) }.unwrap();
+        assert_eq!(b.range_addr(8, 56).unwrap(), 0x1008);
+        assert!(b.range_addr(8, 57).is_err());
+        assert!(b.range_addr(usize::MAX, 2).is_err());
+        assert!(b.host_ptr(0, 1).is_err(), "not host-accessible");
+        // SAFETY: invalid descriptions are rejected before use.
+        assert!(unsafe { Buffer::from_borrowed(desc(0, 8), None) }.is_err());
+        // SAFETY: as above.
+        assert!(unsafe { Buffer::from_borrowed(desc(u64::MAX, 8), None) }.is_err());
+    }
+}

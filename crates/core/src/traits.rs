@@ -1,0 +1,192 @@
+//! The static trait tier: [`Backend`], [`Device`], [`Stream`], [`Event`].
+//!
+//! These are zero-cost when the backend is known at compile time (compare wgpu-hal's
+//! `Api`). The facade crate adds object-safe twins and enum dispatch on top.
+
+use std::path::PathBuf;
+
+use crate::error::Result;
+use crate::flags::{DefaultStream, EventFlags, HostAllocFlags, Ownership, StreamFlags};
+use crate::id::{BackendKind, DeviceId};
+use crate::kernel::{Kernel, KernelArg, LaunchConfig, Module, ModuleImage};
+use crate::memory::{Buffer, PointerAttributes};
+
+/// A closure run on the host when a stream reaches it.
+pub type HostCallback = Box<dyn FnOnce() + Send + 'static>;
+
+/// How to load a backend.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// An exact library file to open instead of the default search (the value of
+    /// `GPUPORT_CUDA_LIBRARY` / `GPUPORT_HIP_LIBRARY` when read from the environment).
+    pub library_path: Option<PathBuf>,
+}
+
+/// Facts about a device. Fields a backend cannot answer are `None`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The device's id.
+    pub id: DeviceId,
+    /// Marketing or model name.
+    pub name: String,
+    /// Total memory in bytes.
+    pub total_memory: u64,
+    /// CUDA compute capability (major, minor).
+    pub compute_capability: Option<(u32, u32)>,
+    /// Architecture name (AMD `gfx90a`, the host's CPU architecture, …).
+    pub arch: Option<String>,
+    /// Streaming multiprocessors / compute units / CPU threads.
+    pub multiprocessors: Option<u32>,
+    /// PCI bus id (`0000:65:00.0`).
+    pub pci_bus_id: Option<String>,
+    /// Device UUID.
+    pub uuid: Option<[u8; 16]>,
+}
+
+/// A family of devices reached through one runtime: the host, CUDA, ROCm, a plugin.
+pub trait Backend: Send + Sync + Sized + 'static {
+    /// Which kind of backend this is.
+    const KIND: BackendKind;
+    /// Its device handle.
+    type Device: Device<Backend = Self>;
+    /// Its stream handle.
+    type Stream: Stream<Backend = Self>;
+    /// Its event handle.
+    type Event: Event<Backend = Self>;
+
+    /// Loads the runtime (opens the library and resolves required symbols). Never panics:
+    /// a missing library, symbol or device is an error that says which.
+    fn load(opts: &LoadOptions) -> Result<Self>;
+    /// Runtime and driver versions, in the vendor's words.
+    fn version(&self) -> String;
+    /// The devices this backend can open.
+    fn devices(&self) -> Result<Vec<DeviceInfo>>;
+    /// Opens device `ordinal`.
+    fn open(&self, ordinal: u32) -> Result<Self::Device>;
+}
+
+/// One device. Handles are cheap to clone and keep the device's context alive.
+pub trait Device: Clone + Send + Sync + 'static {
+    /// The backend.
+    type Backend: Backend<Device = Self>;
+
+    /// The device's id.
+    fn id(&self) -> DeviceId;
+    /// Facts about the device.
+    fn info(&self) -> Result<DeviceInfo>;
+
+    /// Allocates `bytes` of device memory, synchronously. Zero bytes gives an empty buffer.
+    fn alloc(&self, bytes: usize) -> Result<Buffer>;
+    /// Allocates `bytes` of device memory ordered on `stream`: usable by work queued on
+    /// `stream` after this call, freed in stream order when dropped.
+    fn alloc_async(&self, bytes: usize, stream: &<Self::Backend as Backend>::Stream) -> Result<Buffer>;
+    /// Allocates page-locked host memory usable for asynchronous copies.
+    fn alloc_pinned(&self, bytes: usize, flags: HostAllocFlags) -> Result<Buffer>;
+    /// Allocates managed (unified) memory, where the vendor has it.
+    fn alloc_managed(&self, bytes: usize) -> Result<Buffer>;
+    /// Sets `len` bytes at `offset` of `dst` to `value`, synchronously.
+    fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()>;
+
+    /// Creates a stream. `priority` is clamped into [`Device::stream_priority_range`].
+    fn create_stream(&self, flags: StreamFlags, priority: i32) -> Result<<Self::Backend as Backend>::Stream>;
+    /// `(least, greatest)` stream priority; lower numbers are higher priority, as in CUDA.
+    fn stream_priority_range(&self) -> Result<(i32, i32)>;
+    /// The legacy or per-thread default stream, as a borrowed handle.
+    fn default_stream(&self, which: DefaultStream) -> Result<<Self::Backend as Backend>::Stream>;
+    /// Wraps a stream handle created by someone else, without owning it.
+    ///
+    /// # Safety
+    /// `raw` must be a live stream handle of this backend on this device and stay live while
+    /// the returned handle (and work queued through it) is in use. Backends that can check
+    /// a handle do, and return [`crate::Error::InvalidHandle`].
+    unsafe fn wrap_stream(&self, raw: usize) -> Result<<Self::Backend as Backend>::Stream>;
+    /// Creates an event.
+    fn create_event(&self, flags: EventFlags) -> Result<<Self::Backend as Backend>::Event>;
+    /// Wraps an event handle created by someone else, without owning it.
+    ///
+    /// # Safety
+    /// As for [`Device::wrap_stream`], for an event handle.
+    unsafe fn wrap_event(&self, raw: usize) -> Result<<Self::Backend as Backend>::Event>;
+    /// Blocks until all work on all of this device's streams has completed.
+    fn synchronize(&self) -> Result<()>;
+
+    /// Whether this device can access `peer`'s memory directly.
+    fn can_access_peer(&self, peer: &Self) -> Result<bool>;
+    /// Enables direct access from this device to `peer`'s memory (idempotent).
+    fn enable_peer_access(&self, peer: &Self) -> Result<()>;
+    /// What this backend knows about `addr`.
+    fn pointer_attributes(&self, addr: u64) -> Result<PointerAttributes>;
+
+    /// Loads a module.
+    fn load_module(&self, image: ModuleImage<'_>) -> Result<Module>;
+    /// Looks up a kernel of a module loaded on this device.
+    fn kernel(&self, module: &Module, name: &str) -> Result<Kernel>;
+}
+
+/// An ordered queue of work on one device. Operations return once queued; the work runs
+/// asynchronously, in order. Cloning shares the stream; an owned stream is destroyed (after
+/// its queued work) when the last owned clone drops.
+pub trait Stream: Clone + Send + Sync + 'static {
+    /// The backend.
+    type Backend: Backend<Stream = Self>;
+
+    /// The device it runs on.
+    fn device_id(&self) -> DeviceId;
+    /// Whether this handle owns the stream.
+    fn ownership(&self) -> Ownership;
+    /// The vendor handle (`CUstream`, `hipStream_t`, the host backend's stream id).
+    fn raw_handle(&self) -> usize;
+    /// Creation flags.
+    fn flags(&self) -> StreamFlags;
+    /// Priority (after clamping).
+    fn priority(&self) -> i32;
+
+    /// Copies `len` bytes from `src[src_offset..]` to `dst[dst_offset..]`. The copy kind
+    /// (host↔device, device↔device, peer) follows from the buffers. Overlapping ranges are
+    /// an error ([`crate::check_copy`]).
+    fn copy(&self, src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<()>;
+    /// Sets `len` bytes at `offset` of `dst` to `value`.
+    fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()>;
+    /// Copies host bytes into `dst` after the work already queued; returns once the copy
+    /// has completed (so `src` may be reused).
+    fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize) -> Result<()>;
+    /// Copies from `src` into host bytes after the work already queued; returns once the
+    /// bytes are in `dst`.
+    fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8]) -> Result<()>;
+
+    /// Records `event` at the current end of this stream.
+    fn record(&self, event: &<Self::Backend as Backend>::Event) -> Result<()>;
+    /// Makes later work on this stream wait until `event`'s recorded work completes.
+    fn wait(&self, event: &<Self::Backend as Backend>::Event) -> Result<()>;
+    /// Runs `f` on a host thread when the stream reaches this point; later work waits for it.
+    fn host_callback(&self, f: HostCallback) -> Result<()>;
+    /// Launches a kernel.
+    fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()>;
+
+    /// True when all queued work has completed.
+    fn query(&self) -> Result<bool>;
+    /// Blocks until all queued work has completed. Reports the first error of queued work
+    /// (a failed host callback, a failed kernel) since the last call.
+    fn synchronize(&self) -> Result<()>;
+}
+
+/// A completion marker recorded on a stream.
+pub trait Event: Clone + Send + Sync + 'static {
+    /// The backend.
+    type Backend: Backend<Event = Self>;
+
+    /// The device it belongs to.
+    fn device_id(&self) -> DeviceId;
+    /// Whether this handle owns the event.
+    fn ownership(&self) -> Ownership;
+    /// The vendor handle.
+    fn raw_handle(&self) -> usize;
+    /// Creation flags.
+    fn flags(&self) -> EventFlags;
+    /// True when the work recorded has completed (also for a never-recorded event).
+    fn query(&self) -> Result<bool>;
+    /// Blocks until the work recorded has completed.
+    fn synchronize(&self) -> Result<()>;
+    /// Milliseconds between this event and `end`; both must have completed and time.
+    fn elapsed_ms(&self, end: &Self) -> Result<f32>;
+}

@@ -1,0 +1,41 @@
+//! # gpuport
+//!
+//! One GPU hardware-abstraction layer: a single build discovers at run time which vendor
+//! runtimes the machine has and drives them, and the CPU, through one set of traits.
+//!
+//! - [`Runtime::discover`] reports every backend as available (with its devices) or
+//!   unavailable (with the reason); it never panics.
+//! - [`AnyDevice`], [`AnyStream`], [`AnyEvent`] dispatch over the built-in backends and
+//!   run-time plugins ([`Runtime::register_plugin`]); mixing backends is
+//!   [`Error::BackendMismatch`].
+//! - [`Array`] is an n-dimensional view of device memory with a dtype, a checked layout
+//!   and the stream its pending work is on.
+//!
+//! The static, zero-cost tier is re-exported from `gpuport-core` ([`Backend`], [`Device`],
+//! [`Stream`], [`Event`]); the host backend from `gpuport-host` as [`host`].
+//!
+//! ```
+//! use gpuport::{Runtime, Array, DynStream};
+//! let rt = Runtime::discover();
+//! let dev = rt.device("host")?;
+//! let a = Array::from_slice(&dev, &[1.0f32, 2.0, 3.0], &[3])?;
+//! assert_eq!(a.to_vec::<f32>()?, vec![1.0, 2.0, 3.0]);
+//! # Ok::<(), gpuport::Error>(())
+//! ```
+
+mod array;
+mod dynamic;
+mod runtime;
+
+pub use array::{as_bytes, Array};
+pub use dynamic::{
+    device_into_any, event_into_any, stream_into_any, AnyDevice, AnyEvent, AnyStream, DynDevice, DynEvent, DynStream,
+    PluginDevice, PluginEvent, PluginStream,
+};
+pub use gpuport_core::*;
+pub use runtime::{
+    parse_backend_list, BackendReport, BackendStatus, DiscoverOptions, DynBackend, Runtime, BACKENDS_ENV, DEVICE_ENV,
+};
+
+/// The host backend.
+pub use gpuport_host as host;

@@ -1,0 +1,327 @@
+//! Run-time discovery of backends, plugin registration and device selection.
+
+use std::fmt;
+use std::sync::{Arc, RwLock};
+
+use gpuport_core::{Backend, BackendKind, DeviceId, DeviceInfo, DeviceSpec, Error, LoadOptions, Result};
+use gpuport_host::HostBackend;
+
+use crate::dynamic::{device_into_any, AnyDevice};
+
+/// Environment variable that limits discovery to a comma-separated list of backends.
+pub const BACKENDS_ENV: &str = "GPUPORT_BACKENDS";
+/// Environment variable naming the default device (`cuda:0`); the host when unset.
+pub const DEVICE_ENV: &str = "GPUPORT_DEVICE";
+
+/// Object-safe view of a loaded backend.
+pub trait DynBackend: Send + Sync + 'static {
+    /// Its kind.
+    fn kind(&self) -> BackendKind;
+    /// Runtime and driver versions.
+    fn version(&self) -> String;
+    /// Its devices.
+    fn devices(&self) -> Result<Vec<DeviceInfo>>;
+    /// Opens a device.
+    fn open(&self, ordinal: u32) -> Result<AnyDevice>;
+}
+
+impl<B: Backend> DynBackend for B {
+    fn kind(&self) -> BackendKind {
+        B::KIND
+    }
+    fn version(&self) -> String {
+        Backend::version(self)
+    }
+    fn devices(&self) -> Result<Vec<DeviceInfo>> {
+        Backend::devices(self)
+    }
+    fn open(&self, ordinal: u32) -> Result<AnyDevice> {
+        Backend::open(self, ordinal).map(device_into_any)
+    }
+}
+
+/// A built-in backend: its kind and how to load it. Adding a backend is one line in
+/// [`BUILTIN`].
+struct Builtin {
+    kind: BackendKind,
+    load: fn(&LoadOptions) -> Result<Arc<dyn DynBackend>>,
+}
+
+fn load_as_dyn<B: Backend>(opts: &LoadOptions) -> Result<Arc<dyn DynBackend>> {
+    Ok(Arc::new(B::load(opts)?))
+}
+
+const BUILTIN: &[Builtin] = &[Builtin { kind: BackendKind::Host, load: load_as_dyn::<HostBackend> }];
+
+static PLUGINS: RwLock<Vec<Arc<dyn DynBackend>>> = RwLock::new(Vec::new());
+
+/// Whether a backend can be used, and with which devices.
+#[derive(Debug)]
+pub enum BackendStatus {
+    /// Loaded, with at least one device.
+    Available {
+        /// Runtime and driver versions.
+        version: String,
+        /// The devices.
+        devices: Vec<DeviceInfo>,
+    },
+    /// Cannot be used; the error says why and what to do.
+    Unavailable(Error),
+}
+
+/// One row of discovery: a backend and its status.
+pub struct BackendReport {
+    /// The backend's name (`host`, `cuda`, a plugin's name, or an unknown name given in
+    /// `GPUPORT_BACKENDS`).
+    pub name: String,
+    /// Its status.
+    pub status: BackendStatus,
+    backend: Option<Arc<dyn DynBackend>>,
+}
+
+impl fmt::Debug for BackendReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BackendReport").field("name", &self.name).field("status", &self.status).finish()
+    }
+}
+
+impl BackendReport {
+    /// True when the backend can be used.
+    pub fn is_available(&self) -> bool {
+        matches!(self.status, BackendStatus::Available { .. })
+    }
+}
+
+/// Options for [`Runtime::discover_with`].
+#[derive(Debug, Clone, Default)]
+pub struct DiscoverOptions {
+    /// Only these backends (names); `None` means all.
+    pub backends: Option<Vec<String>>,
+}
+
+impl DiscoverOptions {
+    /// Options read from the environment (`GPUPORT_BACKENDS`).
+    pub fn from_env() -> Self {
+        let backends = std::env::var(BACKENDS_ENV).ok().map(|v| parse_backend_list(&v));
+        DiscoverOptions { backends }
+    }
+}
+
+/// Splits a `GPUPORT_BACKENDS` value: comma-separated, white space ignored, case-insensitive.
+pub fn parse_backend_list(value: &str) -> Vec<String> {
+    value.split(',').map(|s| s.trim().to_ascii_lowercase()).filter(|s| !s.is_empty()).collect()
+}
+
+/// The backends of this process, discovered at run time.
+pub struct Runtime {
+    reports: Vec<BackendReport>,
+}
+
+impl Runtime {
+    /// Tries every built-in backend and every registered plugin, as limited by
+    /// `GPUPORT_BACKENDS`. Never panics: a backend that cannot be used is reported with its
+    /// reason.
+    pub fn discover() -> Runtime {
+        Self::discover_with(&DiscoverOptions::from_env())
+    }
+
+    /// [`Runtime::discover`] with explicit options.
+    pub fn discover_with(opts: &DiscoverOptions) -> Runtime {
+        let wanted = |name: &str| opts.backends.as_ref().is_none_or(|list| list.iter().any(|n| n == name));
+        let mut reports = Vec::new();
+        let plugins: Vec<Arc<dyn DynBackend>> = PLUGINS.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let candidates = BUILTIN
+            .iter()
+            .map(|b| (b.kind.name().to_owned(), (b.load)(&LoadOptions::default())))
+            .chain(plugins.into_iter().map(|p| (p.kind().name().to_owned(), Ok(p))));
+        for (name, loaded) in candidates {
+            if !wanted(&name) {
+                continue;
+            }
+            reports.push(Self::report(name, loaded));
+        }
+        if let Some(list) = &opts.backends {
+            for name in list {
+                if !reports.iter().any(|r| &r.name == name) {
+                    reports.push(BackendReport {
+                        name: name.clone(),
+                        status: BackendStatus::Unavailable(Error::BackendUnavailable {
+                            name: name.clone(),
+                            reason: format!(
+                                "{BACKENDS_ENV} names a backend this build does not have (known: {})",
+                                Self::known_names().join(", ")
+                            ),
+                        }),
+                        backend: None,
+                    });
+                }
+            }
+        }
+        Runtime { reports }
+    }
+
+    fn report(name: String, loaded: Result<Arc<dyn DynBackend>>) -> BackendReport {
+        let (status, backend) = match loaded {
+            Err(err) => (BackendStatus::Unavailable(err), None),
+            Ok(b) => match b.devices() {
+                Ok(devices) if devices.is_empty() => (
+                    BackendStatus::Unavailable(Error::NoDevice {
+                        backend: b.kind().name(),
+                        detail: "the backend loaded but reports no devices".into(),
+                    }),
+                    None,
+                ),
+                Ok(devices) => (BackendStatus::Available { version: b.version(), devices }, Some(b)),
+                Err(err) => (BackendStatus::Unavailable(err), None),
+            },
+        };
+        BackendReport { name, status, backend }
+    }
+
+    /// Names of the built-in backends and registered plugins.
+    pub fn known_names() -> Vec<String> {
+        let mut names: Vec<String> = BUILTIN.iter().map(|b| b.kind.name().to_owned()).collect();
+        let plugins = PLUGINS.read().unwrap_or_else(|p| p.into_inner());
+        names.extend(plugins.iter().map(|p| p.kind().name().to_owned()));
+        names
+    }
+
+    /// Registers a backend implemented outside gpuport (the ext device, a vendor port).
+    /// Later [`Runtime::discover`] calls include it. Its name must not clash with a
+    /// built-in backend or another plugin.
+    pub fn register_plugin<B: Backend>(backend: B) -> Result<()> {
+        let name = B::KIND.name();
+        let mut plugins = PLUGINS.write().unwrap_or_else(|p| p.into_inner());
+        if BUILTIN.iter().any(|b| b.kind.name() == name) || plugins.iter().any(|p| p.kind().name() == name) {
+            return Err(Error::invalid_argument(format!("a backend named `{name}` is already registered")));
+        }
+        plugins.push(Arc::new(backend));
+        Ok(())
+    }
+
+    /// One row per backend considered.
+    pub fn reports(&self) -> &[BackendReport] {
+        &self.reports
+    }
+
+    /// The report of backend `name`.
+    pub fn report_for(&self, name: &str) -> Option<&BackendReport> {
+        self.reports.iter().find(|r| r.name == name)
+    }
+
+    /// Every device of every available backend.
+    pub fn device_ids(&self) -> Vec<DeviceId> {
+        self.reports
+            .iter()
+            .filter_map(|r| match &r.status {
+                BackendStatus::Available { devices, .. } => Some(devices.iter().map(|d| d.id)),
+                BackendStatus::Unavailable(_) => None,
+            })
+            .flatten()
+            .collect()
+    }
+
+    /// Opens a device by selection string (`host`, `cuda:1`, `ext:0`, a plugin's `name:N`).
+    pub fn device(&self, spec: &str) -> Result<AnyDevice> {
+        let spec = DeviceSpec::parse(spec)?;
+        let report = self.report_for(&spec.backend).ok_or_else(|| Error::BackendUnavailable {
+            name: spec.backend.clone(),
+            reason: format!("no such backend in this runtime (known: {})", Self::known_names().join(", ")),
+        })?;
+        match (&report.status, &report.backend) {
+            (BackendStatus::Available { .. }, Some(b)) => b.open(spec.ordinal),
+            (BackendStatus::Unavailable(err), _) => {
+                Err(Error::BackendUnavailable { name: spec.backend.clone(), reason: err.to_string() })
+            }
+            (BackendStatus::Available { .. }, None) => {
+                Err(Error::BackendUnavailable { name: spec.backend.clone(), reason: "not loaded".into() })
+            }
+        }
+    }
+
+    /// The default device: `GPUPORT_DEVICE` when set, else the host.
+    pub fn default_device(&self) -> Result<AnyDevice> {
+        match std::env::var(DEVICE_ENV) {
+            Ok(spec) if !spec.trim().is_empty() => self.device(spec.trim()),
+            _ => self.device("host"),
+        }
+    }
+}
+
+impl fmt::Display for Runtime {
+    /// A table: each backend with its devices, or the reason it is unavailable.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for report in &self.reports {
+            match &report.status {
+                BackendStatus::Available { version, devices } => {
+                    writeln!(f, "{:<6} available — {version}", report.name)?;
+                    for d in devices {
+                        write!(
+                            f,
+                            "  {:<8} {} — {:.1} GiB",
+                            d.id.to_string(),
+                            d.name,
+                            d.total_memory as f64 / (1u64 << 30) as f64
+                        )?;
+                        if let Some((major, minor)) = d.compute_capability {
+                            write!(f, ", sm_{major}{minor}")?;
+                        }
+                        if let Some(arch) = &d.arch {
+                            write!(f, ", {arch}")?;
+                        }
+                        if let Some(n) = d.multiprocessors {
+                            write!(f, ", {n} units")?;
+                        }
+                        if let Some(pci) = &d.pci_bus_id {
+                            write!(f, ", pci {pci}")?;
+                        }
+                        writeln!(f)?;
+                    }
+                }
+                BackendStatus::Unavailable(err) => writeln!(f, "{:<6} unavailable — {err}", report.name)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::dynamic::DynDevice;
+
+    #[test]
+    fn host_is_always_available() {
+        let rt = Runtime::discover_with(&DiscoverOptions::default());
+        assert!(rt.report_for("host").unwrap().is_available());
+        assert!(rt.device_ids().contains(&DeviceId::HOST));
+        assert_eq!(rt.device("host").unwrap().id(), DeviceId::HOST);
+        assert_eq!(rt.device("host:0").unwrap().id(), DeviceId::HOST);
+    }
+
+    #[test]
+    fn device_strings_fail_clearly() {
+        let rt = Runtime::discover_with(&DiscoverOptions::default());
+        assert!(matches!(rt.device("host:1"), Err(Error::DeviceNotFound { count: 1, .. })));
+        assert!(matches!(rt.device("nosuch:0"), Err(Error::BackendUnavailable { .. })));
+        assert!(matches!(rt.device("host:x"), Err(Error::InvalidDeviceString { .. })));
+        assert!(matches!(rt.device(""), Err(Error::InvalidDeviceString { .. })));
+    }
+
+    #[test]
+    fn backend_filter_limits_and_reports_unknown_names() {
+        assert_eq!(parse_backend_list(" Host , ,cuda"), vec!["host", "cuda"]);
+        let rt = Runtime::discover_with(&DiscoverOptions { backends: Some(vec!["bogus".into()]) });
+        assert!(rt.report_for("host").is_none(), "host was not asked for");
+        let bogus = rt.report_for("bogus").unwrap();
+        assert!(!bogus.is_available());
+        assert!(rt.to_string().contains("bogus  unavailable"), "{rt}");
+        assert!(rt.device("host").is_err());
+    }
+
+    #[test]
+    fn builtin_names_cannot_be_registered_twice() {
+        assert!(Runtime::register_plugin(HostBackend).is_err());
+    }
+}

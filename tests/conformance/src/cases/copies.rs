@@ -1,0 +1,126 @@
+use gpuport::{AnyDevice, Buffer, DynDevice, DynStream, Error, HostAllocFlags};
+
+use super::{pattern, read_all, stream};
+use crate::{ensure, ensure_err, Failure, Outcome, Target};
+
+pub fn memset_odd_ranges(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    let n = 1003;
+    let b = dev.alloc(n)?;
+    let mut model = pattern(n, 7);
+    s.write(&model, &b, 0)?;
+    for (i, &(off, len)) in [(0, 1), (1, 2), (3, 5), (13, 255), (511, 492), (1002, 1), (7, 0)].iter().enumerate() {
+        let v = 0xA0 + i as u8;
+        if i % 2 == 0 {
+            s.memset(&b, off, len, v)?;
+        } else {
+            s.synchronize()?;
+            dev.memset(&b, off, len, v)?;
+        }
+        model[off..off + len].fill(v);
+    }
+    ensure!(read_all(&s, &b)? == model, "memset results differ from the model");
+    Ok(None)
+}
+
+/// The kinds of buffer a copy can involve on one device.
+fn buffers(dev: &AnyDevice, n: usize) -> Result<Vec<(&'static str, Buffer)>, Failure> {
+    Ok(vec![
+        ("device", dev.alloc(n)?),
+        ("device2", dev.alloc(n)?),
+        ("pinned", dev.alloc_pinned(n, HostAllocFlags::empty())?),
+    ])
+}
+
+pub fn every_copy_kind(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    let n = 4099;
+    let bufs = buffers(dev, n)?;
+    let host_buf =
+        t.foreign.iter().find(|f| f.id().kind == gpuport::BackendKind::Host).map(|h| h.alloc(n)).transpose()?;
+    for (si, (sname, src)) in bufs.iter().enumerate() {
+        for (di, (dname, dst)) in bufs.iter().enumerate() {
+            if si == di {
+                continue;
+            }
+            let src_data = pattern(n, (si * 3 + di) as u8);
+            let mut model = pattern(n, 0xEE);
+            s.write(&src_data, src, 0)?;
+            s.write(&model, dst, 0)?;
+            for &(so, d_o, len) in &[(0usize, 0usize, n), (1, 3, 1000), (7, 2, 1), (4000, 17, 99), (5, 5, 0)] {
+                s.copy(src, so, dst, d_o, len)?;
+                model[d_o..d_o + len].copy_from_slice(&src_data[so..so + len]);
+            }
+            ensure!(read_all(&s, dst)? == model, "copy {sname} -> {dname} differs from the model");
+        }
+    }
+    // Pageable host memory of the host backend, where the target can reach it.
+    if let Some(h) = host_buf {
+        if h.is_host_accessible() {
+            let data = pattern(n, 77);
+            let host_stream = stream(t.foreign.iter().find(|f| f.id() == h.device()).unwrap_or(dev))?;
+            host_stream.write(&data, &h, 0)?;
+            s.copy(&h, 0, &bufs[0].1, 0, n)?;
+            ensure!(read_all(&s, &bufs[0].1)? == data, "copy from pageable host memory differs");
+        }
+    }
+    Ok(None)
+}
+
+pub fn large_copy(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    let n = (48 << 20) + 13;
+    let a = dev.alloc(n)?;
+    let b = dev.alloc(n)?;
+    let data = pattern(n, 42);
+    s.write(&data, &a, 0)?;
+    s.copy(&a, 0, &b, 0, n)?;
+    ensure!(read_all(&s, &b)? == data, "a {n}-byte copy differs");
+    Ok(None)
+}
+
+pub fn peer_copy(t: &Target) -> Outcome {
+    if t.devices.len() < 2 {
+        return Ok(Some(format!("{} has one device", t.backend)));
+    }
+    let (d0, d1) = (&t.devices[0], &t.devices[1]);
+    let n = 1 << 20;
+    let a = d0.alloc(n)?;
+    let b = d1.alloc(n)?;
+    let s0 = stream(d0)?;
+    let s1 = stream(d1)?;
+    let data = pattern(n, 5);
+    s0.write(&data, &a, 0)?;
+    if d0.can_access_peer(d1)? {
+        d0.enable_peer_access(d1)?;
+        d0.enable_peer_access(d1)?; // idempotent
+    }
+    s0.copy(&a, 0, &b, 0, n)?;
+    s0.synchronize()?;
+    ensure!(read_all(&s1, &b)? == data, "peer copy {} -> {} differs", d0.id(), d1.id());
+    s1.copy(&b, 1, &a, 0, n - 1)?;
+    s1.synchronize()?;
+    ensure!(read_all(&s0, &a)?[..n - 1] == data[1..], "peer copy {} -> {} differs", d1.id(), d0.id());
+    Ok(None)
+}
+
+pub fn bad_ranges(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    let a = dev.alloc(100)?;
+    let b = dev.alloc(100)?;
+    ensure_err!(s.copy(&a, 0, &b, 0, 101), Error::InvalidArgument { .. }, "copy past the end");
+    ensure_err!(s.copy(&a, 99, &b, 0, 2), Error::InvalidArgument { .. }, "copy from past the end");
+    ensure_err!(s.copy(&a, usize::MAX, &b, 0, 2), Error::InvalidArgument { .. }, "copy with overflowing offset");
+    ensure_err!(s.copy(&a, 0, &a, 10, 20), Error::InvalidArgument { .. }, "overlapping copy");
+    ensure_err!(s.memset(&a, 50, 51, 0), Error::InvalidArgument { .. }, "memset past the end");
+    ensure_err!(dev.memset(&a, 101, 0, 0), Error::InvalidArgument { .. }, "device memset past the end");
+    ensure_err!(s.write(&[0u8; 10], &a, 95), Error::InvalidArgument { .. }, "write past the end");
+    let mut out = [0u8; 10];
+    ensure_err!(s.read(&a, 91, &mut out), Error::InvalidArgument { .. }, "read past the end");
+    s.synchronize()?;
+    Ok(None)
+}

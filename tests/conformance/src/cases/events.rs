@@ -1,0 +1,87 @@
+use std::time::Duration;
+
+use gpuport::{DynDevice, DynEvent, DynStream, Error, EventFlags};
+
+use super::{pattern, read_all, stream, Gate, OpenOnDrop};
+use crate::{ensure, ensure_err, Outcome, Target};
+
+pub fn query_before_and_after(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    let ev = dev.create_event(EventFlags::empty())?;
+    ensure!(ev.query()?, "a never-recorded event counts as complete");
+    ev.synchronize()?; // returns at once
+    let gate = Gate::default();
+    let _open = OpenOnDrop(gate.clone());
+    gate.block(&s)?;
+    s.record(&ev)?;
+    ensure!(!ev.query()?, "an event recorded behind blocked work reports complete");
+    gate.open();
+    ev.synchronize()?;
+    ensure!(ev.query()?, "a synchronized event reports incomplete");
+    Ok(None)
+}
+
+pub fn elapsed_time(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    let evs = (0..3).map(|_| dev.create_event(EventFlags::empty())).collect::<Result<Vec<_>, _>>()?;
+    let gate = Gate::default();
+    let _open = OpenOnDrop(gate.clone());
+    gate.block(&s)?;
+    s.record(&evs[0])?;
+    s.host_callback(Box::new(|| std::thread::sleep(Duration::from_millis(5))))?;
+    s.record(&evs[1])?;
+    let b = dev.alloc(1 << 20)?;
+    s.memset(&b, 0, 1 << 20, 3)?;
+    s.record(&evs[2])?;
+    ensure_err!(evs[0].elapsed_ms(&evs[2]), Error::NotReady { .. }, "elapsed time before completion");
+    gate.open();
+    s.synchronize()?;
+    let t01 = evs[0].elapsed_ms(&evs[1])?;
+    let t02 = evs[0].elapsed_ms(&evs[2])?;
+    let t12 = evs[1].elapsed_ms(&evs[2])?;
+    ensure!(t01 >= 0.0 && t12 >= 0.0, "elapsed times must not be negative: {t01}, {t12}");
+    ensure!(t02 >= t01, "elapsed times must be monotone: 0→2 {t02} < 0→1 {t01}");
+    ensure!(evs[0].elapsed_ms(&evs[0])? == 0.0, "an event is 0 ms from itself");
+    Ok(None)
+}
+
+pub fn timing_disabled(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    let a = dev.create_event(EventFlags::DISABLE_TIMING)?;
+    let b = dev.create_event(EventFlags::DISABLE_TIMING | EventFlags::BLOCKING_SYNC)?;
+    ensure!(a.flags().contains(EventFlags::DISABLE_TIMING), "flags are not kept");
+    s.record(&a)?;
+    s.record(&b)?;
+    b.synchronize()?;
+    ensure!(a.elapsed_ms(&b).is_err(), "elapsed time between untimed events must be an error");
+    Ok(None)
+}
+
+/// A wait captures the record current when it is queued: re-recording the event later
+/// does not change what the earlier wait waits for.
+pub fn rerecord(t: &Target) -> Outcome {
+    let dev = t.device();
+    let (a, b) = (stream(dev)?, stream(dev)?);
+    let n = 4096;
+    let src = dev.alloc(n)?;
+    let dst = dev.alloc(n)?;
+    let data = pattern(n, 21);
+    a.write(&data, &src, 0)?;
+    let ev = dev.create_event(EventFlags::empty())?;
+    a.record(&ev)?; // completes at once (nothing blocks A yet)
+    b.wait(&ev)?;
+    let gate = Gate::default();
+    let _open = OpenOnDrop(gate.clone());
+    gate.block(&a)?;
+    a.record(&ev)?; // re-recorded behind the gate
+    b.copy(&src, 0, &dst, 0, n)?;
+    b.synchronize()?; // must not wait for the second record
+    ensure!(read_all(&b, &dst)? == data, "copy after the wait is wrong");
+    ensure!(!ev.query()?, "the re-recorded event completed early");
+    gate.open();
+    ev.synchronize()?;
+    Ok(None)
+}

@@ -1,0 +1,54 @@
+use gpuport::{DynDevice, DynStream, Error, KernelArg, LaunchConfig};
+
+use super::{read_all, stream};
+use crate::{ensure, ensure_err, Outcome, Target};
+
+pub fn launch_fill(t: &Target) -> Outcome {
+    let Some(k) = t.kernel else {
+        return Ok(Some(format!("no test kernel for {}", t.backend)));
+    };
+    let dev = t.device();
+    let module = dev.load_module(k.image)?;
+    let fill = dev.kernel(&module, k.name)?;
+    let s = stream(dev)?;
+    let n = 1000u32;
+    let b = dev.alloc(4 * n as usize)?;
+    let cfg = LaunchConfig::for_items(n, 128)?;
+    s.launch(&fill, &cfg, &[KernelArg::buffer(&b), KernelArg::scalar(n), KernelArg::scalar(0xDEAD_BEEFu32)])?;
+    // Ordered after the launch on the same stream.
+    s.launch(&fill, &cfg, &[KernelArg::buffer(&b), KernelArg::scalar(10u32), KernelArg::scalar(7u32)])?;
+    let bytes = read_all(&s, &b)?;
+    let words: Vec<u32> = bytes.chunks_exact(4).map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]])).collect();
+    ensure!(words[..10].iter().all(|&w| w == 7), "the second launch did not run after the first");
+    ensure!(words[10..].iter().all(|&w| w == 0xDEAD_BEEF), "the first launch did not fill the buffer");
+    Ok(None)
+}
+
+pub fn bad_launches(t: &Target) -> Outcome {
+    let Some(k) = t.kernel else {
+        return Ok(Some(format!("no test kernel for {}", t.backend)));
+    };
+    let dev = t.device();
+    let module = dev.load_module(k.image)?;
+    let fill = dev.kernel(&module, k.name)?;
+    ensure_err!(
+        dev.kernel(&module, "no_such_kernel"),
+        Error::InvalidArgument { .. } | Error::Vendor { .. },
+        "missing kernel"
+    );
+    let s = stream(dev)?;
+    let b = dev.alloc(64)?;
+    let zero = LaunchConfig { grid: [0, 1, 1], block: [1, 1, 1], shared_mem_bytes: 0 };
+    ensure_err!(
+        s.launch(&fill, &zero, &[KernelArg::buffer(&b), KernelArg::scalar(1u32), KernelArg::scalar(1u32)]),
+        Error::InvalidArgument { .. },
+        "zero-sized grid"
+    );
+    ensure_err!(
+        s.launch(&fill, &LaunchConfig::for_items(1, 1)?, &[KernelArg::Buffer { buffer: b.clone(), offset: 65 }]),
+        Error::InvalidArgument { .. },
+        "argument offset past the buffer"
+    );
+    s.synchronize()?;
+    Ok(None)
+}

@@ -1,0 +1,128 @@
+use gpuport::{DynDevice, DynStream, Error, HostAllocFlags, MemoryKind};
+
+use super::{pattern, read_all, stream};
+use crate::{ensure, ensure_err, Outcome, Target};
+
+const SIZES: &[usize] = &[0, 1, 3, 255, 256, 257, 4095, 4096, 65_537, 1 << 20, 64 << 20];
+
+pub fn alloc_sizes(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    for &n in SIZES {
+        let b = dev.alloc(n)?;
+        ensure!(b.len() == n, "alloc({n}) gave {} bytes", b.len());
+        ensure!(b.device() == dev.id(), "alloc on {} is owned by {}", dev.id(), b.device());
+        if n == 0 {
+            continue;
+        }
+        ensure!(b.addr() % 256 == 0, "alloc({n}) at {:#x} is not 256-byte aligned", b.addr());
+        let edge = n.min(17);
+        let head = pattern(edge, n as u8);
+        s.write(&head, &b, 0)?;
+        s.write(&head, &b, n - edge)?;
+        let mut back = vec![0u8; edge];
+        s.read(&b, n - edge, &mut back)?;
+        ensure!(back == head, "alloc({n}): tail bytes did not round-trip");
+        s.read(&b, 0, &mut back)?;
+        ensure!(back == head || n < 2 * edge, "alloc({n}): head bytes did not round-trip");
+    }
+    Ok(None)
+}
+
+pub fn alloc_async(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    for &n in &SIZES[..8] {
+        let b = match dev.alloc_async(n, &s) {
+            Err(Error::Unsupported { .. }) => return Ok(Some("stream-ordered allocation is unsupported".into())),
+            other => other?,
+        };
+        ensure!(b.len() == n, "alloc_async({n}) gave {} bytes", b.len());
+        let p = pattern(n, 3);
+        s.write(&p, &b, 0)?;
+        ensure!(read_all(&s, &b)? == p, "alloc_async({n}) did not round-trip");
+        drop(b); // freed in stream order
+    }
+    s.synchronize()?;
+    Ok(None)
+}
+
+pub fn pinned_and_managed(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    for flags in [HostAllocFlags::empty(), HostAllocFlags::PORTABLE, HostAllocFlags::DEVICE_MAP] {
+        let b = dev.alloc_pinned(4099, flags)?;
+        ensure!(b.is_host_accessible(), "pinned memory must be host-accessible");
+        ensure!(b.memory() == MemoryKind::PinnedHost, "pinned allocation reports {:?}", b.memory());
+        let p = pattern(4099, 9);
+        s.write(&p, &b, 0)?;
+        ensure!(read_all(&s, &b)? == p, "pinned buffer did not round-trip");
+    }
+    match dev.alloc_managed(1000) {
+        Err(Error::Unsupported { .. }) => {}
+        Err(e) => return Err(e.into()),
+        Ok(b) => {
+            ensure!(b.memory() == MemoryKind::Managed, "managed allocation reports {:?}", b.memory());
+            let p = pattern(1000, 1);
+            s.write(&p, &b, 0)?;
+            ensure!(read_all(&s, &b)? == p, "managed buffer did not round-trip");
+        }
+    }
+    Ok(None)
+}
+
+pub fn absurd_sizes(t: &Target) -> Outcome {
+    let dev = t.device();
+    for n in [1usize << 50, usize::MAX / 2, usize::MAX] {
+        ensure_err!(dev.alloc(n), Error::OutOfMemory { .. }, format!("alloc({n})"));
+        ensure_err!(
+            dev.alloc_pinned(n, HostAllocFlags::empty()),
+            Error::OutOfMemory { .. },
+            format!("alloc_pinned({n})")
+        );
+    }
+    // The device still works afterwards.
+    let b = dev.alloc(64)?;
+    ensure!(b.len() == 64, "allocation after OOM failed");
+    Ok(None)
+}
+
+pub fn explicit_free(t: &Target) -> Outcome {
+    let dev = t.device();
+    let b = dev.alloc(4096)?;
+    let view = b.clone();
+    ensure!(b.handle_count() == 2, "clone must share the allocation");
+    ensure_err!(b.free(), Error::InvalidArgument { .. }, "freeing a buffer that a view still holds");
+    let addr = view.addr();
+    view.free()?;
+    // Vendors may refuse to describe a freed address; if they answer, it must not be
+    // the freed allocation.
+    if let Ok(a) = dev.pointer_attributes(addr) {
+        ensure!(
+            a.memory == MemoryKind::Unregistered || a.allocation.is_none_or(|(base, _)| base != addr),
+            "a freed address still reports its allocation: {a:?}"
+        );
+    }
+    Ok(None)
+}
+
+pub fn pointer_attributes(t: &Target) -> Outcome {
+    let dev = t.device();
+    let b = dev.alloc(1 << 16)?;
+    for off in [0u64, 1, 4095, (1 << 16) - 1] {
+        let a = dev.pointer_attributes(b.addr() + off)?;
+        ensure!(a.device == Some(dev.id()), "offset {off}: owner {:?}, expected {}", a.device, dev.id());
+        ensure!(a.memory == b.memory(), "offset {off}: kind {:?}, buffer says {:?}", a.memory, b.memory());
+        ensure!(a.host_accessible == b.is_host_accessible(), "offset {off}: host-accessibility disagrees");
+        if let Some((base, len)) = a.allocation {
+            ensure!(base == b.addr() && len >= b.len(), "allocation range {base:#x}+{len} is wrong");
+        }
+    }
+    let pinned = dev.alloc_pinned(100, HostAllocFlags::empty())?;
+    let a = dev.pointer_attributes(pinned.addr())?;
+    ensure!(a.host_accessible, "pinned memory must be host-accessible: {a:?}");
+    let local = 0u64;
+    let a = dev.pointer_attributes(&local as *const u64 as u64)?;
+    ensure!(a.memory == MemoryKind::Unregistered, "a stack address reports {a:?}");
+    Ok(None)
+}

@@ -1,0 +1,100 @@
+//! The cases, by group. Every case is written once against `AnyDevice`/`AnyStream`.
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use gpuport::{AnyDevice, AnyStream, Buffer, DynDevice, DynStream, StreamFlags};
+
+use crate::{Case, Failure};
+
+mod concurrency;
+mod copies;
+mod errors;
+mod events;
+mod handles;
+mod kernels;
+mod memory;
+mod ordering;
+
+/// Every case of the suite.
+pub const CASES: &[Case] = &[
+    Case { name: "memory::alloc_sizes", run: memory::alloc_sizes },
+    Case { name: "memory::alloc_async", run: memory::alloc_async },
+    Case { name: "memory::pinned_and_managed", run: memory::pinned_and_managed },
+    Case { name: "memory::absurd_sizes_are_out_of_memory", run: memory::absurd_sizes },
+    Case { name: "memory::explicit_free", run: memory::explicit_free },
+    Case { name: "memory::pointer_attributes", run: memory::pointer_attributes },
+    Case { name: "copies::memset_odd_ranges", run: copies::memset_odd_ranges },
+    Case { name: "copies::every_copy_kind", run: copies::every_copy_kind },
+    Case { name: "copies::large_copy", run: copies::large_copy },
+    Case { name: "copies::peer_copy", run: copies::peer_copy },
+    Case { name: "copies::bad_ranges_are_errors", run: copies::bad_ranges },
+    Case { name: "ordering::one_stream_in_order", run: ordering::one_stream_in_order },
+    Case { name: "ordering::cross_stream_event", run: ordering::cross_stream_event },
+    Case { name: "ordering::without_wait_streams_overlap", run: ordering::without_wait_streams_overlap },
+    Case { name: "ordering::host_callbacks_in_order", run: ordering::host_callbacks_in_order },
+    Case { name: "ordering::stream_query", run: ordering::stream_query },
+    Case { name: "ordering::default_streams", run: ordering::default_streams },
+    Case { name: "events::query_before_and_after", run: events::query_before_and_after },
+    Case { name: "events::elapsed_time", run: events::elapsed_time },
+    Case { name: "events::timing_disabled", run: events::timing_disabled },
+    Case { name: "events::rerecord_waits_for_earlier_record", run: events::rerecord },
+    Case { name: "concurrency::many_threads", run: concurrency::many_threads },
+    Case { name: "handles::foreign_stream_not_destroyed", run: handles::foreign_stream },
+    Case { name: "handles::foreign_event_not_destroyed", run: handles::foreign_event },
+    Case { name: "errors::backend_mismatch", run: errors::backend_mismatch },
+    Case { name: "errors::bad_arguments", run: errors::bad_arguments },
+    Case { name: "kernels::launch_fill", run: kernels::launch_fill },
+    Case { name: "kernels::bad_launches", run: kernels::bad_launches },
+];
+
+/// A recognisable byte pattern of `n` bytes.
+pub(crate) fn pattern(n: usize, seed: u8) -> Vec<u8> {
+    (0..n).map(|i| (i as u32).wrapping_mul(31).wrapping_add(u32::from(seed)) as u8 ^ 0x5a).collect()
+}
+
+/// A non-blocking stream.
+pub(crate) fn stream(dev: &AnyDevice) -> Result<AnyStream, Failure> {
+    Ok(dev.create_stream(StreamFlags::NON_BLOCKING, 0)?)
+}
+
+/// Reads the whole buffer back.
+pub(crate) fn read_all(s: &AnyStream, buf: &Buffer) -> Result<Vec<u8>, Failure> {
+    let mut out = vec![0u8; buf.len()];
+    s.read(buf, 0, &mut out)?;
+    Ok(out)
+}
+
+/// A gate a host callback blocks a stream on until the test opens it — a backend-neutral
+/// "slow operation" whose length the test controls, so ordering is tested without timing.
+#[derive(Clone, Default)]
+pub(crate) struct Gate(Arc<(Mutex<bool>, Condvar)>);
+
+impl Gate {
+    /// Queues a callback on `s` that blocks the stream until [`Gate::open`].
+    /// Gives up after 30 s so a broken backend fails instead of hanging.
+    pub(crate) fn block(&self, s: &AnyStream) -> Result<(), Failure> {
+        let gate = self.clone();
+        s.host_callback(Box::new(move || {
+            let (lock, cv) = &*gate.0;
+            let guard = lock.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = cv.wait_timeout_while(guard, Duration::from_secs(30), |open| !*open);
+        }))?;
+        Ok(())
+    }
+
+    /// Lets every blocked stream go on.
+    pub(crate) fn open(&self) {
+        let (lock, cv) = &*self.0;
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        cv.notify_all();
+    }
+}
+
+/// Opens the gate when dropped, so a failing case never leaves a stream blocked.
+pub(crate) struct OpenOnDrop(pub Gate);
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.open();
+    }
+}

@@ -1,0 +1,142 @@
+use std::sync::{Arc, Mutex};
+
+use gpuport::{DefaultStream, DynDevice, DynEvent, DynStream, Error, EventFlags};
+
+use super::{pattern, read_all, stream, Gate, OpenOnDrop};
+use crate::{ensure, Outcome, Target};
+
+pub fn one_stream_in_order(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    let n = 4096;
+    let bufs = (0..32).map(|_| dev.alloc(n)).collect::<Result<Vec<_>, _>>()?;
+    let data = pattern(n, 1);
+    s.write(&data, &bufs[0], 0)?;
+    // A chain: each copy reads what the previous one wrote; a memset between clobbers the
+    // source only after it was copied.
+    for i in 1..bufs.len() {
+        s.copy(&bufs[i - 1], 0, &bufs[i], 0, n)?;
+        s.memset(&bufs[i - 1], 0, n, 0xCC)?;
+    }
+    s.synchronize()?;
+    ensure!(read_all(&s, bufs.last().unwrap())? == data, "the copy chain lost data: ops ran out of order");
+    ensure!(read_all(&s, &bufs[0])? == vec![0xCC; n], "the memset after the first copy did not run last");
+    Ok(None)
+}
+
+/// A slow operation on stream A (a gated callback), then a copy, then a record; stream B
+/// waits and copies on. B must see A's result.
+pub fn cross_stream_event(t: &Target) -> Outcome {
+    let dev = t.device();
+    let (a, b) = (stream(dev)?, stream(dev)?);
+    let n = 1 << 16;
+    let src = dev.alloc(n)?;
+    let mid = dev.alloc(n)?;
+    let dst = dev.alloc(n)?;
+    let data = pattern(n, 11);
+    a.write(&data, &src, 0)?;
+    let gate = Gate::default();
+    let _open = OpenOnDrop(gate.clone());
+    let ev = dev.create_event(EventFlags::empty())?;
+    gate.block(&a)?;
+    a.copy(&src, 0, &mid, 0, n)?;
+    a.record(&ev)?;
+    b.wait(&ev)?;
+    b.copy(&mid, 0, &dst, 0, n)?;
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    ensure!(!b.query()?, "stream B finished while the event it waits on cannot have completed");
+    ensure!(!ev.query()?, "the event completed while stream A was still blocked");
+    gate.open();
+    b.synchronize()?;
+    ensure!(read_all(&b, &dst)? == data, "stream B did not see stream A's result");
+    ensure!(ev.query()?, "the event is not complete after B waited on it");
+    Ok(None)
+}
+
+/// The same work without the wait: B must be able to run ahead of A — so the previous
+/// case really tests the event, not an accidental serialisation.
+pub fn without_wait_streams_overlap(t: &Target) -> Outcome {
+    let dev = t.device();
+    let (a, b) = (stream(dev)?, stream(dev)?);
+    let n = 1 << 16;
+    let src = dev.alloc(n)?;
+    let mid = dev.alloc(n)?;
+    let dst = dev.alloc(n)?;
+    let data = pattern(n, 12);
+    let stale = pattern(n, 99);
+    a.write(&data, &src, 0)?;
+    a.write(&stale, &mid, 0)?;
+    let gate = Gate::default();
+    let _open = OpenOnDrop(gate.clone());
+    gate.block(&a)?;
+    a.copy(&src, 0, &mid, 0, n)?;
+    b.copy(&mid, 0, &dst, 0, n)?;
+    b.synchronize()?; // completes although A is still blocked
+    ensure!(read_all(&b, &dst)? == stale, "without a wait, B should have copied the stale data");
+    ensure!(!a.query()?, "stream A finished while blocked");
+    gate.open();
+    a.synchronize()?;
+    ensure!(read_all(&a, &mid)? == data, "stream A's copy did not run after the gate opened");
+    Ok(None)
+}
+
+pub fn host_callbacks_in_order(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    for i in 0..100 {
+        let seen = seen.clone();
+        s.host_callback(Box::new(move || seen.lock().unwrap().push(i)))?;
+    }
+    s.synchronize()?;
+    let seen = seen.lock().unwrap().clone();
+    ensure!(seen == (0..100).collect::<Vec<_>>(), "callbacks ran out of order: {seen:?}");
+    Ok(None)
+}
+
+pub fn stream_query(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    ensure!(s.query()?, "a new stream has no work");
+    let gate = Gate::default();
+    let _open = OpenOnDrop(gate.clone());
+    gate.block(&s)?;
+    ensure!(!s.query()?, "a blocked stream reports done");
+    gate.open();
+    s.synchronize()?;
+    ensure!(s.query()?, "a synchronized stream reports pending work");
+    Ok(None)
+}
+
+pub fn default_streams(t: &Target) -> Outcome {
+    let dev = t.device();
+    let legacy = dev.default_stream(DefaultStream::Legacy)?;
+    ensure!(legacy.ownership() == gpuport::Ownership::Borrowed, "the default stream must be borrowed");
+    let b = dev.alloc(256)?;
+    let p = pattern(256, 4);
+    legacy.write(&p, &b, 0)?;
+    ensure!(read_all(&legacy, &b)? == p, "the legacy default stream did not round-trip");
+    let again = dev.default_stream(DefaultStream::Legacy)?;
+    ensure!(again.raw_handle() == legacy.raw_handle(), "the legacy default stream must be one stream");
+    drop(legacy);
+    again.synchronize()?; // still usable: borrowed handles destroy nothing
+    match dev.default_stream(DefaultStream::PerThread) {
+        Err(Error::Unsupported { .. }) => {}
+        Err(e) => return Err(e.into()),
+        Ok(pt) => {
+            pt.memset(&b, 0, 256, 1)?;
+            pt.synchronize()?;
+            let other = std::thread::spawn({
+                let dev = dev.clone();
+                move || dev.default_stream(DefaultStream::PerThread).map(|s| s.raw_handle())
+            })
+            .join()
+            .map_err(|_| crate::Failure::new("thread panicked"))??;
+            ensure!(
+                other != pt.raw_handle() || pt.raw_handle() == 2,
+                "per-thread streams of two threads are one stream"
+            );
+        }
+    }
+    Ok(None)
+}

@@ -1,0 +1,125 @@
+//! # gpuport-conformance
+//!
+//! One behavioural suite, written once against the dynamic tier and run against any
+//! backend: `cargo xtask test --backend host|cuda|rocm|ext|all`. It is the contract every
+//! backend — built-in, plugin or out-of-tree port — must pass.
+//!
+//! A backend is described by a [`Target`] (its devices and, optionally, a test kernel in
+//! its own code format). Adding a backend means adding one entry to [`TARGETS`].
+//! Test names carry the backend (`host::ordering::cross_stream_event`), so a failure
+//! names it.
+
+use std::fmt;
+use std::sync::Arc;
+
+use gpuport::{AnyDevice, Error, ModuleImage, Runtime};
+
+mod cases;
+mod check;
+
+pub use cases::CASES;
+pub use check::{Failure, Outcome};
+
+/// A test kernel in a backend's own code format:
+/// `fill_u32(ptr: *mut u32, n: u32, value: u32)` sets `ptr[0..n]` to `value`.
+#[derive(Clone, Copy)]
+pub struct TestKernel {
+    /// The module image holding the kernel.
+    pub image: ModuleImage<'static>,
+    /// The kernel's name in the module.
+    pub name: &'static str,
+}
+
+/// What the suite runs against: the devices of one backend.
+#[derive(Clone)]
+pub struct Target {
+    /// The backend's name.
+    pub backend: String,
+    /// Its devices (at least one; peer tests use the first two).
+    pub devices: Vec<AnyDevice>,
+    /// The fill kernel in this backend's format, if it has one.
+    pub kernel: Option<TestKernel>,
+    /// Devices of *other* backends, for mismatch tests.
+    pub foreign: Vec<AnyDevice>,
+}
+
+impl fmt::Debug for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Target").field("backend", &self.backend).field("devices", &self.devices.len()).finish()
+    }
+}
+
+impl Target {
+    /// The first device.
+    pub fn device(&self) -> &AnyDevice {
+        &self.devices[0]
+    }
+}
+
+/// How to prepare one backend for the suite: its name and its test kernel.
+pub struct TargetDef {
+    /// Backend name, as in device strings.
+    pub name: &'static str,
+    /// Registers or builds the backend's fill kernel.
+    pub kernel: fn() -> Option<TestKernel>,
+}
+
+/// Every backend the suite knows how to run. One line per backend.
+pub const TARGETS: &[TargetDef] = &[TargetDef { name: "host", kernel: host_kernel }];
+
+fn host_kernel() -> Option<TestKernel> {
+    gpuport::host::register_kernel("gpuport-conformance", "fill_u32", host_fill_u32);
+    Some(TestKernel { image: ModuleImage::Registered("gpuport-conformance"), name: "fill_u32" })
+}
+
+fn host_fill_u32(_cfg: &gpuport::LaunchConfig, args: &gpuport::host::HostKernelArgs) -> gpuport::Result<()> {
+    let n = args.scalar::<u32>(1)? as usize;
+    let value = args.scalar::<u32>(2)?;
+    // SAFETY: argument 0 is the only pointer argument, so nothing aliases it.
+    let out = unsafe { args.slice_mut::<u32>(0)? };
+    let available = out.len();
+    let out = out.get_mut(..n).ok_or_else(|| {
+        Error::invalid_argument(format!("fill_u32: n = {n} exceeds the buffer ({available} elements)"))
+    })?;
+    out.fill(value);
+    Ok(())
+}
+
+/// Opens `backend` for the suite, or says why it cannot be run.
+pub fn open_target(rt: &Runtime, backend: &str) -> Result<Target, String> {
+    let report = rt.report_for(backend).ok_or_else(|| {
+        format!("backend `{backend}` is not known to this runtime (known: {})", Runtime::known_names().join(", "))
+    })?;
+    let count = match &report.status {
+        gpuport::BackendStatus::Available { devices, .. } => devices.len(),
+        gpuport::BackendStatus::Unavailable(err) => return Err(format!("{backend} is unavailable: {err}")),
+    };
+    let devices = (0..count)
+        .map(|i| rt.device(&format!("{backend}:{i}")))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("opening {backend}: {e}"))?;
+    let kernel = TARGETS.iter().find(|t| t.name == backend).and_then(|t| (t.kernel)());
+    let foreign = rt
+        .reports()
+        .iter()
+        .filter(|r| r.name != backend && r.is_available())
+        .filter_map(|r| rt.device(&format!("{}:0", r.name)).ok())
+        .collect();
+    Ok(Target { backend: backend.to_owned(), devices, kernel, foreign })
+}
+
+/// A case of the suite.
+pub struct Case {
+    /// `group::name`.
+    pub name: &'static str,
+    /// The test body.
+    pub run: fn(&Target) -> Outcome,
+}
+
+/// Runs one case, turning a panic into a failure that names the backend.
+pub fn run_case(case: &Case, target: &Arc<Target>) -> Outcome {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (case.run)(target))) {
+        Ok(outcome) => outcome.map_err(|f| f.context(format!("[{}] {}", target.backend, case.name))),
+        Err(_) => Err(Failure::new(format!("[{}] {} panicked", target.backend, case.name))),
+    }
+}

@@ -1,0 +1,88 @@
+//! gpuport's task runner: `cargo xtask <command>`.
+//!
+//! - `test --backend host|cuda|rocm|ext|all` — the workspace's tests plus the conformance
+//!   suite against that backend. A backend named explicitly that is unavailable fails the
+//!   run with its reason; `all` runs every available backend and lists the others.
+//! - `lint` — rustfmt check, clippy with warnings denied, rustdoc with warnings denied.
+//! - `ci` — what `.ci/run` runs: `lint`, then `test --backend all`.
+
+use std::process::{Command, ExitCode};
+
+const BACKENDS: &[&str] = &["host", "cuda", "rocm", "ext", "all"];
+
+fn usage() -> ExitCode {
+    eprintln!(
+        "usage: cargo xtask <command>\n\
+         \n\
+         commands:\n  \
+           test --backend NAME   workspace tests + conformance suite on NAME ({})\n  \
+           lint                  cargo fmt --check, clippy -D warnings, rustdoc -D warnings\n  \
+           ci                    lint, then test --backend all (what .ci/run runs)",
+        BACKENDS.join("|")
+    );
+    ExitCode::from(2)
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+/// Runs a command, echoing it; returns whether it succeeded.
+fn run(mut cmd: Command) -> bool {
+    eprintln!("xtask: running {cmd:?}");
+    match cmd.status() {
+        Ok(status) => status.success(),
+        Err(e) => {
+            eprintln!("xtask: could not start {cmd:?}: {e}");
+            false
+        }
+    }
+}
+
+fn test(backend: &str) -> bool {
+    if !BACKENDS.contains(&backend) {
+        eprintln!("xtask: unknown backend {backend:?}; expected one of {}", BACKENDS.join(", "));
+        return false;
+    }
+    let mut cmd = cargo();
+    cmd.args(["test", "--workspace", "--all-targets"]);
+    cmd.env("GPUPORT_CONFORMANCE_BACKENDS", backend);
+    // Discovery must see every backend the suite is asked for.
+    cmd.env_remove("GPUPORT_BACKENDS");
+    let ok = run(cmd) && {
+        let mut doc = cargo();
+        doc.args(["test", "--workspace", "--doc"]);
+        run(doc)
+    };
+    if !ok {
+        eprintln!("xtask: tests failed for backend `{backend}` (an unavailable backend fails as `{backend}::available` with its reason)");
+    }
+    ok
+}
+
+fn lint() -> bool {
+    let mut fmt = cargo();
+    fmt.args(["fmt", "--all", "--check"]);
+    let mut clippy = cargo();
+    clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+    let mut doc = cargo();
+    doc.args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings");
+    run(fmt) && run(clippy) && run(doc)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let ok = match args.as_slice() {
+        ["test", "--backend", backend] | ["test", "--backend", backend, ..] => test(backend),
+        ["test"] => test("host"),
+        ["lint"] => lint(),
+        ["ci"] => lint() && test("all"),
+        _ => return usage(),
+    };
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -6,7 +6,8 @@
 //! - `lint` — rustfmt check, clippy with warnings denied, rustdoc with warnings denied.
 //! - `ci` — what `.ci/run` runs: `lint`, then `test --backend all`.
 
-use std::process::{Command, ExitCode};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, ExitCode, Stdio};
 
 const BACKENDS: &[&str] = &["host", "cuda", "rocm", "ext", "all"];
 
@@ -39,21 +40,66 @@ fn run(mut cmd: Command) -> bool {
     }
 }
 
+/// Totals of libtest's `test result:` lines.
+#[derive(Default)]
+struct Tally {
+    passed: u64,
+    failed: u64,
+    ignored: u64,
+}
+
+impl Tally {
+    /// Adds a `test result: ok. 3 passed; 0 failed; 1 ignored; …` line.
+    fn add_line(&mut self, line: &str) {
+        let Some(rest) = line.trim().strip_prefix("test result: ") else { return };
+        for part in rest.split(';') {
+            let mut words = part.split_whitespace().rev();
+            let (Some(what), Some(n)) = (words.next(), words.next()) else { continue };
+            let Ok(n) = n.parse::<u64>() else { continue };
+            match what {
+                "passed" => self.passed += n,
+                "failed" => self.failed += n,
+                "ignored" => self.ignored += n,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Runs `cargo test …`, echoing its output and adding its results to `tally`.
+fn run_tests(mut cmd: Command, tally: &mut Tally) -> bool {
+    eprintln!("xtask: running {cmd:?}");
+    let mut child = match cmd.stdout(Stdio::piped()).spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("xtask: could not start {cmd:?}: {e}");
+            return false;
+        }
+    };
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            println!("{line}");
+            tally.add_line(&line);
+        }
+    }
+    child.wait().is_ok_and(|s| s.success())
+}
+
 fn test(backend: &str) -> bool {
     if !BACKENDS.contains(&backend) {
         eprintln!("xtask: unknown backend {backend:?}; expected one of {}", BACKENDS.join(", "));
         return false;
     }
     let mut cmd = cargo();
-    cmd.args(["test", "--workspace", "--all-targets"]);
+    // Unit, integration and doc tests of every crate, the conformance harness included.
+    cmd.args(["test", "--workspace", "--no-fail-fast"]);
     cmd.env("GPUPORT_CONFORMANCE_BACKENDS", backend);
     // Discovery must see every backend the suite is asked for.
     cmd.env_remove("GPUPORT_BACKENDS");
-    let ok = run(cmd) && {
-        let mut doc = cargo();
-        doc.args(["test", "--workspace", "--doc"]);
-        run(doc)
-    };
+    let mut tally = Tally::default();
+    let ok = run_tests(cmd, &mut tally);
+    println!("\nxtask test --backend {backend}: {} ignored", tally.ignored);
+    println!("{} passed, {} failed", tally.passed, tally.failed);
     if !ok {
         eprintln!("xtask: tests failed for backend `{backend}` (an unavailable backend fails as `{backend}::available` with its reason)");
     }

@@ -155,7 +155,7 @@ impl Device for HostDevice {
     }
 
     unsafe fn wrap_stream(&self, raw: usize) -> Result<HostStream> {
-        let stream = HostStream::borrowed(raw)?;
+        let stream = HostStream::from_raw(raw)?;
         self.check_stream(&stream)?;
         Ok(stream)
     }
@@ -168,7 +168,7 @@ impl Device for HostDevice {
     }
 
     unsafe fn wrap_event(&self, raw: usize) -> Result<HostEvent> {
-        HostEvent::borrowed(self.inner.id, raw)
+        HostEvent::from_raw(self.inner.id, raw)
     }
 
     fn synchronize(&self) -> Result<()> {

@@ -23,6 +23,7 @@ struct Marks {
 /// run. Records are numbered; a wait captures the number current when it is queued, so
 /// re-recording later never changes what an earlier wait waits for.
 pub struct EventState {
+    device: DeviceId,
     flags: EventFlags,
     marks: Mutex<Marks>,
     cv: Condvar,
@@ -30,9 +31,10 @@ pub struct EventState {
 }
 
 impl EventState {
-    /// A never-recorded event.
-    pub fn new(flags: EventFlags) -> Arc<Self> {
+    /// A never-recorded event of `device`.
+    pub fn new(device: DeviceId, flags: EventFlags) -> Arc<Self> {
         Arc::new(EventState {
+            device,
             flags,
             marks: Mutex::new(Marks::default()),
             cv: Condvar::new(),
@@ -129,8 +131,9 @@ pub struct HostEvent {
 }
 
 impl HostEvent {
-    pub(crate) fn create(device: DeviceId, flags: EventFlags) -> Self {
-        let state = EventState::new(flags);
+    /// A new owned event for `device` (see [`crate::HostStream::create`]).
+    pub fn create(device: DeviceId, flags: EventFlags) -> Self {
+        let state = EventState::new(device, flags);
         let raw = EVENTS.insert(&state);
         HostEvent {
             owner: Some(Arc::new(OwnerGuard::new(&EVENTS, raw, state.clone(), EventState::destroy))),
@@ -140,9 +143,12 @@ impl HostEvent {
         }
     }
 
-    pub(crate) fn borrowed(device: DeviceId, raw: usize) -> Result<Self> {
-        let state =
-            EVENTS.get(raw).ok_or_else(|| Error::invalid_handle(format!("{raw:#x} is not a live host event")))?;
+    /// A borrowed handle to the live event with raw handle `raw`, as an event of `device`.
+    pub fn from_raw(device: DeviceId, raw: usize) -> Result<Self> {
+        let state = EVENTS
+            .get(raw)
+            .filter(|s| !s.is_destroyed() && s.device == device)
+            .ok_or_else(|| Error::invalid_handle(format!("{raw:#x} is not a live event of {device}")))?;
         Ok(HostEvent { state, raw, device, owner: None })
     }
 

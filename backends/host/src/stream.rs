@@ -46,7 +46,9 @@ pub fn host_range(buffer: &Buffer, offset: usize, len: usize, operation: &'stati
 }
 
 impl HostStream {
-    pub(crate) fn create(device: DeviceId, flags: StreamFlags) -> Result<Self> {
+    /// A new owned stream for `device`. Software devices built on the host backend (the ext
+    /// device) create their streams here and keep the device id of their own.
+    pub fn create(device: DeviceId, flags: StreamFlags) -> Result<Self> {
         let raw = STREAMS.reserve();
         let queue = WorkQueue::new(format!("stream {raw:#x} on {device}"))?;
         let inner = Arc::new(StreamInner { queue, device, flags });
@@ -55,7 +57,9 @@ impl HostStream {
         Ok(HostStream { inner, raw, owner: Some(Arc::new(owner)) })
     }
 
-    pub(crate) fn borrowed(raw: usize) -> Result<Self> {
+    /// A borrowed handle to the live stream with raw handle `raw`; a stale or unknown
+    /// handle is `InvalidHandle`.
+    pub fn from_raw(raw: usize) -> Result<Self> {
         let inner = STREAMS
             .get(raw)
             .filter(|s| !s.queue.is_closed())

@@ -56,16 +56,43 @@ impl Target {
     }
 }
 
-/// How to prepare one backend for the suite: its name and its test kernel.
+/// How to prepare one backend for the suite: its name, how a plugin registers itself,
+/// and its test kernel.
 pub struct TargetDef {
     /// Backend name, as in device strings.
     pub name: &'static str,
+    /// For plugins: registers the backend with the runtime (built-ins need nothing).
+    pub register: Option<fn() -> gpuport::Result<()>>,
     /// Registers or builds the backend's fill kernel.
     pub kernel: fn() -> Option<TestKernel>,
 }
 
 /// Every backend the suite knows how to run. One line per backend.
-pub const TARGETS: &[TargetDef] = &[TargetDef { name: "host", kernel: host_kernel }];
+pub const TARGETS: &[TargetDef] = &[
+    TargetDef { name: "host", register: None, kernel: host_kernel },
+    TargetDef { name: "ext", register: Some(register_ext), kernel: host_kernel },
+];
+
+fn register_ext() -> gpuport::Result<()> {
+    Runtime::register_plugin(<gpuport_ext::ExtBackend as gpuport::Backend>::load(&Default::default())?)
+}
+
+/// Registers every plugin backend of [`TARGETS`] (once per process). Returns the
+/// failures, named.
+pub fn register_plugins() -> Vec<String> {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    let mut failures = Vec::new();
+    ONCE.call_once(|| {
+        for t in TARGETS {
+            if let Some(register) = t.register {
+                if let Err(e) = register() {
+                    failures.push(format!("registering {}: {e}", t.name));
+                }
+            }
+        }
+    });
+    failures
+}
 
 fn host_kernel() -> Option<TestKernel> {
     gpuport::host::register_kernel("gpuport-conformance", "fill_u32", host_fill_u32);

@@ -11,6 +11,9 @@ use libtest_mimic::{Arguments, Failed, Trial};
 
 fn main() {
     let args = Arguments::from_args();
+    for failure in gpuport_conformance::register_plugins() {
+        eprintln!("{failure}");
+    }
     let rt = Runtime::discover();
     let wanted = std::env::var("GPUPORT_CONFORMANCE_BACKENDS").unwrap_or_else(|_| "host".into());
     let all = wanted.trim() == "all";

@@ -1,0 +1,155 @@
+//! Ext devices.
+
+use std::sync::Arc;
+
+use gpuport_core::{
+    Buffer, DefaultStream, Device, DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, Kernel, MemoryKind, Module,
+    ModuleImage, PointerAttributes, Result, Stream, StreamFlags,
+};
+use gpuport_host::kernels::{module_table, HostKernel, HostModule};
+use gpuport_host::{HostEvent, HostStream};
+
+use crate::stream::{ExtEvent, ExtStream};
+use crate::{ExtBackend, Shared};
+
+/// One ext device (`ext:N`).
+#[derive(Clone)]
+pub struct ExtDevice {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) id: DeviceId,
+    legacy: Arc<std::sync::OnceLock<ExtStream>>,
+}
+
+impl ExtDevice {
+    pub(crate) fn new(shared: Arc<Shared>, ordinal: u32) -> Self {
+        let legacy = shared.legacy[ordinal as usize].clone();
+        ExtDevice { id: DeviceId::new(gpuport_core::BackendKind::Ext, ordinal), shared, legacy }
+    }
+
+    fn space(&self) -> &Arc<crate::memory::AddressSpace> {
+        &self.shared.spaces[self.id.ordinal as usize]
+    }
+
+    pub(crate) fn info_for(shared: &Shared, ordinal: u32) -> DeviceInfo {
+        DeviceInfo {
+            id: DeviceId::new(gpuport_core::BackendKind::Ext, ordinal),
+            name: format!("gpuport software extension device {ordinal}"),
+            total_memory: shared.spaces[ordinal as usize].capacity(),
+            compute_capability: None,
+            arch: Some("ext".into()),
+            multiprocessors: Some(1),
+            pci_bus_id: None,
+            uuid: None,
+        }
+    }
+
+    fn check_stream(&self, stream: &ExtStream) -> Result<()> {
+        if stream.device_id() != self.id {
+            return Err(Error::invalid_argument(format!("stream of {} used with {}", stream.device_id(), self.id)));
+        }
+        Ok(())
+    }
+}
+
+impl Device for ExtDevice {
+    type Backend = ExtBackend;
+
+    fn id(&self) -> DeviceId {
+        self.id
+    }
+    fn info(&self) -> Result<DeviceInfo> {
+        Ok(Self::info_for(&self.shared, self.id.ordinal))
+    }
+    fn alloc(&self, bytes: usize) -> Result<Buffer> {
+        self.space().allocate(bytes)
+    }
+    fn alloc_async(&self, bytes: usize, stream: &ExtStream) -> Result<Buffer> {
+        // Memory is usable at once; queued work holds the buffer, so freeing is ordered.
+        self.check_stream(stream)?;
+        self.alloc(bytes)
+    }
+    fn alloc_pinned(&self, bytes: usize, _flags: HostAllocFlags) -> Result<Buffer> {
+        let limit = gpuport_host::memory::memory_limit();
+        gpuport_host::memory::allocate(self.id, bytes, MemoryKind::PinnedHost, limit, true)
+    }
+    fn alloc_managed(&self, _bytes: usize) -> Result<Buffer> {
+        Err(Error::unsupported("ext", "managed memory"))
+    }
+    fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
+        let p = self.shared.resolve(self.id, dst, offset, len, "memset")?;
+        // SAFETY: `resolve` checked the range against a live allocation held by `dst`.
+        unsafe { std::ptr::write_bytes(p, value, len) };
+        Ok(())
+    }
+    fn create_stream(&self, flags: StreamFlags, _priority: i32) -> Result<ExtStream> {
+        Ok(ExtStream::new(self.shared.clone(), HostStream::create(self.id, flags)?))
+    }
+    fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        Ok((0, 0))
+    }
+    fn default_stream(&self, which: DefaultStream) -> Result<ExtStream> {
+        match which {
+            DefaultStream::Legacy => {
+                let stream = match self.legacy.get() {
+                    Some(s) => s.clone(),
+                    None => {
+                        let created = self.create_stream(StreamFlags::empty(), 0)?;
+                        self.legacy.get_or_init(|| created).clone()
+                    }
+                };
+                Ok(stream.to_borrowed())
+            }
+            DefaultStream::PerThread => Err(Error::unsupported("ext", "per-thread default streams")),
+        }
+    }
+    unsafe fn wrap_stream(&self, raw: usize) -> Result<ExtStream> {
+        let stream = ExtStream::new(self.shared.clone(), HostStream::from_raw(raw)?);
+        self.check_stream(&stream)?;
+        Ok(stream)
+    }
+    fn create_event(&self, flags: EventFlags) -> Result<ExtEvent> {
+        if flags.contains(EventFlags::INTERPROCESS) {
+            return Err(Error::unsupported("ext", "interprocess events"));
+        }
+        Ok(ExtEvent(HostEvent::create(self.id, flags)))
+    }
+    unsafe fn wrap_event(&self, raw: usize) -> Result<ExtEvent> {
+        Ok(ExtEvent(HostEvent::from_raw(self.id, raw)?))
+    }
+    fn synchronize(&self) -> Result<()> {
+        self.shared.synchronize(self.id)
+    }
+    fn can_access_peer(&self, _peer: &Self) -> Result<bool> {
+        // Ext devices model separate cards without a direct link: peers are reached through
+        // staged copies (stream copies between two ext devices still work, as
+        // cuMemcpyPeer does without peer access).
+        Ok(false)
+    }
+    fn enable_peer_access(&self, peer: &Self) -> Result<()> {
+        if peer.id == self.id {
+            return Err(Error::invalid_argument("a device cannot enable peer access to itself"));
+        }
+        Err(Error::unsupported("ext", "peer access (ext devices have no direct link)"))
+    }
+    fn pointer_attributes(&self, addr: u64) -> Result<PointerAttributes> {
+        let a = self.space().attributes(addr);
+        if a.device.is_some() {
+            return Ok(a);
+        }
+        let pinned = gpuport_host::memory::attributes(addr);
+        Ok(if pinned.device == Some(self.id) { pinned } else { PointerAttributes::unregistered() })
+    }
+    fn load_module(&self, image: ModuleImage<'_>) -> Result<Module> {
+        match image {
+            ModuleImage::Registered(name) => Ok(Module::new(self.id, HostModule(module_table(name)?))),
+            other => Err(Error::unsupported("ext", format!("loading a {}", other.kind_name()))),
+        }
+    }
+    fn kernel(&self, module: &Module, name: &str) -> Result<Kernel> {
+        let HostModule(table) = module
+            .handle::<HostModule>()
+            .ok_or_else(|| Error::mismatch("kernel lookup", gpuport_core::BackendKind::Ext, module.device()))?;
+        let f = table.get(name).ok_or_else(|| Error::invalid_argument(format!("ext module has no kernel {name:?}")))?;
+        Ok(Kernel::new(self.id, name, HostKernel(*f)))
+    }
+}

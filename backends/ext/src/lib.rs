@@ -1,0 +1,155 @@
+//! # gpuport-ext
+//!
+//! A software device with its own memory space, on DLPack's `kDLExtDev` (12): the second,
+//! genuinely separate device that lets cross-device behaviour (staged copies, DLPack's
+//! IS_COPIED path, mirrored storage) be tested on machines without a GPU.
+//!
+//! It is ported onto gpuport the way an out-of-tree vendor would port a device:
+//!
+//! - it implements `gpuport-core`'s traits ([`ExtBackend`], [`ExtDevice`], [`ExtStream`],
+//!   [`ExtEvent`]) and depends on nothing else but the host backend, used as a helper
+//!   library for its asynchronous queues and events;
+//! - addresses it hands out are not host pointers (they live at `0xE0_0000_0000_00` and
+//!   up); its memory is reached only through its own copies;
+//! - it reaches the runtime only through `gpuport::Runtime::register_plugin`:
+//!
+//! ```ignore
+//! gpuport::Runtime::register_plugin(gpuport_ext::ExtBackend::load(&Default::default())?)?;
+//! let dev = gpuport::Runtime::discover().device("ext:1")?;
+//! ```
+//!
+//! `GPUPORT_EXT_DEVICES` sets the number of devices (default 2) and
+//! `GPUPORT_EXT_MEMORY_MIB` each device's memory (default 4096), read at the first load.
+
+mod device;
+mod memory;
+mod stream;
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use gpuport_core::{Backend, BackendKind, Buffer, DeviceId, DeviceInfo, Error, LoadOptions, Result};
+use gpuport_host::queue::QueueTracker;
+
+pub use device::ExtDevice;
+pub use stream::{ExtEvent, ExtStream};
+
+/// The DLPack device type of ext devices (`kDLExtDev`).
+pub const DLPACK_DEVICE_TYPE: i32 = 12;
+
+/// State shared by every ext handle of the process.
+pub(crate) struct Shared {
+    spaces: Vec<Arc<memory::AddressSpace>>,
+    legacy: Vec<Arc<OnceLock<ExtStream>>>,
+    queues: Mutex<Vec<(DeviceId, QueueTracker)>>,
+}
+
+impl Shared {
+    /// The hidden host pointer for a range of `buffer` as seen from device `from`: memory
+    /// of any ext device (reached through that device's address space), or host-accessible
+    /// memory. Anything else belongs to another backend.
+    fn resolve(&self, from: DeviceId, buffer: &Buffer, offset: usize, len: usize, op: &'static str) -> Result<*mut u8> {
+        let dev = buffer.device();
+        if dev.kind == BackendKind::Ext && !buffer.is_host_accessible() {
+            let space = self
+                .spaces
+                .get(dev.ordinal as usize)
+                .ok_or_else(|| Error::invalid_handle(format!("{dev} does not exist in this process")))?;
+            return space.translate(buffer, offset, len);
+        }
+        if buffer.is_host_accessible() {
+            return buffer.host_ptr(offset, len);
+        }
+        Err(Error::BackendMismatch {
+            operation: op,
+            expected: format!("{from} or host-accessible memory"),
+            found: format!("{:?} memory of {dev}", buffer.memory()),
+        })
+    }
+
+    fn track(&self, tracker: QueueTracker, device: DeviceId) {
+        let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
+        queues.retain(|(_, t)| t.is_live());
+        queues.push((device, tracker));
+    }
+
+    fn synchronize(&self, device: DeviceId) -> Result<()> {
+        let queues: Vec<QueueTracker> = self
+            .queues
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|(d, _)| *d == device)
+            .map(|(_, t)| t.clone())
+            .collect();
+        let mut first = Ok(());
+        for q in queues {
+            let r = q.synchronize();
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+}
+
+fn env_number(name: &str, default: u64) -> Result<u64> {
+    match std::env::var(name) {
+        Err(_) => Ok(default),
+        Ok(v) => v
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| Error::invalid_argument(format!("{name}={v:?} is not a non-negative integer"))),
+    }
+}
+
+/// The ext backend. Every load returns a handle to the same process-wide devices.
+#[derive(Clone)]
+pub struct ExtBackend {
+    shared: Arc<Shared>,
+}
+
+impl Backend for ExtBackend {
+    const KIND: BackendKind = BackendKind::Ext;
+    type Device = ExtDevice;
+    type Stream = ExtStream;
+    type Event = ExtEvent;
+
+    fn load(_opts: &LoadOptions) -> Result<Self> {
+        static SHARED: OnceLock<Arc<Shared>> = OnceLock::new();
+        if let Some(shared) = SHARED.get() {
+            return Ok(ExtBackend { shared: shared.clone() });
+        }
+        let count = env_number("GPUPORT_EXT_DEVICES", 2)?;
+        let mib = env_number("GPUPORT_EXT_MEMORY_MIB", 4096)?;
+        if count > 64 {
+            return Err(Error::invalid_argument(format!("GPUPORT_EXT_DEVICES={count}: at most 64 ext devices")));
+        }
+        let capacity =
+            mib.checked_mul(1 << 20).ok_or_else(|| Error::invalid_argument("GPUPORT_EXT_MEMORY_MIB overflows"))?;
+        let spaces = (0..count as u32)
+            .map(|i| memory::AddressSpace::new(DeviceId::new(BackendKind::Ext, i), capacity))
+            .collect::<Vec<_>>();
+        let legacy = spaces.iter().map(|_| Arc::new(OnceLock::new())).collect();
+        let shared = Arc::new(Shared { spaces, legacy, queues: Mutex::new(Vec::new()) });
+        Ok(ExtBackend { shared: SHARED.get_or_init(|| shared).clone() })
+    }
+
+    fn version(&self) -> String {
+        format!("gpuport-ext {} ({} devices)", env!("CARGO_PKG_VERSION"), self.shared.spaces.len())
+    }
+
+    fn devices(&self) -> Result<Vec<DeviceInfo>> {
+        Ok((0..self.shared.spaces.len() as u32).map(|i| ExtDevice::info_for(&self.shared, i)).collect())
+    }
+
+    fn open(&self, ordinal: u32) -> Result<ExtDevice> {
+        if ordinal as usize >= self.shared.spaces.len() {
+            return Err(Error::DeviceNotFound {
+                device: DeviceId::new(BackendKind::Ext, ordinal),
+                backend: "ext".into(),
+                count: self.shared.spaces.len() as u32,
+            });
+        }
+        Ok(ExtDevice::new(self.shared.clone(), ordinal))
+    }
+}

@@ -1,0 +1,134 @@
+//! The ext device's own address space. Every allocation gets an address in a range no
+//! host pointer uses (`0xE0_0000_0000_00 + ordinal << 40 …`); the bytes live in a hidden
+//! host allocation reached only through the device's copies. Nothing outside this module
+//! can turn an ext address into a host pointer.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use gpuport_core::{Buffer, BufferDesc, DeviceId, Error, MemoryKind, PointerAttributes, Release, Result};
+
+/// Alignment of ext allocations.
+const ALIGNMENT: u64 = 256;
+/// Unmapped bytes left between allocations, so an off-by-one never lands in a neighbour.
+const GUARD: u64 = 4096;
+
+struct Region {
+    len: usize,
+    /// The hidden host allocation; dropping the region frees it.
+    _backing: Buffer,
+    host_ptr: usize,
+}
+
+/// One ext device's memory: an address allocator, a capacity, and the map from ext
+/// addresses to hidden backing memory.
+pub struct AddressSpace {
+    device: DeviceId,
+    next: AtomicU64,
+    end: u64,
+    capacity: u64,
+    used: AtomicU64,
+    regions: RwLock<BTreeMap<u64, Region>>,
+}
+
+struct ExtRelease(Arc<AddressSpace>);
+
+impl Release for ExtRelease {
+    fn release(&mut self, addr: u64, len: usize) -> Result<()> {
+        let region = self.0.regions.write().unwrap_or_else(|p| p.into_inner()).remove(&addr);
+        self.0.used.fetch_sub(len as u64, Ordering::SeqCst);
+        // Dropping the region frees its backing memory.
+        drop(region);
+        Ok(())
+    }
+}
+
+impl AddressSpace {
+    /// The address space of ext device `ordinal`, with `capacity` bytes of memory.
+    pub fn new(device: DeviceId, capacity: u64) -> Arc<Self> {
+        let base = (0xE0u64 + u64::from(device.ordinal)) << 40;
+        Arc::new(AddressSpace {
+            device,
+            next: AtomicU64::new(base),
+            end: base + (1 << 40),
+            capacity,
+            used: AtomicU64::new(0),
+            regions: RwLock::new(BTreeMap::new()),
+        })
+    }
+
+    /// Device memory capacity in bytes.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Allocates `bytes` of device memory.
+    pub fn allocate(self: &Arc<Self>, bytes: usize) -> Result<Buffer> {
+        let oom = || Error::OutOfMemory { device: self.device, bytes };
+        let desc = |addr| BufferDesc {
+            addr,
+            len: bytes,
+            device: self.device,
+            memory: MemoryKind::Device,
+            host_accessible: false,
+        };
+        if bytes == 0 {
+            // SAFETY: a zero-length buffer describes no memory.
+            return unsafe { Buffer::from_borrowed(desc(0), None) };
+        }
+        let want = bytes as u64;
+        if self.used.fetch_add(want, Ordering::SeqCst).saturating_add(want) > self.capacity {
+            self.used.fetch_sub(want, Ordering::SeqCst);
+            return Err(oom());
+        }
+        let reserve = want.div_ceil(ALIGNMENT) * ALIGNMENT + GUARD;
+        let addr = self.next.fetch_add(reserve, Ordering::SeqCst);
+        let backing = match gpuport_host::memory::allocate(self.device, bytes, MemoryKind::Device, self.capacity, true)
+        {
+            Ok(b) if addr.saturating_add(reserve) <= self.end => b,
+            _ => {
+                self.used.fetch_sub(want, Ordering::SeqCst);
+                return Err(oom());
+            }
+        };
+        let host_ptr = backing.host_ptr(0, bytes)? as usize;
+        self.regions
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(addr, Region { len: bytes, _backing: backing, host_ptr });
+        // SAFETY: the ext address range is reserved for this allocation until
+        // `ExtRelease` runs; it is not host-accessible, so nothing dereferences it directly.
+        unsafe { Buffer::from_owned(desc(addr), Box::new(ExtRelease(self.clone()))) }
+    }
+
+    /// The hidden host pointer behind `len` bytes at `offset` of an ext buffer of this
+    /// device. Also checks the range.
+    pub fn translate(&self, buffer: &Buffer, offset: usize, len: usize) -> Result<*mut u8> {
+        let addr = buffer.range_addr(offset, len)?;
+        if buffer.is_empty() {
+            return Ok(std::ptr::NonNull::dangling().as_ptr());
+        }
+        let regions = self.regions.read().unwrap_or_else(|p| p.into_inner());
+        let region = regions.get(&buffer.addr()).ok_or_else(|| {
+            Error::invalid_handle(format!("{:#x} is not a live allocation of {}", buffer.addr(), self.device))
+        })?;
+        Ok((region.host_ptr + (addr - buffer.addr()) as usize) as *mut u8)
+    }
+
+    /// What this device knows about `addr`.
+    pub fn attributes(&self, addr: u64) -> PointerAttributes {
+        let regions = self.regions.read().unwrap_or_else(|p| p.into_inner());
+        match regions.range(..=addr).next_back() {
+            Some((&base, region)) if addr < base + region.len as u64 => PointerAttributes {
+                device: Some(self.device),
+                memory: MemoryKind::Device,
+                host_accessible: false,
+                device_accessible: true,
+                managed: false,
+                allocation: Some((base, region.len)),
+            },
+            _ => PointerAttributes::unregistered(),
+        }
+    }
+}

@@ -4,6 +4,8 @@
 //!   suite against that backend. A backend named explicitly that is unavailable fails the
 //!   run with its reason; `all` runs every available backend and lists the others.
 //! - `lint` — rustfmt check, clippy with warnings denied, rustdoc with warnings denied.
+//! - `bench` — the benchmarks (release build); each prints ratios against a floor measured
+//!   in the same run.
 //! - `ci` — what `.ci/run` runs: `lint`, then `test --backend all`.
 
 use std::io::{BufRead, BufReader};
@@ -18,6 +20,7 @@ fn usage() -> ExitCode {
          commands:\n  \
            test --backend NAME   workspace tests + conformance suite on NAME ({})\n  \
            lint                  cargo fmt --check, clippy -D warnings, rustdoc -D warnings\n  \
+           bench                 benchmarks, as ratios against a floor measured in the same run\n  \
            ci                    lint, then test --backend all (what .ci/run runs)",
         BACKENDS.join("|")
     );
@@ -123,6 +126,11 @@ fn main() -> ExitCode {
         ["test", "--backend", backend] | ["test", "--backend", backend, ..] => test(backend),
         ["test"] => test("host"),
         ["lint"] => lint(),
+        ["bench"] => {
+            let mut cmd = cargo();
+            cmd.args(["bench", "-p", "gpuport", "--bench", "staged_copy"]);
+            run(cmd)
+        }
         ["ci"] => lint() && test("all"),
         _ => return usage(),
     };

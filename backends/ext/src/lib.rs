@@ -13,7 +13,7 @@
 //!   up); its memory is reached only through its own copies;
 //! - it reaches the runtime only through `gpuport::Runtime::register_plugin`:
 //!
-//! ```ignore
+//! ```text
 //! gpuport::Runtime::register_plugin(gpuport_ext::ExtBackend::load(&Default::default())?)?;
 //! let dev = gpuport::Runtime::discover().device("ext:1")?;
 //! ```

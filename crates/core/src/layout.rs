@@ -260,10 +260,11 @@ impl Layout {
         })
     }
 
-    /// A strided slice along one axis: elements `start, start+step, …` before `stop`
-    /// (`step` may be negative, as in Python; then `start > stop`). Returns the new
-    /// layout and the element offset of its first element.
-    pub fn slice(&self, axis: usize, start: usize, stop: usize, step: isize) -> Result<(Layout, isize)> {
+    /// A strided slice along one axis, as Python's `start:stop:step`: elements `start,
+    /// start+step, …` before `stop`; `stop = None` runs to the end in the step's direction
+    /// (so `Some(2), None, -1` is `2::-1`, which includes index 0). Returns the new layout
+    /// and the element offset of its first element.
+    pub fn slice(&self, axis: usize, start: usize, stop: Option<usize>, step: isize) -> Result<(Layout, isize)> {
         let extent = *self
             .shape
             .get(axis)
@@ -271,18 +272,22 @@ impl Layout {
         if step == 0 {
             return Err(Error::invalid_argument("slice step must not be zero"));
         }
+        let out_of_range =
+            || Error::invalid_argument(format!("slice {start}:{stop:?}:{step} out of range for extent {extent}"));
         let count = if step > 0 {
+            let stop = stop.unwrap_or(extent);
             if start > stop || stop > extent {
-                return Err(Error::invalid_argument(format!("slice {start}..{stop} out of range for extent {extent}")));
+                return Err(out_of_range());
             }
             (stop - start).div_ceil(step as usize)
         } else {
-            if stop > start || (start >= extent && start != stop) {
-                return Err(Error::invalid_argument(format!(
-                    "reverse slice {start} down to {stop} out of range for extent {extent}"
-                )));
+            match stop {
+                Some(stop) if stop > start => return Err(out_of_range()),
+                Some(stop) if stop == start => 0,
+                _ if start >= extent => return Err(out_of_range()),
+                Some(stop) => (start - stop).div_ceil(step.unsigned_abs()),
+                None => start / step.unsigned_abs() + 1,
             }
-            (start - stop).div_ceil(step.unsigned_abs())
         };
         let mut shape = self.shape.clone();
         let mut strides = self.strides.clone();
@@ -375,16 +380,23 @@ mod tests {
     #[test]
     fn slicing_and_permuting() {
         let l = Layout::contiguous(&[4, 5]).unwrap();
-        let (s, off) = l.slice(1, 1, 5, 2).unwrap();
+        let (s, off) = l.slice(1, 1, Some(5), 2).unwrap();
         assert_eq!(s.shape(), &[4, 2]);
         assert_eq!(s.strides(), &[5, 2]);
         assert_eq!(off, 1);
-        let (r, off) = l.slice(0, 3, 0, -1).unwrap();
+        let (r, off) = l.slice(0, 3, Some(0), -1).unwrap();
         assert_eq!(r.shape(), &[3, 5]);
         assert_eq!(r.strides(), &[-5, 1]);
         assert_eq!(off, 15);
-        assert!(l.slice(0, 0, 5, 1).is_err());
-        assert!(l.slice(0, 0, 1, 0).is_err());
+        let (all_rev, off) = l.slice(0, 3, None, -1).unwrap();
+        assert_eq!((all_rev.shape()[0], off), (4, 15));
+        let (every_other, _) = l.slice(1, 4, None, -2).unwrap();
+        assert_eq!(every_other.shape(), &[4, 3]);
+        assert_eq!(l.slice(1, 2, None, 1).unwrap().0.shape(), &[4, 3]);
+        assert_eq!(l.slice(1, 2, Some(2), -1).unwrap().0.numel(), 0);
+        assert!(l.slice(0, 0, Some(5), 1).is_err());
+        assert!(l.slice(0, 4, None, -1).is_err());
+        assert!(l.slice(0, 0, Some(1), 0).is_err());
         let t = l.permute(&[1, 0]).unwrap();
         assert!(t.is_f_contiguous() && !t.is_c_contiguous());
         assert!(l.permute(&[0, 0]).is_err());

@@ -169,7 +169,7 @@ impl Array {
     }
 
     /// A strided slice along `axis` (`step` may be negative; see [`Layout::slice`]).
-    pub fn slice(&self, axis: usize, start: usize, stop: usize, step: isize) -> Result<Array> {
+    pub fn slice(&self, axis: usize, start: usize, stop: Option<usize>, step: isize) -> Result<Array> {
         let (layout, first) = self.layout.slice(axis, start, stop, step)?;
         self.view(layout, first)
     }
@@ -200,45 +200,76 @@ impl Array {
     /// after waiting for pending work.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.check_dtype::<T>()?;
-        if let Some(stream) = &self.pending {
-            stream.synchronize()?;
-        }
-        let item = std::mem::size_of::<T>();
-        let span = self.layout.span(item)?;
-        let mut bytes = vec![0u8; span.len()];
-        if !bytes.is_empty() {
-            let start = (self.offset as isize + span.start) as usize;
-            self.default_stream()?.read(&self.buffer, start, &mut bytes)?;
-        }
-        let mut out = Vec::with_capacity(self.numel());
+        let bytes = self.to_bytes()?;
+        Ok(bytes
+            .chunks_exact(std::mem::size_of::<T>())
+            // SAFETY: each chunk holds exactly one `T`, which is plain old data; read unaligned.
+            .map(|c| unsafe { std::ptr::read_unaligned(c.as_ptr().cast::<T>()) })
+            .collect())
+    }
+
+    /// The elements' bytes in row-major order (gathering strided layouts), after waiting
+    /// for pending work.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let (span_start, raw) = self.read_span()?;
+        let item = self.dtype.itemsize()?;
+        let mut out = Vec::with_capacity(self.nbytes());
         self.layout.for_each_offset(|o| {
-            let at = (o * item as isize - span.start) as usize;
-            // SAFETY: `at..at + item` lies within `bytes` (the span covers every element);
-            // `T: Element` is plain old data, read unaligned.
-            out.push(unsafe { std::ptr::read_unaligned(bytes.as_ptr().add(at).cast::<T>()) });
+            let at = (o * item as isize - span_start) as usize;
+            out.extend_from_slice(&raw[at..at + item]);
         });
         Ok(out)
     }
 
-    /// Overwrites the elements from `data` (row-major). The array must be C-contiguous
-    /// and writable.
-    pub fn copy_from_slice<T: Element>(&mut self, data: &[T]) -> Result<()> {
-        self.check_dtype::<T>()?;
+    /// Overwrites the elements from row-major bytes, scattering into strided layouts (bytes
+    /// of the span that are not elements of this view are preserved). Waits for pending
+    /// work first; the write has completed on return.
+    pub fn copy_from_bytes(&mut self, bytes: &[u8]) -> Result<()> {
         if self.read_only {
             return Err(Error::invalid_argument("the array is read-only"));
         }
-        if data.len() != self.numel() {
+        if bytes.len() != self.nbytes() {
             return Err(Error::invalid_argument(format!(
-                "{} values for an array of {} elements",
-                data.len(),
-                self.numel()
+                "{} bytes for an array of {} bytes",
+                bytes.len(),
+                self.nbytes()
             )));
         }
-        if !self.layout.is_c_contiguous() {
-            return Err(Error::invalid_layout("copy_from_slice needs a C-contiguous array"));
-        }
         self.synchronize()?;
-        self.default_stream()?.write(as_bytes(data), &self.buffer, self.offset)
+        let stream = self.default_stream()?;
+        if self.layout.is_c_contiguous() {
+            return stream.write(bytes, &self.buffer, self.offset);
+        }
+        let (span_start, mut raw) = self.read_span()?;
+        let item = self.dtype.itemsize()?;
+        let mut next = bytes.chunks_exact(item);
+        self.layout.for_each_offset(|o| {
+            let at = (o * item as isize - span_start) as usize;
+            if let Some(src) = next.next() {
+                raw[at..at + item].copy_from_slice(src);
+            }
+        });
+        stream.write(&raw, &self.buffer, (self.offset as isize + span_start) as usize)
+    }
+
+    /// Reads the bytes the layout spans; returns the span's start relative to element 0.
+    fn read_span(&self) -> Result<(isize, Vec<u8>)> {
+        if let Some(stream) = &self.pending {
+            stream.synchronize()?;
+        }
+        let span = self.layout.span(self.dtype.itemsize()?)?;
+        let mut raw = vec![0u8; span.len()];
+        if !raw.is_empty() {
+            let start = (self.offset as isize + span.start) as usize;
+            self.default_stream()?.read(&self.buffer, start, &mut raw)?;
+        }
+        Ok((span.start, raw))
+    }
+
+    /// Overwrites the elements from `data` (row-major), scattering into strided layouts.
+    pub fn copy_from_slice<T: Element>(&mut self, data: &[T]) -> Result<()> {
+        self.check_dtype::<T>()?;
+        self.copy_from_bytes(as_bytes(data))
     }
 
     fn check_dtype<T: Element>(&self) -> Result<()> {
@@ -274,7 +305,7 @@ mod tests {
         let t = a.permute(&[1, 0]).unwrap();
         assert_eq!(t.shape(), &[5, 4]);
         assert_eq!(&t.to_vec::<i32>().unwrap()[..4], &[0, 5, 10, 15]);
-        let rev = a.slice(1, 4, 0, -2).unwrap();
+        let rev = a.slice(1, 4, Some(0), -2).unwrap();
         assert_eq!(rev.to_vec::<i32>().unwrap(), vec![4, 2, 9, 7, 14, 12, 19, 17]);
         assert!(rev.buffer().same_allocation(a.buffer()));
         let r = a.reshape(&[2, 10]).unwrap();
@@ -292,6 +323,9 @@ mod tests {
         assert_eq!(a.to_vec::<f64>().unwrap(), vec![1.0, 2.0, 3.0]);
         let mut ro = a.to_read_only();
         assert!(ro.copy_from_slice(&[0.0f64; 3]).is_err());
+        let mut rev = a.slice(0, 2, None, -2).unwrap();
+        rev.copy_from_slice(&[30.0f64, 10.0]).unwrap();
+        assert_eq!(a.to_vec::<f64>().unwrap(), vec![10.0, 2.0, 30.0], "scatter keeps the gap");
         let empty = Array::zeros(&dev, &[0, 4], DType::F32).unwrap();
         assert_eq!(empty.to_vec::<f32>().unwrap(), Vec::<f32>::new());
     }

@@ -24,15 +24,19 @@
 //! ```
 
 mod array;
+mod copy;
 mod dynamic;
+mod mirror;
 mod runtime;
 
 pub use array::{as_bytes, Array};
+pub use copy::{copy, CopyEngine, CopyRoute};
 pub use dynamic::{
     device_into_any, event_into_any, stream_into_any, AnyDevice, AnyEvent, AnyStream, DynDevice, DynEvent, DynStream,
     PluginDevice, PluginEvent, PluginStream,
 };
 pub use gpuport_core::*;
+pub use mirror::{Access, MirroredArray, SyncState};
 pub use runtime::{
     parse_backend_list, BackendReport, BackendStatus, DiscoverOptions, DynBackend, Runtime, BACKENDS_ENV, DEVICE_ENV,
 };

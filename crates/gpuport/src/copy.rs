@@ -1,0 +1,237 @@
+//! The copy engine: `copy(src, dst)` between arrays on any two devices.
+//!
+//! | devices | route |
+//! | --- | --- |
+//! | same device | device copy on the destination's stream |
+//! | same backend, other device, `can_access_peer` | peer copy |
+//! | anything else (host↔ext, ext:0↔ext:1 without a link, CUDA↔ROCm) | staged through two pinned host buffers in chunks: the device-to-host copy of chunk *i* overlaps the host-to-device copy of chunk *i − 1* |
+//!
+//! Strided arrays are copied as runs (the longest trailing block contiguous in both);
+//! when the runs are short and many, through the host. For staged copies a strided
+//! source is first packed on its device and a strided destination filled from a packed
+//! temporary on its device.
+//!
+//! Ordering: the copy runs on a stream of the destination device after the pending work
+//! of both arrays (an event wait on the same backend, a host wait across backends), and
+//! the destination records that stream as its pending work. [`CopyEngine::copy_on`]
+//! returns once the last piece of work is queued; [`copy`] waits for it.
+
+use gpuport_core::{DefaultStream, Error, EventFlags, Layout, Result};
+
+use crate::array::Array;
+use crate::dynamic::{AnyDevice, AnyStream, DynDevice, DynEvent, DynStream};
+
+/// Which route a copy took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyRoute {
+    /// Nothing to copy.
+    Empty,
+    /// Within one device.
+    SameDevice,
+    /// Device to device over a peer link.
+    Peer,
+    /// Through pinned host buffers, in this many chunks.
+    Staged {
+        /// Number of chunks.
+        chunks: usize,
+    },
+}
+
+/// Copies arrays between devices. Cheap to create; holds only its settings.
+#[derive(Debug, Clone, Copy)]
+pub struct CopyEngine {
+    chunk_bytes: usize,
+}
+
+impl Default for CopyEngine {
+    fn default() -> Self {
+        CopyEngine { chunk_bytes: 4 << 20 }
+    }
+}
+
+/// Copies `src` into `dst` (same shape and dtype, any devices) and waits for the copy.
+pub fn copy(src: &Array, dst: &mut Array) -> Result<CopyRoute> {
+    CopyEngine::default().copy(src, dst)
+}
+
+/// Strided copies with more runs than this, each shorter than [`SHORT_RUN_BYTES`], go
+/// through the host instead of one device copy per run.
+const MANY_RUNS: usize = 4096;
+const SHORT_RUN_BYTES: usize = 4096;
+
+impl CopyEngine {
+    /// An engine staging through chunks of `chunk_bytes` (at least 1).
+    pub fn with_chunk_bytes(chunk_bytes: usize) -> Result<Self> {
+        if chunk_bytes == 0 {
+            return Err(Error::invalid_argument("staging chunk size must be at least 1 byte"));
+        }
+        Ok(CopyEngine { chunk_bytes })
+    }
+
+    /// The staging chunk size.
+    pub fn chunk_bytes(&self) -> usize {
+        self.chunk_bytes
+    }
+
+    /// Copies and waits for completion.
+    pub fn copy(&self, src: &Array, dst: &mut Array) -> Result<CopyRoute> {
+        let stream = dst.device().default_stream(DefaultStream::Legacy)?;
+        let route = self.copy_on(src, dst, &stream)?;
+        dst.synchronize()?;
+        Ok(route)
+    }
+
+    /// Queues the copy on `stream` (a stream of `dst`'s device) and returns once all of it
+    /// is queued; `dst`'s pending stream becomes `stream`.
+    pub fn copy_on(&self, src: &Array, dst: &mut Array, stream: &AnyStream) -> Result<CopyRoute> {
+        if src.shape() != dst.shape() {
+            return Err(Error::invalid_argument(format!("copy from shape {:?} to {:?}", src.shape(), dst.shape())));
+        }
+        if src.dtype() != dst.dtype() {
+            return Err(Error::invalid_argument(format!("copy from {} to {}", src.dtype(), dst.dtype())));
+        }
+        if dst.is_read_only() {
+            return Err(Error::invalid_argument("copy into a read-only array"));
+        }
+        if stream.device_id() != dst.device_id() {
+            return Err(Error::invalid_argument(format!(
+                "the copy stream is on {}, the destination on {}",
+                stream.device_id(),
+                dst.device_id()
+            )));
+        }
+        if src.numel() == 0 {
+            return Ok(CopyRoute::Empty);
+        }
+        order_after(stream, dst.device(), dst.pending_stream())?;
+        order_after(stream, src.device(), src.pending_stream())?;
+        let (sd, dd) = (src.device(), dst.device());
+        let route = if sd.id() == dd.id() {
+            strided_copy(stream, src, dst)?;
+            CopyRoute::SameDevice
+        } else if sd.id().kind == dd.id().kind && dd.can_access_peer(sd)? {
+            dd.enable_peer_access(sd)?;
+            strided_copy(stream, src, dst)?;
+            CopyRoute::Peer
+        } else {
+            self.staged(src, dst, stream)?
+        };
+        dst.set_pending_stream(Some(stream.clone()));
+        Ok(route)
+    }
+
+    fn staged(&self, src: &Array, dst: &mut Array, stream: &AnyStream) -> Result<CopyRoute> {
+        let src_stream = src.device().default_stream(DefaultStream::Legacy)?;
+        order_after(&src_stream, src.device(), src.pending_stream())?;
+        // Pack a strided source on its own device.
+        let packed_src = if src.layout().is_c_contiguous() {
+            src.clone()
+        } else {
+            let mut tmp = Array::empty(src.device(), src.shape(), src.dtype())?;
+            strided_copy(&src_stream, src, &tmp)?;
+            tmp.set_pending_stream(Some(src_stream.clone()));
+            tmp
+        };
+        let direct = dst.layout().is_c_contiguous();
+        let packed_dst = if direct { dst.clone() } else { Array::empty(dst.device(), dst.shape(), dst.dtype())? };
+        let chunks = self.pipeline(&packed_src, &src_stream, &packed_dst, stream)?;
+        if !direct {
+            strided_copy(stream, &packed_dst, dst)?;
+        }
+        Ok(CopyRoute::Staged { chunks })
+    }
+
+    /// Moves contiguous `src` to contiguous `dst` through two pinned buffers.
+    fn pipeline(&self, src: &Array, src_stream: &AnyStream, dst: &Array, dst_stream: &AnyStream) -> Result<usize> {
+        let total = src.nbytes();
+        let chunk = self.chunk_bytes.min(total);
+        let chunks = total.div_ceil(chunk);
+        // Pin on the side that does DMA: the destination unless it is the host itself.
+        let pin_on = if dst.device_id().kind == gpuport_core::BackendKind::Host { src.device() } else { dst.device() };
+        let stage = [pin_on.alloc_pinned(chunk, Default::default())?, pin_on.alloc_pinned(chunk, Default::default())?];
+        let flags = EventFlags::DISABLE_TIMING;
+        let filled = [src.device().create_event(flags)?, src.device().create_event(flags)?];
+        let drained = [dst.device().create_event(flags)?, dst.device().create_event(flags)?];
+        let (src_base, dst_base) = (src.byte_offset(), dst.byte_offset());
+        let len_of = |i: usize| chunk.min(total - i * chunk);
+        // Queue the destination half of chunk `i` once its source half has landed.
+        let drain = |i: usize| -> Result<()> {
+            let slot = i % 2;
+            filled[slot].synchronize()?;
+            dst_stream.copy(&stage[slot], 0, dst.buffer(), dst_base + i * chunk, len_of(i))?;
+            dst_stream.record(&drained[slot])
+        };
+        for i in 0..chunks {
+            let slot = i % 2;
+            if i >= 2 {
+                drained[slot].synchronize()?; // chunk i − 2 has left this buffer
+            }
+            src_stream.copy(src.buffer(), src_base + i * chunk, &stage[slot], 0, len_of(i))?;
+            src_stream.record(&filled[slot])?;
+            if i >= 1 {
+                drain(i - 1)?; // overlaps the copy just queued for chunk i
+            }
+        }
+        drain(chunks - 1)?;
+        Ok(chunks)
+    }
+}
+
+/// Makes `stream` run after `pending` (a stream of `device`): an event wait when both are
+/// of one backend, else a host wait.
+fn order_after(stream: &AnyStream, device: &AnyDevice, pending: Option<&AnyStream>) -> Result<()> {
+    let Some(pending) = pending else { return Ok(()) };
+    if pending.raw_handle() == stream.raw_handle() && pending.device_id() == stream.device_id() {
+        return Ok(()); // same stream: already in order
+    }
+    let event = device.create_event(EventFlags::DISABLE_TIMING)?;
+    pending.record(&event)?;
+    match stream.wait(&event) {
+        Err(Error::BackendMismatch { .. }) => event.synchronize(),
+        other => other,
+    }
+}
+
+/// The element offsets of every run of `src` and `dst` (the longest trailing block that is
+/// contiguous in both), and the run length in elements.
+fn runs(src: &Layout, dst: &Layout) -> Result<(usize, Vec<isize>, Vec<isize>)> {
+    let shape = src.shape();
+    let mut run = 1usize;
+    let mut outer_shape = shape.to_vec();
+    for axis in (0..shape.len()).rev() {
+        let extent = shape[axis];
+        if extent != 1 && (src.strides()[axis] != run as isize || dst.strides()[axis] != run as isize) {
+            break;
+        }
+        run *= extent;
+        outer_shape[axis] = 1;
+    }
+    let outer = |l: &Layout| -> Result<Vec<isize>> {
+        let mut offsets = Vec::new();
+        Layout::new(&outer_shape, l.strides())?.for_each_offset(|o| offsets.push(o));
+        Ok(offsets)
+    };
+    Ok((run, outer(src)?, outer(dst)?))
+}
+
+/// Copies between arrays reachable from one stream (same device, or a peer), run by run;
+/// many short runs go through the host.
+fn strided_copy(stream: &AnyStream, src: &Array, dst: &Array) -> Result<()> {
+    let item = src.dtype().itemsize()?;
+    let (run, src_runs, dst_runs) = runs(src.layout(), dst.layout())?;
+    let run_bytes = run * item;
+    if src_runs.len() > MANY_RUNS && run_bytes < SHORT_RUN_BYTES {
+        stream.synchronize()?;
+        let bytes = src.to_bytes()?;
+        let mut dst = dst.clone();
+        dst.set_pending_stream(None);
+        return dst.copy_from_bytes(&bytes);
+    }
+    let at = |base: usize, elems: isize| -> Result<usize> {
+        usize::try_from(base as isize + elems * item as isize).map_err(|_| Error::invalid_layout("run offset"))
+    };
+    for (&s, &d) in src_runs.iter().zip(&dst_runs) {
+        stream.copy(src.buffer(), at(src.byte_offset(), s)?, dst.buffer(), at(dst.byte_offset(), d)?, run_bytes)?;
+    }
+    Ok(())
+}

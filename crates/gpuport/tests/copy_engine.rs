@@ -1,0 +1,196 @@
+//! The copy engine between host, ext:0 and ext:1: chunk boundaries, odd offsets,
+//! strided layouts, routes, ordering with pending work, errors, and a property test of
+//! random copy sequences against a plain `Vec` model.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{bytes, devices};
+use gpuport::{
+    copy, Array, CopyEngine, CopyRoute, DType, DefaultStream, DynDevice, DynStream, Error, Layout, StreamFlags,
+};
+use proptest::prelude::*;
+
+const CHUNK: usize = 1000;
+
+fn u8_array(dev: &gpuport::AnyDevice, data: &[u8]) -> Array {
+    Array::from_slice(dev, data, &[data.len()]).unwrap()
+}
+
+/// An array of `n` bytes at an odd byte offset inside a larger buffer.
+fn at_odd_offset(dev: &gpuport::AnyDevice, n: usize) -> Array {
+    let buf = dev.alloc(n + 8).unwrap();
+    Array::from_buffer(dev, buf, 3, DType::U8, Layout::contiguous(&[n]).unwrap()).unwrap()
+}
+
+#[test]
+fn round_trips_around_chunk_boundaries() {
+    let (host, e0, e1) = devices();
+    let engine = CopyEngine::with_chunk_bytes(CHUNK).unwrap();
+    for n in [1, 2, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK, 2 * CHUNK + 1, 3 * CHUNK + 7, 10 * CHUNK - 1] {
+        let data = bytes(n, n as u8);
+        let src = u8_array(&host, &data);
+        let mut a = at_odd_offset(&e0, n);
+        let mut b = at_odd_offset(&e1, n);
+        let mut back = at_odd_offset(&host, n);
+        let chunks = n.div_ceil(CHUNK);
+        assert_eq!(engine.copy(&src, &mut a).unwrap(), CopyRoute::Staged { chunks }, "host→ext, n={n}");
+        assert_eq!(engine.copy(&a, &mut b).unwrap(), CopyRoute::Staged { chunks }, "ext:0→ext:1, n={n}");
+        assert_eq!(engine.copy(&b, &mut back).unwrap(), CopyRoute::Staged { chunks }, "ext→host, n={n}");
+        let got = back.to_vec::<u8>().unwrap();
+        for (i, (g, w)) in got.iter().zip(&data).enumerate() {
+            assert_eq!(g, w, "n={n}: byte {i} differs");
+        }
+        assert_eq!(b.to_vec::<u8>().unwrap(), data, "ext:1 holds the data, n={n}");
+    }
+}
+
+#[test]
+fn same_device_copies_are_device_copies() {
+    let (_, e0, _) = devices();
+    let data = bytes(5000, 1);
+    let src = u8_array(&e0, &data);
+    let mut dst = Array::zeros(&e0, &[5000], DType::U8).unwrap();
+    assert_eq!(copy(&src, &mut dst).unwrap(), CopyRoute::SameDevice);
+    assert_eq!(dst.to_vec::<u8>().unwrap(), data);
+}
+
+#[test]
+fn strided_sources_and_destinations() {
+    let (host, e0, e1) = devices();
+    let engine = CopyEngine::with_chunk_bytes(64).unwrap();
+    let vals: Vec<i32> = (0..7 * 9).collect();
+    let src = Array::from_slice(&host, &vals, &[7, 9]).unwrap();
+    // Transposed and reversed-stride sources.
+    let t = src.permute(&[1, 0]).unwrap();
+    let rev = src.slice(1, 8, None, -2).unwrap();
+    for view in [&t, &rev] {
+        let want = view.to_vec::<i32>().unwrap();
+        for dev in [&e0, &e1, &host] {
+            let mut dst = Array::zeros(dev, view.shape(), DType::I32).unwrap();
+            engine.copy(view, &mut dst).unwrap();
+            assert_eq!(dst.to_vec::<i32>().unwrap(), want, "{:?} → {}", view.shape(), dev.id());
+        }
+    }
+    // A strided destination on ext:1, filled from ext:0; the gaps must be untouched.
+    let big = Array::from_slice(&e1, &vec![-1i32; 7 * 18], &[7, 18]).unwrap();
+    let mut every_other = big.slice(1, 0, None, 2).unwrap();
+    let src0 = Array::from_slice(&e0, &vals, &[7, 9]).unwrap();
+    engine.copy(&src0, &mut every_other).unwrap();
+    assert_eq!(every_other.to_vec::<i32>().unwrap(), vals);
+    let all = big.to_vec::<i32>().unwrap();
+    assert!(all.iter().skip(1).step_by(2).all(|&v| v == -1), "gaps were overwritten");
+    // Many short runs on one device go through the host.
+    let sq: Vec<u8> = bytes(100 * 100, 9);
+    let m = Array::from_slice(&e0, &sq, &[100, 100]).unwrap();
+    let mt = m.permute(&[1, 0]).unwrap();
+    let mut out = Array::zeros(&e0, &[100, 100], DType::U8).unwrap();
+    assert_eq!(engine.copy(&mt, &mut out).unwrap(), CopyRoute::SameDevice);
+    assert_eq!(out.to_vec::<u8>().unwrap(), mt.to_vec::<u8>().unwrap());
+}
+
+#[test]
+fn copies_wait_for_pending_work() {
+    let (host, e0, _) = devices();
+    let n = 4096;
+    let mut src = Array::zeros(&host, &[n], DType::U8).unwrap();
+    let slow = host.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    let fresh = host.alloc_pinned(n, Default::default()).unwrap();
+    slow.write(&[7u8; 4096], &fresh, 0).unwrap();
+    slow.host_callback(Box::new(|| std::thread::sleep(Duration::from_millis(50)))).unwrap();
+    slow.copy(&fresh, 0, src.buffer(), 0, n).unwrap();
+    src.set_pending_stream(Some(slow)); // the new data is pending on `slow`
+    let mut dst = Array::zeros(&e0, &[n], DType::U8).unwrap();
+    copy(&src, &mut dst).unwrap();
+    assert!(dst.to_vec::<u8>().unwrap().iter().all(|&b| b == 7), "the copy ran before the pending write");
+}
+
+#[test]
+fn copy_on_a_stream_is_asynchronous_and_recorded_as_pending() {
+    let (host, e0, _) = devices();
+    let data = bytes(10_000, 3);
+    let src = u8_array(&host, &data);
+    let mut dst = Array::zeros(&e0, &[10_000], DType::U8).unwrap();
+    let stream = e0.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    CopyEngine::with_chunk_bytes(CHUNK).unwrap().copy_on(&src, &mut dst, &stream).unwrap();
+    assert_eq!(dst.pending_stream().map(|s| s.raw_handle()), Some(stream.raw_handle()));
+    assert_eq!(dst.to_vec::<u8>().unwrap(), data, "readers wait for the pending stream");
+}
+
+#[test]
+fn bad_copies_are_errors() {
+    let (host, e0, _) = devices();
+    let a = Array::zeros(&host, &[4], DType::F32).unwrap();
+    let mut wrong_shape = Array::zeros(&e0, &[5], DType::F32).unwrap();
+    let mut wrong_dtype = Array::zeros(&e0, &[4], DType::I32).unwrap();
+    let mut read_only = Array::zeros(&e0, &[4], DType::F32).unwrap().to_read_only();
+    assert!(matches!(copy(&a, &mut wrong_shape), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(copy(&a, &mut wrong_dtype), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(copy(&a, &mut read_only), Err(Error::InvalidArgument { .. })));
+    let mut dst = Array::zeros(&e0, &[4], DType::F32).unwrap();
+    let host_stream = host.default_stream(DefaultStream::Legacy).unwrap();
+    let wrong_stream = CopyEngine::default().copy_on(&a, &mut dst, &host_stream);
+    assert!(matches!(wrong_stream, Err(Error::InvalidArgument { .. })));
+    let mut empty = Array::zeros(&e0, &[0], DType::F32).unwrap();
+    assert_eq!(copy(&Array::zeros(&host, &[0], DType::F32).unwrap(), &mut empty).unwrap(), CopyRoute::Empty);
+}
+
+/// One step of a random copy sequence: from array `src` to array `dst`, a window of
+/// `len` elements at the given starts, reversed or strided.
+#[derive(Debug, Clone)]
+struct Step {
+    src: usize,
+    dst: usize,
+    src_start: usize,
+    dst_start: usize,
+    len: usize,
+    reverse: bool,
+}
+
+fn steps() -> impl Strategy<Value = Vec<Step>> {
+    prop::collection::vec(
+        (0usize..3, 0usize..3, 0usize..64, 0usize..64, 0usize..64, any::<bool>()).prop_map(
+            |(src, dst, src_start, dst_start, len, reverse)| Step { src, dst, src_start, dst_start, len, reverse },
+        ),
+        1..12,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_copy_sequences_match_a_vec_model(plan in steps(), chunk in 1usize..300) {
+        const N: usize = 128;
+        let (host, e0, e1) = devices();
+        let engine = CopyEngine::with_chunk_bytes(chunk).unwrap();
+        let mut model: Vec<Vec<u16>> = (0..3).map(|k| (0..N as u16).map(|i| i + 1000 * k as u16).collect()).collect();
+        let arrays: Vec<Array> = [&host, &e0, &e1]
+            .iter()
+            .zip(&model)
+            .map(|(dev, m)| Array::from_slice(dev, m, &[N]).unwrap())
+            .collect();
+        for step in &plan {
+            let len = step.len.min(N - step.src_start).min(N - step.dst_start);
+            if step.src == step.dst || len == 0 {
+                continue;
+            }
+            let src_view = if step.reverse {
+                arrays[step.src].slice(0, step.src_start + len - 1, if step.src_start == 0 { None } else { Some(step.src_start - 1) }, -1).unwrap()
+            } else {
+                arrays[step.src].slice(0, step.src_start, Some(step.src_start + len), 1).unwrap()
+            };
+            let mut dst_view = arrays[step.dst].slice(0, step.dst_start, Some(step.dst_start + len), 1).unwrap();
+            engine.copy(&src_view, &mut dst_view).unwrap();
+            let mut window: Vec<u16> = model[step.src][step.src_start..step.src_start + len].to_vec();
+            if step.reverse {
+                window.reverse();
+            }
+            model[step.dst][step.dst_start..step.dst_start + len].copy_from_slice(&window);
+        }
+        for (k, a) in arrays.iter().enumerate() {
+            prop_assert_eq!(a.to_vec::<u16>().unwrap(), model[k].clone(), "array {} ({})", k, a.device_id());
+        }
+    }
+}

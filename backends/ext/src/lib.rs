@@ -81,14 +81,7 @@ impl Shared {
             .filter(|(d, _)| *d == device)
             .map(|(_, t)| t.clone())
             .collect();
-        let mut first = Ok(());
-        for q in queues {
-            let r = q.synchronize();
-            if first.is_ok() {
-                first = r;
-            }
-        }
-        first
+        gpuport_host::queue::synchronize_all(&queues)
     }
 }
 

@@ -7,7 +7,7 @@ use gpuport_core::{
     Buffer, DeviceId, Error, Event, EventFlags, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result,
     Stream, StreamFlags,
 };
-use gpuport_host::kernels::{HostArg, HostKernel, HostKernelArgs};
+use gpuport_host::kernels::HostKernel;
 use gpuport_host::{HostEvent, HostStream};
 
 use crate::{ExtBackend, Shared};
@@ -116,24 +116,7 @@ impl Stream for ExtStream {
             .handle::<HostKernel>()
             .ok_or_else(|| Error::mismatch("launch", gpuport_core::BackendKind::Ext, kernel.device()))?;
         config.validate()?;
-        let mut resolved = Vec::with_capacity(args.len());
-        let mut keep = Vec::new();
-        for arg in args {
-            match arg {
-                KernelArg::Buffer { buffer, offset } => {
-                    let len = buffer.len().checked_sub(*offset).ok_or_else(|| {
-                        Error::invalid_argument(format!(
-                            "kernel argument offset {offset} is past a {}-byte buffer",
-                            buffer.len()
-                        ))
-                    })?;
-                    resolved.push(HostArg::Ptr(self.resolve(buffer, *offset, len, "launch")?, len));
-                    keep.push(buffer.clone());
-                }
-                KernelArg::Scalar(s) => resolved.push(HostArg::Scalar(*s)),
-            }
-        }
-        let args = HostKernelArgs::new(resolved);
+        let (args, keep) = gpuport_host::resolve_args(args, |b, offset, len| self.resolve(b, offset, len, "launch"))?;
         let config = *config;
         self.host.queue().run(Box::new(move || {
             let _keep = keep;

@@ -173,14 +173,7 @@ impl Device for HostDevice {
 
     fn synchronize(&self) -> Result<()> {
         let queues: Vec<QueueTracker> = self.inner.queues.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let mut first = Ok(());
-        for queue in queues {
-            let result = queue.synchronize();
-            if first.is_ok() {
-                first = result;
-            }
-        }
-        first
+        crate::queue::synchronize_all(&queues)
     }
 
     fn can_access_peer(&self, _peer: &Self) -> Result<bool> {

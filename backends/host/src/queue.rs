@@ -303,6 +303,18 @@ impl WorkQueue {
     }
 }
 
+/// Synchronizes every queue, returning the first error (all are waited for).
+pub fn synchronize_all<'a>(queues: impl IntoIterator<Item = &'a QueueTracker>) -> Result<()> {
+    let mut first = Ok(());
+    for queue in queues {
+        let result = queue.synchronize();
+        if first.is_ok() {
+            first = result;
+        }
+    }
+    first
+}
+
 /// Waits for a queue's work; see [`WorkQueue::tracker`].
 #[derive(Clone)]
 pub struct QueueTracker(Weak<State>);

@@ -166,7 +166,7 @@ impl Stream for HostStream {
             .handle::<HostKernel>()
             .ok_or_else(|| Error::mismatch("launch", gpuport_core::BackendKind::Host, kernel.device()))?;
         config.validate()?;
-        let (resolved, keep) = resolve_args(args)?;
+        let (resolved, keep) = resolve_args(args, |b, offset, len| host_range(b, offset, len, "launch"))?;
         let config = *config;
         self.inner.queue.run(Box::new(move || {
             let _keep = keep;
@@ -184,8 +184,12 @@ impl Stream for HostStream {
 }
 
 /// Resolves kernel arguments to host pointers, checking every buffer, and returns the
-/// buffers the launch must keep alive.
-pub fn resolve_args(args: &[KernelArg]) -> Result<(HostKernelArgs, Vec<Buffer>)> {
+/// buffers the launch must keep alive. `resolve(buffer, offset, len)` gives the host
+/// pointer for a range of a buffer (software devices translate their own addresses).
+pub fn resolve_args(
+    args: &[KernelArg],
+    mut resolve: impl FnMut(&Buffer, usize, usize) -> Result<*mut u8>,
+) -> Result<(HostKernelArgs, Vec<Buffer>)> {
     let mut resolved = Vec::with_capacity(args.len());
     let mut keep = Vec::new();
     for arg in args {
@@ -197,7 +201,7 @@ pub fn resolve_args(args: &[KernelArg]) -> Result<(HostKernelArgs, Vec<Buffer>)>
                         buffer.len()
                     ))
                 })?;
-                resolved.push(HostArg::Ptr(host_range(buffer, *offset, len, "launch")?, len));
+                resolved.push(HostArg::Ptr(resolve(buffer, *offset, len)?, len));
                 keep.push(buffer.clone());
             }
             KernelArg::Scalar(s) => resolved.push(HostArg::Scalar(*s)),

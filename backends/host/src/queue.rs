@@ -325,12 +325,24 @@ impl QueueTracker {
         self.0.strong_count() > 0
     }
 
-    /// Blocks until everything submitted to the queue so far has run; returns the queue's
-    /// sticky error. Returns at once for a queue whose worker has exited.
+    /// Blocks until everything submitted to the queue so far has run. Reports a failure
+    /// of the queue's work without clearing it: the stream's own `synchronize` still
+    /// reports it (and clears it). Returns at once for a queue whose worker has exited.
     pub fn synchronize(&self) -> Result<()> {
-        match self.0.upgrade() {
-            Some(state) => state.wait_until(state.submitted.load(Ordering::SeqCst)),
+        let Some(state) = self.0.upgrade() else { return Ok(()) };
+        let target = state.submitted.load(Ordering::SeqCst);
+        let mut guard = lock(&state.error);
+        state.waiters.fetch_add(1, Ordering::SeqCst);
+        while state.completed.load(Ordering::SeqCst) < target {
+            guard = state.cv.wait(guard).unwrap_or_else(|p| p.into_inner());
+        }
+        state.waiters.fetch_sub(1, Ordering::SeqCst);
+        match guard.as_ref() {
             None => Ok(()),
+            Some(Error::StreamWork { stream, message }) => {
+                Err(Error::StreamWork { stream: stream.clone(), message: message.clone() })
+            }
+            Some(other) => Err(Error::StreamWork { stream: state.name.clone(), message: other.to_string() }),
         }
     }
 }

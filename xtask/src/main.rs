@@ -96,6 +96,10 @@ fn test(backend: &str) -> bool {
     let mut cmd = cargo();
     // Unit, integration and doc tests of every crate, the conformance harness included.
     cmd.args(["test", "--workspace", "--no-fail-fast"]);
+    if backend == "cuda" {
+        // GPU-only tests are ignored by default; a named CUDA run includes them.
+        cmd.args(["--", "--include-ignored"]);
+    }
     cmd.env("GPUPORT_CONFORMANCE_BACKENDS", backend);
     // Discovery must see every backend the suite is asked for.
     cmd.env_remove("GPUPORT_BACKENDS");

@@ -34,7 +34,7 @@ fn join_attempts(tried: &[LoadAttempt]) -> String {
 /// Everything that can go wrong in gpuport.
 ///
 /// The enum is `#[non_exhaustive]`: match the variants you act on and keep a fallback arm.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The vendor runtime library could not be opened under any of the names tried.

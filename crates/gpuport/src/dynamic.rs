@@ -16,6 +16,7 @@ use gpuport_core::{
     HostCallback, Kernel, KernelArg, LaunchConfig, Module, ModuleImage, Ownership, PointerAttributes, Result, Stream,
     StreamFlags,
 };
+use gpuport_cuda::{CudaDevice, CudaEvent, CudaStream};
 use gpuport_host::{HostDevice, HostEvent, HostStream};
 
 /// Object-safe twin of [`Device`]: handles of other kinds are taken and returned as
@@ -146,6 +147,8 @@ plugin_handle!(PluginEvent, DynEvent, "An event of a backend registered at run t
 pub enum AnyDevice {
     /// The CPU.
     Host(HostDevice),
+    /// An NVIDIA GPU.
+    Cuda(CudaDevice),
     /// A backend registered at run time.
     Plugin(PluginDevice),
 }
@@ -156,6 +159,8 @@ pub enum AnyDevice {
 pub enum AnyStream {
     /// The CPU.
     Host(HostStream),
+    /// An NVIDIA GPU.
+    Cuda(CudaStream),
     /// A backend registered at run time.
     Plugin(PluginStream),
 }
@@ -166,6 +171,8 @@ pub enum AnyStream {
 pub enum AnyEvent {
     /// The CPU.
     Host(HostEvent),
+    /// An NVIDIA GPU.
+    Cuda(CudaEvent),
     /// A backend registered at run time.
     Plugin(PluginEvent),
 }
@@ -214,9 +221,9 @@ macro_rules! into_any {
         }
     };
 }
-into_any!(device_into_any, AnyDevice, Device, PluginDevice, Host: HostDevice);
-into_any!(stream_into_any, AnyStream, Stream, PluginStream, Host: HostStream);
-into_any!(event_into_any, AnyEvent, Event, PluginEvent, Host: HostEvent);
+into_any!(device_into_any, AnyDevice, Device, PluginDevice, Host: HostDevice, Cuda: CudaDevice);
+into_any!(stream_into_any, AnyStream, Stream, PluginStream, Host: HostStream, Cuda: CudaStream);
+into_any!(event_into_any, AnyEvent, Event, PluginEvent, Host: HostEvent, Cuda: CudaEvent);
 
 /// The typed handle of backend `B` inside an `Any*` handle, or a mismatch error.
 fn typed<'a, T: 'static>(

@@ -41,5 +41,7 @@ pub use runtime::{
     parse_backend_list, BackendReport, BackendStatus, DiscoverOptions, DynBackend, Runtime, BACKENDS_ENV, DEVICE_ENV,
 };
 
+/// The CUDA backend.
+pub use gpuport_cuda as cuda;
 /// The host backend.
 pub use gpuport_host as host;

@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::{Arc, RwLock};
 
 use gpuport_core::{Backend, BackendKind, DeviceId, DeviceInfo, DeviceSpec, Error, LoadOptions, Result};
+use gpuport_cuda::CudaBackend;
 use gpuport_host::HostBackend;
 
 use crate::dynamic::{device_into_any, AnyDevice};
@@ -51,7 +52,10 @@ fn load_as_dyn<B: Backend>(opts: &LoadOptions) -> Result<Arc<dyn DynBackend>> {
     Ok(Arc::new(B::load(opts)?))
 }
 
-const BUILTIN: &[Builtin] = &[Builtin { kind: BackendKind::Host, load: load_as_dyn::<HostBackend> }];
+const BUILTIN: &[Builtin] = &[
+    Builtin { kind: BackendKind::Host, load: load_as_dyn::<HostBackend> },
+    Builtin { kind: BackendKind::Cuda, load: load_as_dyn::<CudaBackend> },
+];
 
 static PLUGINS: RwLock<Vec<Arc<dyn DynBackend>>> = RwLock::new(Vec::new());
 

@@ -1,0 +1,91 @@
+//! Devices and their primary contexts: retained once per device while any handle (a
+//! device, stream, event, buffer or module) lives, released with the last; made current on
+//! the calling thread before each call.
+
+use std::ffi::c_int;
+use std::sync::{Arc, Mutex, Weak};
+
+use gpuport_core::{BackendKind, DeviceId, Error, Result};
+
+use crate::result::check;
+use crate::sys::{CUcontext, CUdevice, Driver};
+
+/// One opened device: its primary context, retained.
+pub struct DeviceCtx {
+    pub(crate) driver: Arc<Driver>,
+    pub(crate) id: DeviceId,
+    pub(crate) cu_device: CUdevice,
+    pub(crate) ctx: CUcontext,
+    pub(crate) total_memory: usize,
+}
+
+// SAFETY: a CUDA context handle may be used from any thread (the driver serialises), and
+// the struct is immutable after construction.
+unsafe impl Send for DeviceCtx {}
+// SAFETY: as above.
+unsafe impl Sync for DeviceCtx {}
+
+impl Drop for DeviceCtx {
+    fn drop(&mut self) {
+        // SAFETY: the context was retained once in `open` and is released once here.
+        let status = unsafe { (self.driver.api.cuDevicePrimaryCtxRelease)(self.cu_device) };
+        if let Err(e) = check(&self.driver.api, status, "cuDevicePrimaryCtxRelease") {
+            log::warn!("releasing the primary context of {}: {e}", self.id);
+        }
+    }
+}
+
+/// Live devices by ordinal, so every handle of one device shares one retained context and
+/// peer copies can find the other device's context.
+static OPEN: Mutex<Vec<Weak<DeviceCtx>>> = Mutex::new(Vec::new());
+
+impl DeviceCtx {
+    /// Opens (or shares the already-open) device `ordinal`.
+    pub fn open(driver: &Arc<Driver>, ordinal: u32) -> Result<Arc<DeviceCtx>> {
+        let api = &driver.api;
+        let mut count: c_int = 0;
+        // SAFETY: valid out-pointer.
+        check(api, unsafe { (api.cuDeviceGetCount)(&mut count) }, "cuDeviceGetCount")?;
+        let id = DeviceId::new(BackendKind::Cuda, ordinal);
+        if i64::from(ordinal) >= i64::from(count) {
+            return Err(Error::DeviceNotFound { device: id, backend: "cuda".into(), count: count.max(0) as u32 });
+        }
+        let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(live) = open.get(ordinal as usize).and_then(Weak::upgrade) {
+            return Ok(live);
+        }
+        let mut cu_device: CUdevice = 0;
+        // SAFETY: valid out-pointer; the ordinal is in range.
+        check(api, unsafe { (api.cuDeviceGet)(&mut cu_device, ordinal as c_int) }, "cuDeviceGet")?;
+        let mut total_memory = 0usize;
+        // SAFETY: valid out-pointer.
+        check(api, unsafe { (api.cuDeviceTotalMem)(&mut total_memory, cu_device) }, "cuDeviceTotalMem")?;
+        let mut ctx: CUcontext = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; released in Drop.
+        check(api, unsafe { (api.cuDevicePrimaryCtxRetain)(&mut ctx, cu_device) }, "cuDevicePrimaryCtxRetain")?;
+        let dev = Arc::new(DeviceCtx { driver: driver.clone(), id, cu_device, ctx, total_memory });
+        if open.len() <= ordinal as usize {
+            open.resize_with(ordinal as usize + 1, Weak::new);
+        }
+        open[ordinal as usize] = Arc::downgrade(&dev);
+        Ok(dev)
+    }
+
+    /// The live device `ordinal`, if some handle holds it open.
+    pub fn live(ordinal: u32) -> Option<Arc<DeviceCtx>> {
+        OPEN.lock().unwrap_or_else(|p| p.into_inner()).get(ordinal as usize).and_then(Weak::upgrade)
+    }
+
+    /// Makes the primary context current on this thread (a no-op when it already is).
+    pub fn bind(&self) -> Result<()> {
+        let api = &self.driver.api;
+        let mut current: CUcontext = std::ptr::null_mut();
+        // SAFETY: valid out-pointer.
+        check(api, unsafe { (api.cuCtxGetCurrent)(&mut current) }, "cuCtxGetCurrent")?;
+        if current != self.ctx {
+            // SAFETY: `ctx` is retained for as long as `self` lives.
+            check(api, unsafe { (api.cuCtxSetCurrent)(self.ctx) }, "cuCtxSetCurrent")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,193 @@
+//! CUDA devices.
+
+use std::ffi::{c_char, c_int};
+use std::sync::Arc;
+
+use gpuport_core::{
+    Buffer, DefaultStream, Device, DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, Kernel, Module,
+    ModuleImage, PointerAttributes, Result, StreamFlags,
+};
+
+use crate::context::DeviceCtx;
+use crate::event::CudaEvent;
+use crate::memory;
+use crate::result::check;
+use crate::stream::CudaStream;
+use crate::sys::{self, CUdevice, CUdevice_attribute, CUuuid, Driver};
+use crate::CudaBackend;
+
+/// A CUDA device; handles share its retained primary context.
+#[derive(Clone)]
+pub struct CudaDevice {
+    pub(crate) ctx: Arc<DeviceCtx>,
+}
+
+fn attribute(driver: &Driver, dev: CUdevice, attr: CUdevice_attribute) -> Result<i32> {
+    let mut v: c_int = 0;
+    // SAFETY: valid out-pointer; the attribute id is from cuda.h.
+    let status = unsafe { (driver.api.cuDeviceGetAttribute)(&mut v, attr as c_int, dev) };
+    check(&driver.api, status, "cuDeviceGetAttribute")?;
+    Ok(v)
+}
+
+fn c_text(buf: &[c_char]) -> String {
+    let bytes: Vec<u8> = buf.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Facts about device `ordinal` (no context needed).
+pub(crate) fn info(driver: &Driver, ordinal: u32) -> Result<DeviceInfo> {
+    let api = &driver.api;
+    let mut dev: CUdevice = 0;
+    // SAFETY: valid out-pointer.
+    check(api, unsafe { (api.cuDeviceGet)(&mut dev, ordinal as c_int) }, "cuDeviceGet")?;
+    let mut name = [0 as c_char; 256];
+    // SAFETY: the buffer holds 256 bytes.
+    check(api, unsafe { (api.cuDeviceGetName)(name.as_mut_ptr(), 256, dev) }, "cuDeviceGetName")?;
+    let mut total = 0usize;
+    // SAFETY: valid out-pointer.
+    check(api, unsafe { (api.cuDeviceTotalMem)(&mut total, dev) }, "cuDeviceTotalMem")?;
+    let mut pci = [0 as c_char; 32];
+    // SAFETY: the buffer holds 32 bytes (the id needs 13).
+    let pci_ok = unsafe { (api.cuDeviceGetPCIBusId)(pci.as_mut_ptr(), 32, dev) } == sys::SUCCESS;
+    // SAFETY: CUuuid is plain bytes; zeroed is a valid value.
+    let mut uuid: CUuuid = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out-pointer.
+    let uuid_ok = unsafe { (api.cuDeviceGetUuid)(&mut uuid, dev) } == sys::SUCCESS;
+    let major = attribute(driver, dev, CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+    let minor = attribute(driver, dev, CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+    let sms = attribute(driver, dev, CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    Ok(DeviceInfo {
+        id: DeviceId::new(gpuport_core::BackendKind::Cuda, ordinal),
+        name: c_text(&name),
+        total_memory: total as u64,
+        compute_capability: Some((major as u32, minor as u32)),
+        arch: Some(format!("sm_{major}{minor}")),
+        multiprocessors: Some(sms as u32),
+        pci_bus_id: pci_ok.then(|| c_text(&pci)),
+        uuid: uuid_ok.then(|| uuid.bytes.map(|b| b as u8)),
+    })
+}
+
+impl CudaDevice {
+    fn check_stream(&self, stream: &CudaStream) -> Result<()> {
+        if !stream.same_device(self.ctx.id) {
+            return Err(Error::invalid_argument(format!(
+                "a stream of {} used with {}",
+                stream.inner.dev.id, self.ctx.id
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Device for CudaDevice {
+    type Backend = CudaBackend;
+
+    fn id(&self) -> DeviceId {
+        self.ctx.id
+    }
+    fn info(&self) -> Result<DeviceInfo> {
+        info(&self.ctx.driver, self.ctx.id.ordinal)
+    }
+    fn alloc(&self, bytes: usize) -> Result<Buffer> {
+        memory::alloc(&self.ctx, bytes)
+    }
+    fn alloc_async(&self, bytes: usize, stream: &CudaStream) -> Result<Buffer> {
+        self.check_stream(stream)?;
+        let keep: Arc<dyn Send + Sync> = stream.inner.clone();
+        memory::alloc_async(&self.ctx, bytes, stream.inner.raw, stream.inner.errors.clone(), keep)
+    }
+    fn alloc_pinned(&self, bytes: usize, flags: HostAllocFlags) -> Result<Buffer> {
+        memory::alloc_pinned(&self.ctx, bytes, flags)
+    }
+    fn alloc_managed(&self, bytes: usize) -> Result<Buffer> {
+        memory::alloc_managed(&self.ctx, bytes)
+    }
+    fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
+        if dst.device().kind != gpuport_core::BackendKind::Cuda {
+            return Err(Error::mismatch("memset", gpuport_core::BackendKind::Cuda, dst.device()));
+        }
+        let d = dst.range_addr(offset, len)?;
+        if len == 0 {
+            return Ok(());
+        }
+        self.ctx.bind()?;
+        let api = &self.ctx.driver.api;
+        // SAFETY: the range was checked against a live CUDA allocation.
+        check(api, unsafe { (api.cuMemsetD8)(d, value, len) }, "cuMemsetD8")?;
+        // cuMemsetD8 may return before the bytes land for device memory: wait.
+        // SAFETY: the context is current.
+        check(api, unsafe { (api.cuCtxSynchronize)() }, "cuCtxSynchronize")
+    }
+    fn create_stream(&self, flags: StreamFlags, priority: i32) -> Result<CudaStream> {
+        CudaStream::create(&self.ctx, flags, priority)
+    }
+    fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        self.ctx.bind()?;
+        let api = &self.ctx.driver.api;
+        let (mut least, mut greatest) = (0, 0);
+        // SAFETY: valid out-pointers.
+        let status = unsafe { (api.cuCtxGetStreamPriorityRange)(&mut least, &mut greatest) };
+        check(api, status, "cuCtxGetStreamPriorityRange")?;
+        Ok((least, greatest))
+    }
+    fn default_stream(&self, which: DefaultStream) -> Result<CudaStream> {
+        let raw = match which {
+            DefaultStream::Legacy => sys::STREAM_LEGACY,
+            DefaultStream::PerThread => sys::STREAM_PER_THREAD,
+        };
+        Ok(CudaStream::from_parts(&self.ctx, raw as sys::CUstream, false, StreamFlags::empty(), 0))
+    }
+    unsafe fn wrap_stream(&self, raw: usize) -> Result<CudaStream> {
+        Ok(CudaStream::from_parts(&self.ctx, raw as sys::CUstream, false, StreamFlags::empty(), 0))
+    }
+    fn create_event(&self, flags: EventFlags) -> Result<CudaEvent> {
+        CudaEvent::create(&self.ctx, flags)
+    }
+    unsafe fn wrap_event(&self, raw: usize) -> Result<CudaEvent> {
+        if raw == 0 {
+            return Err(Error::invalid_handle("a null CUevent"));
+        }
+        Ok(CudaEvent::from_parts(&self.ctx, raw as sys::CUevent, false, EventFlags::empty()))
+    }
+    fn synchronize(&self) -> Result<()> {
+        self.ctx.bind()?;
+        let api = &self.ctx.driver.api;
+        // SAFETY: the context is current.
+        check(api, unsafe { (api.cuCtxSynchronize)() }, "cuCtxSynchronize")
+    }
+    fn can_access_peer(&self, peer: &Self) -> Result<bool> {
+        if peer.ctx.id == self.ctx.id {
+            return Ok(true);
+        }
+        let api = &self.ctx.driver.api;
+        let mut can: c_int = 0;
+        // SAFETY: valid out-pointer; both device handles are valid.
+        let status = unsafe { (api.cuDeviceCanAccessPeer)(&mut can, self.ctx.cu_device, peer.ctx.cu_device) };
+        check(api, status, "cuDeviceCanAccessPeer")?;
+        Ok(can != 0)
+    }
+    fn enable_peer_access(&self, peer: &Self) -> Result<()> {
+        if peer.ctx.id == self.ctx.id {
+            return Ok(());
+        }
+        self.ctx.bind()?;
+        let api = &self.ctx.driver.api;
+        // SAFETY: the peer context is retained by `peer`.
+        let status = unsafe { (api.cuCtxEnablePeerAccess)(peer.ctx.ctx, 0) };
+        if status == sys::ERROR_PEER_ACCESS_ALREADY_ENABLED {
+            return Ok(());
+        }
+        check(api, status, "cuCtxEnablePeerAccess")
+    }
+    fn pointer_attributes(&self, addr: u64) -> Result<PointerAttributes> {
+        memory::pointer_attributes(&self.ctx, addr)
+    }
+    fn load_module(&self, image: ModuleImage<'_>) -> Result<Module> {
+        crate::module::load(&self.ctx, image)
+    }
+    fn kernel(&self, module: &Module, name: &str) -> Result<Kernel> {
+        crate::module::kernel(&self.ctx, module, name)
+    }
+}

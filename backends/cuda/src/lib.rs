@@ -1,0 +1,82 @@
+//! # gpuport-cuda
+//!
+//! NVIDIA GPUs through the CUDA **driver** API, loaded at run time with `libloading`:
+//! building needs no CUDA toolkit, driver or GPU. Three layers, as in cudarc:
+//! [`sys`] (gpuport's function table over cudarc's ABI types), [`result`] (each status
+//! checked and mapped to `gpuport_core::Error` with the driver's own name and text), and
+//! the trait implementations ([`CudaBackend`], [`CudaDevice`], [`CudaStream`],
+//! [`CudaEvent`]).
+//!
+//! Loading: `GPUPORT_CUDA_LIBRARY`, else `libcuda.so.1`, `libcuda.so` (`nvcuda.dll` on
+//! Windows); every attempt is recorded. `cuInit` and `cuDriverGetVersion` must exist;
+//! the driver must be CUDA 11.4 or newer; the other required symbols resolve through
+//! `cuGetProcAddress` at the 12.0 ABI; `cuMemAllocAsync` / `cuMemFreeAsync` resolve
+//! lazily and are `Unsupported` when missing. Nothing panics when the library, a symbol
+//! or a device is missing.
+
+mod context;
+mod device;
+mod event;
+pub mod loader;
+mod memory;
+mod module;
+pub mod result;
+mod stream;
+pub mod sys;
+
+use std::ffi::c_int;
+use std::sync::Arc;
+
+use gpuport_core::{Backend, BackendKind, DeviceInfo, LoadOptions, Result};
+
+pub use device::CudaDevice;
+pub use event::CudaEvent;
+pub use memory::decode_pointer;
+pub use module::{CudaKernel, CudaModule};
+pub use stream::CudaStream;
+
+/// The CUDA backend: the loaded driver.
+#[derive(Clone)]
+pub struct CudaBackend {
+    driver: Arc<sys::Driver>,
+}
+
+impl CudaBackend {
+    /// The driver version (`12040` for 12.4).
+    pub fn driver_version(&self) -> i32 {
+        self.driver.driver_version
+    }
+}
+
+impl Backend for CudaBackend {
+    const KIND: BackendKind = BackendKind::Cuda;
+    type Device = CudaDevice;
+    type Stream = CudaStream;
+    type Event = CudaEvent;
+
+    /// With `opts.library_path` the given file is loaded (uncached: for tests and tools);
+    /// otherwise the process-wide driver (`GPUPORT_CUDA_LIBRARY`, then the default names).
+    fn load(opts: &LoadOptions) -> Result<Self> {
+        let driver = match &opts.library_path {
+            Some(path) => loader::load(Some(path))?,
+            None => loader::driver()?,
+        };
+        Ok(CudaBackend { driver })
+    }
+
+    fn version(&self) -> String {
+        format!("CUDA driver {} ({})", loader::format_version(self.driver.driver_version), self.driver.library)
+    }
+
+    fn devices(&self) -> Result<Vec<DeviceInfo>> {
+        let api = &self.driver.api;
+        let mut count: c_int = 0;
+        // SAFETY: valid out-pointer.
+        result::check(api, unsafe { (api.cuDeviceGetCount)(&mut count) }, "cuDeviceGetCount")?;
+        (0..count.max(0) as u32).map(|i| device::info(&self.driver, i)).collect()
+    }
+
+    fn open(&self, ordinal: u32) -> Result<CudaDevice> {
+        Ok(CudaDevice { ctx: context::DeviceCtx::open(&self.driver, ordinal)? })
+    }
+}

@@ -1,0 +1,130 @@
+//! Finding and opening libcuda, once per process: the override variable, then versioned
+//! names, then unversioned ones; every attempt is recorded with the loader's message.
+
+use std::ffi::c_int;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use gpuport_core::{Error, LoadAttempt, Result};
+use libloading::Library;
+
+use crate::result::describe;
+use crate::sys::{self, Api, Driver, Lookup, Optional};
+
+/// Variable naming an exact libcuda file.
+pub const LIBRARY_ENV: &str = "GPUPORT_CUDA_LIBRARY";
+
+/// Names tried, in order, when no path is given.
+pub const DEFAULT_NAMES: &[&str] = if cfg!(windows) { &["nvcuda.dll"] } else { &["libcuda.so.1", "libcuda.so"] };
+
+fn open(candidates: &[String]) -> Result<(Library, String)> {
+    let mut tried = Vec::new();
+    for name in candidates {
+        // SAFETY: opening libcuda runs its initialisers, which is what loading a GPU driver
+        // means; gpuport resolves symbols itself and calls nothing until checked.
+        match unsafe { Library::new(name) } {
+            Ok(lib) => return Ok((lib, name.clone())),
+            Err(e) => tried.push(LoadAttempt { name: name.clone(), error: loader_message(&e) }),
+        }
+    }
+    Err(Error::LibraryNotFound { backend: "cuda", tried, env_var: LIBRARY_ENV })
+}
+
+/// The loader's own words: libloading keeps `dlerror`'s text in the error's source.
+fn loader_message(e: &libloading::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(src) => src.to_string(),
+        None => e.to_string(),
+    }
+}
+
+fn missing(symbol: &str, library: &str, driver_version: Option<c_int>) -> Error {
+    Error::MissingSymbol {
+        backend: "cuda",
+        symbol: symbol.to_owned(),
+        library: library.to_owned(),
+        driver_version: driver_version.map(format_version),
+    }
+}
+
+/// `12040` → `12.4`.
+pub fn format_version(v: c_int) -> String {
+    format!("{}.{}", v / 1000, (v % 1000) / 10)
+}
+
+/// Loads the driver from `path`, or from the default names. Not cached: use
+/// [`driver`] for the process-wide instance.
+pub fn load(path: Option<&Path>) -> Result<Arc<Driver>> {
+    let candidates: Vec<String> = match path {
+        Some(p) => vec![p.to_string_lossy().into_owned()],
+        None => DEFAULT_NAMES.iter().map(|s| s.to_string()).collect(),
+    };
+    let (lib, library) = open(&candidates)?;
+
+    // cuInit first: a library without it is not a CUDA driver at all.
+    // SAFETY: the symbols are looked up by name and only called with their documented
+    // signatures below.
+    let init = unsafe { lib.get::<unsafe extern "C" fn(std::ffi::c_uint) -> sys::Status>(b"cuInit\0") }
+        .map(|s| *s)
+        .map_err(|_| missing("cuInit", &library, None))?;
+    // SAFETY: as above.
+    let get_version = unsafe { lib.get::<unsafe extern "C" fn(*mut c_int) -> sys::Status>(b"cuDriverGetVersion\0") }
+        .map(|s| *s)
+        .map_err(|_| missing("cuDriverGetVersion", &library, None))?;
+    let mut version: c_int = 0;
+    // SAFETY: cuDriverGetVersion may be called before cuInit; `version` is a valid pointer.
+    let status = unsafe { get_version(&mut version) };
+    if status != sys::SUCCESS {
+        return Err(Error::Vendor {
+            backend: "cuda",
+            call: "cuDriverGetVersion",
+            code: i64::from(status),
+            name: format!("CUresult({status})"),
+            message: "the driver did not report its version".into(),
+        });
+    }
+    if version < sys::MIN_DRIVER_VERSION {
+        return Err(Error::DriverTooOld {
+            backend: "cuda",
+            found: format_version(version),
+            required: format_version(sys::MIN_DRIVER_VERSION),
+        });
+    }
+
+    // SAFETY: documented signatures of the two versions of cuGetProcAddress.
+    let lookup = unsafe {
+        if let Ok(f) = lib.get(b"cuGetProcAddress_v2\0") {
+            Lookup::V2(*f)
+        } else if let Ok(f) = lib.get(b"cuGetProcAddress\0") {
+            Lookup::V1(*f)
+        } else {
+            Lookup::Dlsym
+        }
+    };
+    let api = Api::resolve_all(&lib, &lookup, version.min(sys::ABI_VERSION))
+        .map_err(|symbol| missing(symbol, &library, Some(version)))?;
+    let driver = Driver { lib, lookup, api, optional: Optional::default(), driver_version: version, library };
+
+    // SAFETY: cuInit(0) is the documented first call.
+    let status = unsafe { init(0) };
+    match status {
+        sys::SUCCESS => Ok(Arc::new(driver)),
+        sys::ERROR_NO_DEVICE | sys::ERROR_INVALID_DEVICE => {
+            let (name, message) = describe(&driver.api, status);
+            Err(Error::NoDevice { backend: "cuda", detail: format!("{name}: {message}") })
+        }
+        _ => Err(crate::result::vendor(&driver.api, status, "cuInit")),
+    }
+}
+
+/// The process-wide driver: loaded once, from `GPUPORT_CUDA_LIBRARY` when set, else the
+/// default names. A failure is remembered and returned again.
+pub fn driver() -> Result<Arc<Driver>> {
+    static DRIVER: OnceLock<Result<Arc<Driver>>> = OnceLock::new();
+    DRIVER
+        .get_or_init(|| {
+            let path = std::env::var_os(LIBRARY_ENV).filter(|p| !p.is_empty());
+            load(path.as_deref().map(Path::new))
+        })
+        .clone()
+}

@@ -1,0 +1,91 @@
+//! CUDA-only behaviour on a real GPU. Ignored by default; `cargo xtask test --backend cuda`
+//! runs them (with `--include-ignored`), and they fail when no CUDA device is available.
+
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use gpuport_core::{Backend, DefaultStream, Device, LoadOptions, MemoryKind, Stream, StreamFlags};
+use gpuport_cuda::{CudaBackend, CudaDevice};
+
+fn device() -> CudaDevice {
+    let b = CudaBackend::load(&LoadOptions::default()).expect("a CUDA driver");
+    b.open(0).expect("CUDA device 0")
+}
+
+/// Blocks a stream until the returned closure is called.
+fn gate(s: &impl Stream) -> impl FnOnce() {
+    let pair = Arc::new((Mutex::new(false), Condvar::new()));
+    let p = pair.clone();
+    s.host_callback(Box::new(move || {
+        let (m, cv) = &*p;
+        let g = m.lock().unwrap();
+        let _ = cv.wait_timeout_while(g, Duration::from_secs(30), |open| !*open);
+    }))
+    .unwrap();
+    move || {
+        *pair.0.lock().unwrap() = true;
+        pair.1.notify_all();
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --backend cuda"]
+fn legacy_default_stream_waits_for_blocking_streams_only() {
+    let dev = device();
+    let buf = dev.alloc(1 << 20).unwrap();
+    let blocking = dev.create_stream(StreamFlags::empty(), 0).unwrap();
+    let open = gate(&blocking);
+    let legacy = dev.default_stream(DefaultStream::Legacy).unwrap();
+    legacy.memset(&buf, 0, 1 << 20, 1).unwrap();
+    let non_blocking = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    non_blocking.memset(&buf, 0, 16, 2).unwrap();
+    non_blocking.synchronize().unwrap(); // not held back by the gated blocking stream
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(!legacy.query().unwrap(), "the legacy stream must wait for the blocking stream");
+    open();
+    legacy.synchronize().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --backend cuda"]
+fn per_thread_default_stream_is_not_held_by_other_streams() {
+    let dev = device();
+    let buf = dev.alloc(4096).unwrap();
+    let other = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    let open = gate(&other);
+    let pt = dev.default_stream(DefaultStream::PerThread).unwrap();
+    assert_eq!(pt.raw_handle(), 2);
+    pt.memset(&buf, 0, 4096, 3).unwrap();
+    pt.synchronize().unwrap();
+    open();
+    other.synchronize().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --backend cuda"]
+fn managed_memory_is_host_and_device_accessible() {
+    let dev = device();
+    let m = dev.alloc_managed(4096).unwrap();
+    assert_eq!(m.memory(), MemoryKind::Managed);
+    let s = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    s.memset(&m, 0, 4096, 7).unwrap();
+    s.synchronize().unwrap();
+    let p = m.host_ptr(0, 4096).unwrap();
+    // SAFETY: managed memory, the stream is idle, the range is inside the buffer.
+    let host_view = unsafe { std::slice::from_raw_parts(p, 4096) };
+    assert!(host_view.iter().all(|&b| b == 7));
+    let attrs = dev.pointer_attributes(m.addr() + 100).unwrap();
+    assert!(attrs.managed && attrs.host_accessible);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --backend cuda"]
+fn info_is_complete() {
+    let info = device().info().unwrap();
+    assert!(!info.name.is_empty());
+    assert!(info.total_memory > 0);
+    assert!(info.compute_capability.is_some_and(|(major, _)| major >= 3));
+    assert!(info.multiprocessors.is_some_and(|n| n > 0));
+    assert!(info.pci_bus_id.as_deref().is_some_and(|p| p.contains(':')));
+    assert!(info.uuid.is_some());
+}

@@ -122,6 +122,9 @@ pub fn alloc_pinned(dev: &Arc<DeviceCtx>, bytes: usize, flags: HostAllocFlags) -
     if bytes == 0 {
         return empty(dev.id, MemoryKind::PinnedHost, true);
     }
+    if bytes as u64 > gpuport_core::host_memory_limit() {
+        return Err(Error::OutOfMemory { device: dev.id, bytes });
+    }
     dev.bind()?;
     let api = &dev.driver.api;
     let mut ptr: *mut c_void = std::ptr::null_mut();

@@ -72,25 +72,4 @@ pub fn attributes(addr: u64) -> PointerAttributes {
     }
 }
 
-/// Physical memory plus swap, in bytes: the most one allocation can get.
-pub fn memory_limit() -> u64 {
-    let (total, swap) = meminfo();
-    total.saturating_add(swap)
-}
-
-/// `(MemTotal, SwapTotal)` in bytes from `/proc/meminfo`; `(u64::MAX / 2, 0)` where it
-/// cannot be read.
-pub fn meminfo() -> (u64, u64) {
-    let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|kb| kb.parse::<u64>().ok())
-            .map(|kb| kb.saturating_mul(1024))
-    };
-    match field("MemTotal:") {
-        Some(total) => (total, field("SwapTotal:").unwrap_or(0)),
-        None => (u64::MAX / 2, 0),
-    }
-}
+pub use gpuport_core::{host_meminfo as meminfo, host_memory_limit as memory_limit};

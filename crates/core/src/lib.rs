@@ -8,6 +8,7 @@
 mod dtype;
 mod error;
 mod flags;
+mod host_memory;
 mod id;
 mod kernel;
 mod layout;
@@ -17,6 +18,7 @@ mod traits;
 pub use dtype::{DType, DTypeCode, Element};
 pub use error::{Error, LoadAttempt, Result};
 pub use flags::{DefaultStream, EventFlags, HostAllocFlags, Ownership, StreamFlags};
+pub use host_memory::{host_meminfo, host_memory_limit};
 pub use id::{BackendKind, DeviceId, DeviceSpec};
 pub use kernel::{Kernel, KernelArg, LaunchConfig, Module, ModuleImage, Scalar};
 pub use layout::{c_strides, ByteSpan, Layout, MAX_NDIM};

@@ -82,18 +82,15 @@ impl State {
         }
     }
 
-    /// Blocks until `completed >= target`; returns (and clears) the sticky error.
-    fn wait_until(&self, target: u64) -> Result<()> {
+    /// Blocks until `completed >= target`; returns the lock on the sticky error.
+    fn wait_until(&self, target: u64) -> MutexGuard<'_, Option<Error>> {
         let mut guard = lock(&self.error);
         self.waiters.fetch_add(1, Ordering::SeqCst);
         while self.completed.load(Ordering::SeqCst) < target {
             guard = self.cv.wait(guard).unwrap_or_else(|p| p.into_inner());
         }
         self.waiters.fetch_sub(1, Ordering::SeqCst);
-        match guard.take() {
-            Some(err) => Err(err),
-            None => Ok(()),
-        }
+        guard
     }
 
     fn fail(&self, err: Error) {
@@ -292,7 +289,10 @@ impl WorkQueue {
     /// Blocks until everything submitted before the call has run, then returns (and clears)
     /// the first error of queued work.
     pub fn synchronize(&self) -> Result<()> {
-        self.state.wait_until(self.state.submitted.load(Ordering::SeqCst))
+        match self.state.wait_until(self.state.submitted.load(Ordering::SeqCst)).take() {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
     }
 
     /// A handle that can wait for this queue's work without keeping the queue open: it
@@ -330,13 +330,7 @@ impl QueueTracker {
     /// reports it (and clears it). Returns at once for a queue whose worker has exited.
     pub fn synchronize(&self) -> Result<()> {
         let Some(state) = self.0.upgrade() else { return Ok(()) };
-        let target = state.submitted.load(Ordering::SeqCst);
-        let mut guard = lock(&state.error);
-        state.waiters.fetch_add(1, Ordering::SeqCst);
-        while state.completed.load(Ordering::SeqCst) < target {
-            guard = state.cv.wait(guard).unwrap_or_else(|p| p.into_inner());
-        }
-        state.waiters.fetch_sub(1, Ordering::SeqCst);
+        let guard = state.wait_until(state.submitted.load(Ordering::SeqCst));
         match guard.as_ref() {
             None => Ok(()),
             Some(Error::StreamWork { stream, message }) => {

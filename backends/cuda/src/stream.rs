@@ -3,11 +3,11 @@
 //! after them has completed, or at the next synchronize. Host callbacks run inside
 //! `catch_unwind`: nothing unwinds into the driver.
 
-use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use gpuport_core::parking::{Fence, Keep, Parked};
 use gpuport_core::{
     BackendKind, Buffer, DeviceId, Error, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result, Stream,
     StreamFlags,
@@ -20,22 +20,6 @@ use crate::result::{check, check_ready};
 use crate::sys::{self, CUdeviceptr, CUevent, CUstream};
 use crate::CudaBackend;
 
-/// Something queued work must keep alive until it has run.
-enum Keep {
-    Buffer(#[allow(dead_code)] Buffer),
-    Kernel(#[allow(dead_code)] Kernel),
-}
-
-/// Parked handles: the open batch, and sealed batches each behind an event.
-#[derive(Default)]
-struct Parked {
-    open: Vec<Keep>,
-    sealed: VecDeque<(CUevent, Vec<Keep>)>,
-}
-
-/// Handles parked per batch before the batch is sealed behind an event.
-const BATCH: usize = 64;
-
 pub(crate) type ErrorSlot = Arc<Mutex<Option<Error>>>;
 
 pub(crate) struct StreamInner {
@@ -47,7 +31,7 @@ pub(crate) struct StreamInner {
     /// Failures found outside a call (stream-ordered frees, host callbacks), reported by
     /// the next synchronize.
     pub(crate) errors: ErrorSlot,
-    parked: Mutex<Parked>,
+    parked: Mutex<Parked<CUevent>>,
 }
 
 // SAFETY: CUDA stream and event handles may be used from any thread; the parked lists are
@@ -61,56 +45,48 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl StreamInner {
-    fn destroy_event(&self, ev: CUevent) {
-        let api = &self.dev.driver.api;
-        // SAFETY: `ev` was created by `seal` and is destroyed once.
-        if let Err(e) = check(api, unsafe { (api.cuEventDestroy)(ev) }, "cuEventDestroy") {
-            log::warn!("{e}");
-        }
+    fn park(&self, items: impl IntoIterator<Item = Keep>) -> Result<()> {
+        lock(&self.parked).park(items, self)
     }
 
-    /// Parks handles; every `BATCH` handles, seals the batch behind an event and frees
-    /// batches whose events have completed.
-    fn park(&self, items: impl IntoIterator<Item = Keep>) -> Result<()> {
-        let mut parked = lock(&self.parked);
-        parked.open.extend(items);
-        if parked.open.len() < BATCH {
-            return Ok(());
-        }
+    /// Releases every parked handle; call only when the stream is known idle.
+    fn release_parked(&self) {
+        lock(&self.parked).release_all(self);
+    }
+
+    fn has_parked(&self) -> bool {
+        !lock(&self.parked).is_empty()
+    }
+}
+
+impl Fence for StreamInner {
+    type Handle = CUevent;
+
+    fn seal(&self) -> Result<CUevent> {
         let api = &self.dev.driver.api;
         let mut ev: CUevent = std::ptr::null_mut();
         // SAFETY: valid out-pointer; 2 = CU_EVENT_DISABLE_TIMING; the context is current.
         check(api, unsafe { (api.cuEventCreate)(&mut ev, 2) }, "cuEventCreate")?;
         // SAFETY: both handles are live.
         if let Err(e) = check(api, unsafe { (api.cuEventRecord)(ev, self.raw) }, "cuEventRecord") {
-            self.destroy_event(ev);
+            self.destroy(ev);
             return Err(e);
         }
-        let batch = std::mem::take(&mut parked.open);
-        parked.sealed.push_back((ev, batch));
-        while let Some(&(front, _)) = parked.sealed.front() {
-            // SAFETY: `front` is a live event created above.
-            if !check_ready(api, unsafe { (api.cuEventQuery)(front) }, "cuEventQuery")? {
-                break;
-            }
-            parked.sealed.pop_front();
-            self.destroy_event(front);
-        }
-        Ok(())
+        Ok(ev)
     }
 
-    /// Releases every parked handle; call only when the stream is known idle.
-    fn release_parked(&self) {
-        let mut parked = lock(&self.parked);
-        parked.open.clear();
-        while let Some((ev, _)) = parked.sealed.pop_front() {
-            self.destroy_event(ev);
-        }
+    fn done(&self, ev: CUevent) -> Result<bool> {
+        let api = &self.dev.driver.api;
+        // SAFETY: a live event created by `seal`.
+        check_ready(api, unsafe { (api.cuEventQuery)(ev) }, "cuEventQuery")
     }
 
-    fn has_parked(&self) -> bool {
-        let parked = lock(&self.parked);
-        !parked.open.is_empty() || !parked.sealed.is_empty()
+    fn destroy(&self, ev: CUevent) {
+        let api = &self.dev.driver.api;
+        // SAFETY: created by `seal`, destroyed once.
+        if let Err(e) = check(api, unsafe { (api.cuEventDestroy)(ev) }, "cuEventDestroy") {
+            log::warn!("{e}");
+        }
     }
 }
 

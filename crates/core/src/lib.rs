@@ -13,6 +13,7 @@ mod id;
 mod kernel;
 mod layout;
 mod memory;
+pub mod parking;
 mod traits;
 
 pub use dtype::{DType, DTypeCode, Element};

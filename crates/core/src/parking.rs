@@ -1,0 +1,143 @@
+//! Keeping queued work's handles alive on vendor streams. A vendor stream cannot hold Rust
+//! values, so the handles an operation touches (buffers, kernels) are parked beside the
+//! stream: in an open batch, sealed every [`BATCH`] handles behind a vendor event, and
+//! released once that event has completed — or all at once when the stream is known idle.
+//! Shared by every vendor backend; the event calls are the vendor's [`Fence`].
+
+use std::collections::VecDeque;
+
+use crate::error::Result;
+use crate::kernel::Kernel;
+use crate::memory::Buffer;
+
+/// Handles parked per batch before the batch is sealed behind an event.
+pub const BATCH: usize = 64;
+
+/// Something queued work must keep alive until it has run.
+#[derive(Debug)]
+pub enum Keep {
+    /// A buffer the work reads or writes.
+    Buffer(Buffer),
+    /// A kernel (and so its module) the work runs.
+    Kernel(Kernel),
+}
+
+/// A vendor's event calls, for sealing batches.
+pub trait Fence {
+    /// The vendor event handle.
+    type Handle: Copy;
+    /// Creates an event and records it at the current end of the stream.
+    fn seal(&self) -> Result<Self::Handle>;
+    /// Whether the event has completed.
+    fn done(&self, handle: Self::Handle) -> Result<bool>;
+    /// Destroys the event (errors are the fence's to log).
+    fn destroy(&self, handle: Self::Handle);
+}
+
+/// Parked handles of one stream.
+#[derive(Debug)]
+pub struct Parked<H> {
+    open: Vec<Keep>,
+    sealed: VecDeque<(H, Vec<Keep>)>,
+}
+
+impl<H> Default for Parked<H> {
+    fn default() -> Self {
+        Parked { open: Vec::new(), sealed: VecDeque::new() }
+    }
+}
+
+impl<H: Copy> Parked<H> {
+    /// Parks handles of work just queued; every [`BATCH`] handles, seals the open batch and
+    /// releases the batches whose events have completed.
+    pub fn park<F: Fence<Handle = H>>(&mut self, items: impl IntoIterator<Item = Keep>, fence: &F) -> Result<()> {
+        self.open.extend(items);
+        if self.open.len() < BATCH {
+            return Ok(());
+        }
+        let handle = fence.seal()?;
+        self.sealed.push_back((handle, std::mem::take(&mut self.open)));
+        while let Some(&(front, _)) = self.sealed.front() {
+            if !fence.done(front)? {
+                break;
+            }
+            self.sealed.pop_front();
+            fence.destroy(front);
+        }
+        Ok(())
+    }
+
+    /// Releases everything; only when the stream is known idle (after a synchronize).
+    pub fn release_all<F: Fence<Handle = H>>(&mut self, fence: &F) {
+        self.open.clear();
+        while let Some((handle, _)) = self.sealed.pop_front() {
+            fence.destroy(handle);
+        }
+    }
+
+    /// True when nothing is parked.
+    pub fn is_empty(&self) -> bool {
+        self.open.is_empty() && self.sealed.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::id::DeviceId;
+    use crate::memory::{BufferDesc, MemoryKind};
+    use std::cell::{Cell, RefCell};
+
+    #[derive(Default)]
+    struct FakeFence {
+        next: Cell<u32>,
+        completed_below: Cell<u32>,
+        destroyed: RefCell<Vec<u32>>,
+    }
+    impl Fence for FakeFence {
+        type Handle = u32;
+        fn seal(&self) -> Result<u32> {
+            self.next.set(self.next.get() + 1);
+            Ok(self.next.get())
+        }
+        fn done(&self, h: u32) -> Result<bool> {
+            Ok(h < self.completed_below.get())
+        }
+        fn destroy(&self, h: u32) {
+            self.destroyed.borrow_mut().push(h);
+        }
+    }
+
+    fn buffer() -> Buffer {
+        let desc = BufferDesc {
+            addr: 0x1000,
+            len: 8,
+            device: DeviceId::HOST,
+            memory: MemoryKind::Device,
+            host_accessible: false,
+        };
+        // SAFETY: never dereferenced.
+        unsafe { Buffer::from_borrowed(desc, None) }.unwrap()
+    }
+
+    #[test]
+    fn batches_are_released_only_after_their_event() {
+        let fence = FakeFence::default();
+        let b = buffer();
+        let mut parked = Parked::default();
+        for _ in 0..BATCH {
+            parked.park([Keep::Buffer(b.clone())], &fence).unwrap();
+        }
+        assert_eq!(b.handle_count(), BATCH + 1, "sealed batch 1 still holds its handles");
+        fence.completed_below.set(2); // event 1 done
+        for _ in 0..BATCH {
+            parked.park([Keep::Buffer(b.clone())], &fence).unwrap();
+        }
+        assert_eq!(*fence.destroyed.borrow(), vec![1]);
+        assert_eq!(b.handle_count(), BATCH + 1, "batch 1 released, batch 2 sealed and pending");
+        parked.release_all(&fence);
+        assert!(parked.is_empty());
+        assert_eq!(b.handle_count(), 1);
+        assert_eq!(*fence.destroyed.borrow(), vec![1, 2]);
+    }
+}

@@ -5,8 +5,7 @@ use std::ffi::c_int;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use gpuport_core::{Error, LoadAttempt, Result};
-use libloading::Library;
+use gpuport_core::{Error, Result};
 
 use crate::result::describe;
 use crate::sys::{self, Api, Driver, Lookup, Optional};
@@ -16,27 +15,6 @@ pub const LIBRARY_ENV: &str = "GPUPORT_CUDA_LIBRARY";
 
 /// Names tried, in order, when no path is given.
 pub const DEFAULT_NAMES: &[&str] = if cfg!(windows) { &["nvcuda.dll"] } else { &["libcuda.so.1", "libcuda.so"] };
-
-fn open(candidates: &[String]) -> Result<(Library, String)> {
-    let mut tried = Vec::new();
-    for name in candidates {
-        // SAFETY: opening libcuda runs its initialisers, which is what loading a GPU driver
-        // means; gpuport resolves symbols itself and calls nothing until checked.
-        match unsafe { Library::new(name) } {
-            Ok(lib) => return Ok((lib, name.clone())),
-            Err(e) => tried.push(LoadAttempt { name: name.clone(), error: loader_message(&e) }),
-        }
-    }
-    Err(Error::LibraryNotFound { backend: "cuda", tried, env_var: LIBRARY_ENV })
-}
-
-/// The loader's own words: libloading keeps `dlerror`'s text in the error's source.
-fn loader_message(e: &libloading::Error) -> String {
-    match std::error::Error::source(e) {
-        Some(src) => src.to_string(),
-        None => e.to_string(),
-    }
-}
 
 fn missing(symbol: &str, library: &str, driver_version: Option<c_int>) -> Error {
     Error::MissingSymbol {
@@ -59,7 +37,9 @@ pub fn load(path: Option<&Path>) -> Result<Arc<Driver>> {
         Some(p) => vec![p.to_string_lossy().into_owned()],
         None => DEFAULT_NAMES.iter().map(|s| s.to_string()).collect(),
     };
-    let (lib, library) = open(&candidates)?;
+    // SAFETY: the candidates are libcuda names or a path the user chose for libcuda;
+    // opening it runs the driver's initialisers, which is what loading a driver means.
+    let (lib, library) = unsafe { gpuport_core::loading::open_library(&candidates, "cuda", LIBRARY_ENV) }?;
 
     // cuInit first: a library without it is not a CUDA driver at all.
     // SAFETY: the symbols are looked up by name and only called with their documented

@@ -12,6 +12,7 @@ mod host_memory;
 mod id;
 mod kernel;
 mod layout;
+pub mod loading;
 mod memory;
 pub mod parking;
 mod traits;

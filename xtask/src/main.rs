@@ -96,7 +96,7 @@ fn test(backend: &str) -> bool {
     let mut cmd = cargo();
     // Unit, integration and doc tests of every crate, the conformance harness included.
     cmd.args(["test", "--workspace", "--no-fail-fast"]);
-    if backend == "cuda" {
+    if backend == "cuda" || backend == "rocm" {
         // GPU-only tests are ignored by default; a named CUDA run includes them.
         cmd.args(["--", "--include-ignored"]);
     }
@@ -120,7 +120,12 @@ fn lint() -> bool {
     clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
     let mut doc = cargo();
     doc.args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings");
-    run(fmt) && run(clippy) && run(doc)
+    // The ROCm ABI cross-check builds hip-sys, which needs the ROCm headers (HIP_PATH).
+    let mut clippy_hip = cargo();
+    clippy_hip.args(["clippy", "-p", "gpuport-rocm", "--all-targets", "--features", "hip-sys", "--", "-D", "warnings"]);
+    let hip_headers =
+        std::env::var("HIP_PATH").map(|p| std::path::Path::new(&p).join("include/hip/hip_runtime_api.h").is_file());
+    run(fmt) && run(clippy) && run(doc) && (hip_headers != Ok(true) || run(clippy_hip))
 }
 
 fn main() -> ExitCode {

@@ -18,6 +18,7 @@ use gpuport_core::{
 };
 use gpuport_cuda::{CudaDevice, CudaEvent, CudaStream};
 use gpuport_host::{HostDevice, HostEvent, HostStream};
+use gpuport_rocm::{RocmDevice, RocmEvent, RocmStream};
 
 /// Object-safe twin of [`Device`]: handles of other kinds are taken and returned as
 /// `Any*` enums, and a handle of the wrong backend is [`Error::BackendMismatch`].
@@ -149,6 +150,8 @@ pub enum AnyDevice {
     Host(HostDevice),
     /// An NVIDIA GPU.
     Cuda(CudaDevice),
+    /// An AMD GPU.
+    Rocm(RocmDevice),
     /// A backend registered at run time.
     Plugin(PluginDevice),
 }
@@ -161,6 +164,8 @@ pub enum AnyStream {
     Host(HostStream),
     /// An NVIDIA GPU.
     Cuda(CudaStream),
+    /// An AMD GPU.
+    Rocm(RocmStream),
     /// A backend registered at run time.
     Plugin(PluginStream),
 }
@@ -173,6 +178,8 @@ pub enum AnyEvent {
     Host(HostEvent),
     /// An NVIDIA GPU.
     Cuda(CudaEvent),
+    /// An AMD GPU.
+    Rocm(RocmEvent),
     /// A backend registered at run time.
     Plugin(PluginEvent),
 }
@@ -221,9 +228,9 @@ macro_rules! into_any {
         }
     };
 }
-into_any!(device_into_any, AnyDevice, Device, PluginDevice, Host: HostDevice, Cuda: CudaDevice);
-into_any!(stream_into_any, AnyStream, Stream, PluginStream, Host: HostStream, Cuda: CudaStream);
-into_any!(event_into_any, AnyEvent, Event, PluginEvent, Host: HostEvent, Cuda: CudaEvent);
+into_any!(device_into_any, AnyDevice, Device, PluginDevice, Host: HostDevice, Cuda: CudaDevice, Rocm: RocmDevice);
+into_any!(stream_into_any, AnyStream, Stream, PluginStream, Host: HostStream, Cuda: CudaStream, Rocm: RocmStream);
+into_any!(event_into_any, AnyEvent, Event, PluginEvent, Host: HostEvent, Cuda: CudaEvent, Rocm: RocmEvent);
 
 /// The typed handle of backend `B` inside an `Any*` handle, or a mismatch error.
 fn typed<'a, T: 'static>(

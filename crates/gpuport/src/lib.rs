@@ -45,3 +45,5 @@ pub use runtime::{
 pub use gpuport_cuda as cuda;
 /// The host backend.
 pub use gpuport_host as host;
+/// The ROCm backend.
+pub use gpuport_rocm as rocm;

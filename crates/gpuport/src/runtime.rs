@@ -6,6 +6,7 @@ use std::sync::{Arc, RwLock};
 use gpuport_core::{Backend, BackendKind, DeviceId, DeviceInfo, DeviceSpec, Error, LoadOptions, Result};
 use gpuport_cuda::CudaBackend;
 use gpuport_host::HostBackend;
+use gpuport_rocm::RocmBackend;
 
 use crate::dynamic::{device_into_any, AnyDevice};
 
@@ -55,6 +56,7 @@ fn load_as_dyn<B: Backend>(opts: &LoadOptions) -> Result<Arc<dyn DynBackend>> {
 const BUILTIN: &[Builtin] = &[
     Builtin { kind: BackendKind::Host, load: load_as_dyn::<HostBackend> },
     Builtin { kind: BackendKind::Cuda, load: load_as_dyn::<CudaBackend> },
+    Builtin { kind: BackendKind::Rocm, load: load_as_dyn::<RocmBackend> },
 ];
 
 static PLUGINS: RwLock<Vec<Arc<dyn DynBackend>>> = RwLock::new(Vec::new());

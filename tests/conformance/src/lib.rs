@@ -72,7 +72,23 @@ pub const TARGETS: &[TargetDef] = &[
     TargetDef { name: "host", register: None, kernel: host_kernel },
     TargetDef { name: "ext", register: Some(register_ext), kernel: host_kernel },
     TargetDef { name: "cuda", register: None, kernel: cuda_kernel },
+    TargetDef { name: "rocm", register: None, kernel: rocm_kernel },
 ];
+
+/// `fill_u32` as AMD code objects (built from `backends/rocm/kernels/fill_u32.cl` by its
+/// `build.sh`), in one offload bundle the runtime picks the device's architecture from.
+fn rocm_kernel() -> Option<TestKernel> {
+    macro_rules! code_objects {
+        ($($arch:literal),*) => {
+            [$(($arch, include_bytes!(concat!("../../../backends/rocm/kernels/fill_u32-", $arch, ".co")).as_slice())),*]
+        };
+    }
+    static BUNDLE: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
+    let bundle = BUNDLE.get_or_init(|| {
+        gpuport::rocm::offload_bundle(&code_objects!("gfx900", "gfx906", "gfx908", "gfx90a", "gfx1030")).ok()
+    });
+    bundle.as_deref().map(|b| TestKernel { image: ModuleImage::HipCodeObject(b), name: "fill_u32" })
+}
 
 /// `fill_u32` in PTX (ISA 7.0, sm_52: JIT-compiled by any driver ≥ 11.0 for newer GPUs).
 const FILL_U32_PTX: &str = r#"

@@ -1,0 +1,81 @@
+//! # gpuport-rocm
+//!
+//! AMD GPUs through the HIP runtime API, loaded at run time with `libloading`: building
+//! needs no ROCm. Three layers: [`sys`] (gpuport's own declarations of the HIP subset it
+//! uses), [`result`] (`hipError_t` → `gpuport_core::Error` with `hipGetErrorName` /
+//! `hipGetErrorString`), and the trait implementations ([`RocmBackend`], [`RocmDevice`],
+//! [`RocmStream`], [`RocmEvent`]).
+//!
+//! Loading: `GPUPORT_HIP_LIBRARY`, else `libamdhip64.so.7`, `.so.6`, `.so.5`,
+//! `libamdhip64.so`; every attempt recorded. `hipInit` and the version getters must exist;
+//! the other required symbols resolve once (through `hipGetProcAddress` on ROCm ≥ 6.2,
+//! else `dlsym`). `hipMallocAsync` / `hipFreeAsync` / `hipLaunchHostFunc` resolve lazily:
+//! stream-ordered allocation is `Unsupported` without the first two, and host callbacks
+//! fall back to `hipStreamAddCallback` (ROCm 5.2 has no `hipLaunchHostFunc`).
+
+mod bundle;
+mod context;
+mod device;
+mod event;
+pub mod loader;
+mod memory;
+mod module;
+pub mod result;
+mod stream;
+pub mod sys;
+
+use std::ffi::c_int;
+use std::sync::Arc;
+
+use gpuport_core::{Backend, BackendKind, DeviceInfo, LoadOptions, Result};
+
+pub use bundle::offload_bundle;
+pub use device::RocmDevice;
+pub use event::RocmEvent;
+pub use memory::decode_pointer;
+pub use module::{RocmKernel, RocmModule};
+pub use stream::RocmStream;
+
+/// The ROCm backend: the loaded HIP runtime.
+#[derive(Clone)]
+pub struct RocmBackend {
+    rt: Arc<sys::Runtime>,
+}
+
+impl Backend for RocmBackend {
+    const KIND: BackendKind = BackendKind::Rocm;
+    type Device = RocmDevice;
+    type Stream = RocmStream;
+    type Event = RocmEvent;
+
+    /// With `opts.library_path` the given file is loaded (uncached); otherwise the
+    /// process-wide runtime (`GPUPORT_HIP_LIBRARY`, then the default names).
+    fn load(opts: &LoadOptions) -> Result<Self> {
+        let rt = match &opts.library_path {
+            Some(path) => loader::load(Some(path))?,
+            None => loader::runtime()?,
+        };
+        Ok(RocmBackend { rt })
+    }
+
+    fn version(&self) -> String {
+        format!(
+            "HIP runtime {}, driver {} ({})",
+            loader::format_version(self.rt.runtime_version),
+            loader::format_version(self.rt.driver_version),
+            self.rt.library
+        )
+    }
+
+    fn devices(&self) -> Result<Vec<DeviceInfo>> {
+        let api = &self.rt.api;
+        let mut count: c_int = 0;
+        // SAFETY: valid out-pointer.
+        result::check(api, unsafe { (api.hipGetDeviceCount)(&mut count) }, "hipGetDeviceCount")?;
+        (0..count.max(0) as u32).map(|i| device::info(&self.rt, i)).collect()
+    }
+
+    fn open(&self, ordinal: u32) -> Result<RocmDevice> {
+        Ok(RocmDevice { ctx: context::DeviceCtx::open(&self.rt, ordinal)? })
+    }
+}

@@ -1,0 +1,98 @@
+//! Finding and opening libamdhip64, once per process: `GPUPORT_HIP_LIBRARY`, then
+//! `libamdhip64.so.7`, `.so.6`, `.so.5`, then `libamdhip64.so`; every attempt recorded.
+
+use std::ffi::{c_int, c_uint};
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use gpuport_core::{Error, Result};
+
+use crate::result::{describe, vendor};
+use crate::sys::{self, Api, Runtime};
+
+/// Variable naming an exact libamdhip64 file.
+pub const LIBRARY_ENV: &str = "GPUPORT_HIP_LIBRARY";
+
+/// Names tried, in order, when no path is given.
+pub const DEFAULT_NAMES: &[&str] = &["libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"];
+
+/// `50221153` → `5.2.21153` (HIP's `major * 10^7 + minor * 10^5 + patch`).
+pub fn format_version(v: c_int) -> String {
+    format!("{}.{}.{}", v / 10_000_000, (v / 100_000) % 100, v % 100_000)
+}
+
+fn missing(symbol: &str, library: &str, version: Option<c_int>) -> Error {
+    Error::MissingSymbol {
+        backend: "rocm",
+        symbol: symbol.to_owned(),
+        library: library.to_owned(),
+        driver_version: version.map(format_version),
+    }
+}
+
+type VersionFn = unsafe extern "C" fn(*mut c_int) -> sys::Status;
+
+/// Loads the runtime from `path`, or from the default names. Not cached: use [`runtime`]
+/// for the process-wide instance.
+pub fn load(path: Option<&Path>) -> Result<Arc<Runtime>> {
+    let candidates: Vec<String> = match path {
+        Some(p) => vec![p.to_string_lossy().into_owned()],
+        None => DEFAULT_NAMES.iter().map(|s| s.to_string()).collect(),
+    };
+    // SAFETY: the candidates are HIP runtime names or a path the user chose for it; loading
+    // runs the runtime's initialisers, which is what loading a runtime means.
+    let (lib, library) = unsafe { gpuport_core::loading::open_library(&candidates, "rocm", LIBRARY_ENV) }?;
+
+    // hipInit and the version getters first: without them the file is not a HIP runtime.
+    // SAFETY: looked up by name; called only with their documented signatures.
+    let init = unsafe { lib.get::<unsafe extern "C" fn(c_uint) -> sys::Status>(b"hipInit\0") }
+        .map(|s| *s)
+        .map_err(|_| missing("hipInit", &library, None))?;
+    // SAFETY: as above.
+    let runtime_version = unsafe { lib.get::<VersionFn>(b"hipRuntimeGetVersion\0") }
+        .map(|s| *s)
+        .map_err(|_| missing("hipRuntimeGetVersion", &library, None))?;
+    // SAFETY: as above.
+    let driver_version = unsafe { lib.get::<VersionFn>(b"hipDriverGetVersion\0") }
+        .map(|s| *s)
+        .map_err(|_| missing("hipDriverGetVersion", &library, None))?;
+    let (mut rv, mut dv) = (0, 0);
+    // SAFETY: both may be called before hipInit; valid out-pointers. A failure leaves 0.
+    unsafe {
+        let _ = runtime_version(&mut rv);
+        let _ = driver_version(&mut dv);
+    }
+    let gpa = sys::get_proc_address(&lib);
+    let api = Api::resolve_all(&lib, gpa, rv).map_err(|symbol| missing(symbol, &library, Some(rv)))?;
+    let rt = Runtime::new(lib, gpa, api, rv, dv, library);
+
+    // SAFETY: hipInit(0) is the documented first call. Without a device the Debian runtime
+    // answers hipErrorInvalidDevice here and hipErrorNoDevice from hipGetDeviceCount.
+    let status = unsafe { init(0) };
+    let mut count: c_int = 0;
+    // SAFETY: valid out-pointer.
+    let count_status = unsafe { (rt.api.hipGetDeviceCount)(&mut count) };
+    let no_device = |status| {
+        let (name, message) = describe(&rt.api, status);
+        Err(Error::NoDevice { backend: "rocm", detail: format!("{name}: {message}; runtime {}", format_version(rv)) })
+    };
+    match (status, count_status) {
+        (sys::SUCCESS, sys::SUCCESS) if count > 0 => Ok(Arc::new(rt)),
+        (_, sys::ERROR_NO_DEVICE) | (sys::ERROR_NO_DEVICE, _) => no_device(sys::ERROR_NO_DEVICE),
+        (sys::SUCCESS | sys::ERROR_INVALID_DEVICE, sys::SUCCESS) => no_device(sys::ERROR_NO_DEVICE),
+        (sys::SUCCESS, other) => Err(vendor(&rt.api, other, "hipGetDeviceCount")),
+        (other, _) => Err(vendor(&rt.api, other, "hipInit")),
+    }
+}
+
+/// The process-wide runtime: loaded once, from `GPUPORT_HIP_LIBRARY` when set, else the
+/// default names. A failure is remembered and returned again.
+pub fn runtime() -> Result<Arc<Runtime>> {
+    static RUNTIME: OnceLock<Result<Arc<Runtime>>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            let path = std::env::var_os(LIBRARY_ENV).filter(|p| !p.is_empty());
+            load(path.as_deref().map(Path::new))
+        })
+        .clone()
+}

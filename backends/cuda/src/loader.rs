@@ -1,5 +1,9 @@
 //! Finding and opening libcuda, once per process: the override variable, then versioned
 //! names, then unversioned ones; every attempt is recorded with the loader's message.
+//!
+//! Only C function *types* gpuport calls are declared here; no Rust function is exported to
+//! C. The callbacks gpuport hands the runtime live in `stream.rs` and run inside
+//! `catch_unwind`, so no panic unwinds into C.
 
 use std::ffi::c_int;
 use std::path::Path;

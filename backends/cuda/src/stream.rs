@@ -353,31 +353,9 @@ impl Stream for CudaStream {
             )));
         }
         config.validate()?;
-        let mut values: Vec<[u64; 2]> = Vec::with_capacity(args.len());
-        let mut keep = Vec::with_capacity(args.len() + 1);
+        let gpuport_core::vendor::PackedArgs { mut values, mut keep } =
+            gpuport_core::vendor::pack_kernel_args(args, |b| self.own_memory(b, "launch"))?;
         keep.push(Keep::Kernel(kernel.clone()));
-        for arg in args {
-            let mut v = [0u64; 2];
-            match arg {
-                KernelArg::Buffer { buffer, offset } => {
-                    self.own_memory(buffer, "launch")?;
-                    let len = buffer.len().checked_sub(*offset).ok_or_else(|| {
-                        Error::invalid_argument(format!(
-                            "kernel argument offset {offset} is past a {}-byte buffer",
-                            buffer.len()
-                        ))
-                    })?;
-                    v[0] = buffer.range_addr(*offset, len)?;
-                    keep.push(Keep::Buffer(buffer.clone()));
-                }
-                KernelArg::Scalar(s) => {
-                    let bytes = s.bytes();
-                    // SAFETY: at most 16 bytes into the 16-byte `v`.
-                    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr().cast::<u8>(), bytes.len()) };
-                }
-            }
-            values.push(v);
-        }
         let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
         self.inner.dev.bind()?;
         let api = self.api();

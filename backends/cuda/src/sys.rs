@@ -6,6 +6,10 @@
 //! Every required symbol is resolved once, at load, through `cuGetProcAddress` (the
 //! versioned lookup) where the driver has it, else with `dlsym` under the versioned export
 //! name (`cuMemAlloc_v2`). Optional symbols resolve lazily, once.
+//!
+//! Only C function *types* gpuport calls are declared here; no Rust function is exported to
+//! C. The callbacks gpuport hands the runtime live in `stream.rs` and run inside
+//! `catch_unwind`, so no panic unwinds into C.
 
 #![allow(non_snake_case)]
 

@@ -1,5 +1,9 @@
 //! Finding and opening libamdhip64, once per process: `GPUPORT_HIP_LIBRARY`, then
 //! `libamdhip64.so.7`, `.so.6`, `.so.5`, then `libamdhip64.so`; every attempt recorded.
+//!
+//! Only C function *types* gpuport calls are declared here; no Rust function is exported to
+//! C. The callbacks gpuport hands the runtime live in `stream.rs` and run inside
+//! `catch_unwind`, so no panic unwinds into C.
 
 use std::ffi::{c_int, c_uint};
 use std::path::Path;

@@ -16,6 +16,7 @@ pub mod loading;
 mod memory;
 pub mod parking;
 mod traits;
+pub mod vendor;
 
 pub use dtype::{DType, DTypeCode, Element};
 pub use error::{Error, LoadAttempt, Result};

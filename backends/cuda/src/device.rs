@@ -116,9 +116,11 @@ impl Device for CudaDevice {
         let api = &self.ctx.driver.api;
         // SAFETY: the range was checked against a live CUDA allocation.
         check(api, unsafe { (api.cuMemsetD8)(d, value, len) }, "cuMemsetD8")?;
-        // cuMemsetD8 may return before the bytes land for device memory: wait.
-        // SAFETY: the context is current.
-        check(api, unsafe { (api.cuCtxSynchronize)() }, "cuCtxSynchronize")
+        // cuMemsetD8 is queued on the legacy default stream and may return before the bytes
+        // land: wait for that stream only, not for every stream of the device.
+        // SAFETY: the legacy stream handle is always valid in a current context.
+        let status = unsafe { (api.cuStreamSynchronize)(sys::STREAM_LEGACY as sys::CUstream) };
+        check(api, status, "cuStreamSynchronize")
     }
     fn create_stream(&self, flags: StreamFlags, priority: i32) -> Result<CudaStream> {
         CudaStream::create(&self.ctx, flags, priority)

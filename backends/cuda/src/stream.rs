@@ -226,11 +226,7 @@ impl Stream for CudaStream {
         self.inner.dev.id
     }
     fn ownership(&self) -> Ownership {
-        if self.inner.owned {
-            Ownership::Owned
-        } else {
-            Ownership::Borrowed
-        }
+        Ownership::from_owned(self.inner.owned)
     }
     fn raw_handle(&self) -> usize {
         self.inner.raw as usize

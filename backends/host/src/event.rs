@@ -165,11 +165,7 @@ impl Event for HostEvent {
         self.device
     }
     fn ownership(&self) -> Ownership {
-        if self.owner.is_some() {
-            Ownership::Owned
-        } else {
-            Ownership::Borrowed
-        }
+        Ownership::from_owned(self.owner.is_some())
     }
     fn raw_handle(&self) -> usize {
         self.raw

@@ -85,11 +85,7 @@ impl Stream for HostStream {
         self.inner.device
     }
     fn ownership(&self) -> Ownership {
-        if self.owner.is_some() {
-            Ownership::Owned
-        } else {
-            Ownership::Borrowed
-        }
+        Ownership::from_owned(self.owner.is_some())
     }
     fn raw_handle(&self) -> usize {
         self.raw

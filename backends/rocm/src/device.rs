@@ -116,8 +116,10 @@ impl Device for RocmDevice {
         let api = &self.ctx.rt.api;
         // SAFETY: the range was checked against a live ROCm allocation.
         check(api, unsafe { (api.hipMemset)(d as usize as *mut c_void, c_int::from(value), len) }, "hipMemset")?;
-        // SAFETY: the device is current.
-        check(api, unsafe { (api.hipDeviceSynchronize)() }, "hipDeviceSynchronize")
+        // hipMemset is queued on the null stream: wait for that stream only, not the device.
+        // SAFETY: the null stream is always valid on the current device.
+        let status = unsafe { (api.hipStreamSynchronize)(std::ptr::null_mut()) };
+        check(api, status, "hipStreamSynchronize")
     }
     fn create_stream(&self, flags: StreamFlags, priority: i32) -> Result<RocmStream> {
         RocmStream::create(&self.ctx, flags, priority)

@@ -73,11 +73,7 @@ impl Event for RocmEvent {
         self.inner.dev.id
     }
     fn ownership(&self) -> Ownership {
-        if self.inner.owned {
-            Ownership::Owned
-        } else {
-            Ownership::Borrowed
-        }
+        Ownership::from_owned(self.inner.owned)
     }
     fn raw_handle(&self) -> usize {
         self.inner.raw as usize

@@ -206,11 +206,7 @@ impl Stream for RocmStream {
         self.inner.dev.id
     }
     fn ownership(&self) -> Ownership {
-        if self.inner.owned {
-            Ownership::Owned
-        } else {
-            Ownership::Borrowed
-        }
+        Ownership::from_owned(self.inner.owned)
     }
     fn raw_handle(&self) -> usize {
         self.inner.raw as usize

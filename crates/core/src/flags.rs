@@ -48,6 +48,17 @@ pub enum Ownership {
     Borrowed,
 }
 
+impl Ownership {
+    /// `Owned` when `owned`, else `Borrowed`.
+    pub fn from_owned(owned: bool) -> Self {
+        if owned {
+            Ownership::Owned
+        } else {
+            Ownership::Borrowed
+        }
+    }
+}
+
 /// Which default stream to ask a device for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DefaultStream {

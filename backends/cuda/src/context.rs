@@ -6,6 +6,7 @@ use std::ffi::c_int;
 use std::sync::{Arc, Mutex, Weak};
 
 use gpuport_core::{BackendKind, DeviceId, Error, Result};
+use gpuport_driver::release::Deferred;
 
 use crate::result::check;
 use crate::sys::{CUcontext, CUdevice, Driver};
@@ -17,6 +18,8 @@ pub struct DeviceCtx {
     pub(crate) cu_device: CUdevice,
     pub(crate) ctx: CUcontext,
     pub(crate) total_memory: usize,
+    /// Releases the primary context — never on a driver callback thread.
+    _retained: Deferred<Retained>,
 }
 
 // SAFETY: a CUDA context handle may be used from any thread (the driver serialises), and
@@ -25,7 +28,14 @@ unsafe impl Send for DeviceCtx {}
 // SAFETY: as above.
 unsafe impl Sync for DeviceCtx {}
 
-impl Drop for DeviceCtx {
+/// One retain of a device's primary context, released on drop.
+struct Retained {
+    driver: Arc<Driver>,
+    id: DeviceId,
+    cu_device: CUdevice,
+}
+
+impl Drop for Retained {
     fn drop(&mut self) {
         // SAFETY: the context was retained once in `open` and is released once here.
         let status = unsafe { (self.driver.api.cuDevicePrimaryCtxRelease)(self.cu_device) };
@@ -63,7 +73,8 @@ impl DeviceCtx {
         let mut ctx: CUcontext = std::ptr::null_mut();
         // SAFETY: valid out-pointer; released in Drop.
         check(api, unsafe { (api.cuDevicePrimaryCtxRetain)(&mut ctx, cu_device) }, "cuDevicePrimaryCtxRetain")?;
-        let dev = Arc::new(DeviceCtx { driver: driver.clone(), id, cu_device, ctx, total_memory });
+        let retained = Deferred::new(Retained { driver: driver.clone(), id, cu_device });
+        let dev = Arc::new(DeviceCtx { driver: driver.clone(), id, cu_device, ctx, total_memory, _retained: retained });
         if open.len() <= ordinal as usize {
             open.resize_with(ordinal as usize + 1, Weak::new);
         }

@@ -95,8 +95,8 @@ impl Device for CudaDevice {
     }
     fn alloc_async(&self, bytes: usize, stream: &CudaStream) -> Result<Buffer> {
         self.check_stream(stream)?;
-        let keep: Arc<dyn Send + Sync> = stream.inner.clone();
-        memory::alloc_async(&self.ctx, bytes, stream.inner.raw, stream.inner.errors.clone(), keep)
+        let alive = Arc::downgrade(&stream.inner);
+        memory::alloc_async(&self.ctx, bytes, stream.inner.raw, stream.inner.errors.clone(), alive)
     }
     fn alloc_pinned(&self, bytes: usize, flags: HostAllocFlags) -> Result<Buffer> {
         memory::alloc_pinned(&self.ctx, bytes, flags)

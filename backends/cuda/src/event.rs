@@ -4,6 +4,7 @@ use std::ffi::c_uint;
 use std::sync::Arc;
 
 use gpuport_core::{DeviceId, Error, Event, EventFlags, Ownership, Result};
+use gpuport_driver::release::Deferred;
 
 use crate::context::DeviceCtx;
 use crate::result::{check, check_ready};
@@ -38,7 +39,7 @@ impl Drop for EventInner {
 /// A CUDA event.
 #[derive(Clone)]
 pub struct CudaEvent {
-    inner: Arc<EventInner>,
+    inner: Arc<Deferred<EventInner>>,
 }
 
 impl CudaEvent {
@@ -53,7 +54,7 @@ impl CudaEvent {
     }
 
     pub(crate) fn from_parts(dev: &Arc<DeviceCtx>, raw: CUevent, owned: bool, flags: EventFlags) -> Self {
-        CudaEvent { inner: Arc::new(EventInner { dev: dev.clone(), raw, owned, flags }) }
+        CudaEvent { inner: Arc::new(Deferred::new(EventInner { dev: dev.clone(), raw, owned, flags })) }
     }
 
     pub(crate) fn raw(&self) -> CUevent {

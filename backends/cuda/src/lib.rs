@@ -27,7 +27,7 @@ pub mod sys;
 use std::ffi::c_int;
 use std::sync::Arc;
 
-use gpuport_core::{Backend, BackendKind, DeviceInfo, LoadOptions, Result};
+use gpuport_core::{Backend, BackendKind, DeviceInfo, DlDeviceType, DlpackDevices, LoadOptions, Result};
 
 pub use device::CudaDevice;
 pub use event::CudaEvent;
@@ -50,6 +50,11 @@ impl CudaBackend {
 
 impl Backend for CudaBackend {
     const KIND: BackendKind = BackendKind::Cuda;
+    const DLPACK: DlpackDevices = DlpackDevices {
+        device: DlDeviceType::CUDA,
+        pinned_host: Some(DlDeviceType::CUDA_HOST),
+        managed: Some(DlDeviceType::CUDA_MANAGED),
+    };
     type Device = CudaDevice;
     type Stream = CudaStream;
     type Event = CudaEvent;

@@ -43,7 +43,7 @@ pub fn load(path: Option<&Path>) -> Result<Arc<Driver>> {
     };
     // SAFETY: the candidates are libcuda names or a path the user chose for libcuda;
     // opening it runs the driver's initialisers, which is what loading a driver means.
-    let (lib, library) = unsafe { gpuport_core::loading::open_library(&candidates, "cuda", LIBRARY_ENV) }?;
+    let (lib, library) = unsafe { gpuport_driver::loading::open_library(&candidates, "cuda", LIBRARY_ENV) }?;
 
     // cuInit first: a library without it is not a CUDA driver at all.
     // SAFETY: the symbols are looked up by name and only called with their documented

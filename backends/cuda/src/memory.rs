@@ -1,7 +1,7 @@
 //! Device, pinned and managed allocations, and pointer attributes.
 
 use std::ffi::{c_int, c_uint, c_void};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use gpuport_core::{
     BackendKind, Buffer, BufferDesc, DeviceId, Error, HostAllocFlags, MemoryKind, PointerAttributes, Release, Result,
@@ -20,7 +20,11 @@ enum Kind {
     StreamOrdered {
         stream: CUstream,
         errors: Arc<Mutex<Option<Error>>>,
-        _keep: Arc<dyn Send + Sync>,
+        /// The stream's handle, weakly: a buffer parked on its own stream must not keep
+        /// that stream alive (a cycle). Once the stream is gone, no work on it can still
+        /// use the buffer (its drop waited for what it had parked), so the free goes to
+        /// the null stream.
+        alive: Weak<dyn Send + Sync>,
     },
 }
 
@@ -44,11 +48,14 @@ impl Release for CudaRelease {
             Kind::Device => check(api, unsafe { (api.cuMemFree)(addr as CUdeviceptr) }, "cuMemFree"),
             // SAFETY: `addr` came from cuMemHostAlloc and is freed once.
             Kind::Pinned => check(api, unsafe { (api.cuMemFreeHost)(addr as usize as *mut c_void) }, "cuMemFreeHost"),
-            Kind::StreamOrdered { stream, errors, .. } => {
+            Kind::StreamOrdered { stream, errors, alive } => {
                 let free = driver.mem_free_async().ok_or_else(|| Error::unsupported("cuda", "cuMemFreeAsync"))?;
-                // SAFETY: `addr` came from cuMemAllocAsync and is freed once, in order on the
-                // stream it was allocated on (kept alive by `_keep`).
-                let result = check(api, unsafe { free(addr as CUdeviceptr, *stream) }, "cuMemFreeAsync");
+                // The stream, while it lives (held across the call); else the null stream.
+                let live = alive.upgrade();
+                let target = if live.is_some() { *stream } else { std::ptr::null_mut() };
+                // SAFETY: `addr` came from the stream-ordered allocator and is freed once;
+                // `target` is the live allocating stream or the null stream.
+                let result = check(api, unsafe { free(addr as CUdeviceptr, target) }, "cuMemFreeAsync");
                 if let Err(e) = &result {
                     errors.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e.clone());
                 }
@@ -95,7 +102,7 @@ pub fn alloc_async(
     bytes: usize,
     stream: CUstream,
     errors: Arc<Mutex<Option<Error>>>,
-    keep: Arc<dyn Send + Sync>,
+    alive: Weak<dyn Send + Sync>,
 ) -> Result<Buffer> {
     let alloc = dev.driver.mem_alloc_async().ok_or_else(|| {
         Error::unsupported(
@@ -112,9 +119,9 @@ pub fn alloc_async(
     }
     dev.bind()?;
     let mut ptr: CUdeviceptr = 0;
-    // SAFETY: valid out-pointer; `stream` is live (kept by `keep`); the context is current.
+    // SAFETY: valid out-pointer; `stream` is live (the caller holds it); the context is current.
     check_alloc(&dev.driver.api, unsafe { alloc(&mut ptr, bytes, stream) }, "cuMemAllocAsync", dev.id, bytes)?;
-    owned(dev, ptr, bytes, MemoryKind::Device, Kind::StreamOrdered { stream, errors, _keep: keep })
+    owned(dev, ptr, bytes, MemoryKind::Device, Kind::StreamOrdered { stream, errors, alive })
 }
 
 /// `cuMemHostAlloc`; the flag bits are the driver's `CU_MEMHOSTALLOC_*`.
@@ -122,7 +129,7 @@ pub fn alloc_pinned(dev: &Arc<DeviceCtx>, bytes: usize, flags: HostAllocFlags) -
     if bytes == 0 {
         return empty(dev.id, MemoryKind::PinnedHost, true);
     }
-    if bytes as u64 > gpuport_core::host_memory_limit() {
+    if bytes as u64 > gpuport_driver::host_memory::host_memory_limit() {
         return Err(Error::OutOfMemory { device: dev.id, bytes });
     }
     dev.bind()?;

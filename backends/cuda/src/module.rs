@@ -4,6 +4,7 @@ use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
 use gpuport_core::{Error, Kernel, Module, ModuleImage, Result};
+use gpuport_driver::release::Deferred;
 
 use crate::context::DeviceCtx;
 use crate::result::check;
@@ -33,11 +34,11 @@ impl Drop for ModuleInner {
 }
 
 /// A loaded CUDA module.
-pub struct CudaModule(Arc<ModuleInner>);
+pub struct CudaModule(Arc<Deferred<ModuleInner>>);
 
 /// A kernel function; keeps its module loaded.
 pub struct CudaKernel {
-    _module: Arc<ModuleInner>,
+    _module: Arc<Deferred<ModuleInner>>,
     pub(crate) func: CUfunction,
 }
 
@@ -71,7 +72,7 @@ pub(crate) fn load(dev: &Arc<DeviceCtx>, image: ModuleImage<'_>) -> Result<Modul
     let mut raw: CUmodule = std::ptr::null_mut();
     // SAFETY: `data` is a NUL-terminated PTX string or a checked image, alive for the call.
     check(api, unsafe { (api.cuModuleLoadData)(&mut raw, data) }, "cuModuleLoadData")?;
-    Ok(Module::new(dev.id, CudaModule(Arc::new(ModuleInner { dev: dev.clone(), raw }))))
+    Ok(Module::new(dev.id, CudaModule(Arc::new(Deferred::new(ModuleInner { dev: dev.clone(), raw })))))
 }
 
 pub(crate) fn kernel(dev: &Arc<DeviceCtx>, module: &Module, name: &str) -> Result<Kernel> {

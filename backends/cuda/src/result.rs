@@ -1,7 +1,7 @@
 //! The `result` layer: every driver status checked (the mapping itself is shared, in
-//! `gpuport_core::vendor`), named with the driver's `cuGetErrorName` / `cuGetErrorString`.
+//! `gpuport_driver::status`), named with the driver's `cuGetErrorName` / `cuGetErrorString`.
 
-pub use gpuport_core::vendor::{check, check_alloc, check_ready, StatusNames};
+pub use gpuport_driver::status::{check, check_alloc, check_ready, StatusNames};
 
 use crate::sys::{self, Api, Status};
 
@@ -24,10 +24,10 @@ pub fn describe(api: &Api, status: Status) -> (String, String) {
         let _ = (api.cuGetErrorString)(status, &mut text);
         (sys::static_str(name), sys::static_str(text))
     };
-    gpuport_core::vendor::fallback_names(status, n, t, "CUresult")
+    gpuport_driver::status::fallback_names(status, n, t, "CUresult")
 }
 
 /// A `Vendor` error for a failed call.
 pub fn vendor(api: &Api, status: Status, call: &'static str) -> gpuport_core::Error {
-    gpuport_core::vendor::vendor_error(api, status, call)
+    gpuport_driver::status::vendor_error(api, status, call)
 }

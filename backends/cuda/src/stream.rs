@@ -7,11 +7,12 @@ use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use gpuport_core::parking::{Fence, Keep, Parked};
 use gpuport_core::{
     BackendKind, Buffer, DeviceId, Error, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result, Stream,
     StreamFlags,
 };
+use gpuport_driver::parking::{Fence, Keep, Parked};
+use gpuport_driver::release::Deferred;
 
 use crate::context::DeviceCtx;
 use crate::event::CudaEvent;
@@ -117,7 +118,7 @@ impl Drop for StreamInner {
 /// A CUDA stream.
 #[derive(Clone)]
 pub struct CudaStream {
-    pub(crate) inner: Arc<StreamInner>,
+    pub(crate) inner: Arc<Deferred<StreamInner>>,
 }
 
 struct Callback {
@@ -130,11 +131,15 @@ struct Callback {
 unsafe extern "C" fn run_callback(user: *mut c_void) {
     // SAFETY: `user` is the `Box<Callback>` leaked by `host_callback`, run exactly once.
     let cb = unsafe { Box::from_raw(user.cast::<Callback>()) };
-    let Callback { f, errors, stream } = *cb;
-    if catch_unwind(AssertUnwindSafe(f)).is_err() {
-        let err = Error::StreamWork { stream, message: "host callback panicked".into() };
-        lock(&errors).get_or_insert(err);
-    }
+    // The driver's callback thread may make no CUDA call: everything the callback drops
+    // (its captures, the last clone of a handle) is released on the release thread.
+    gpuport_driver::release::restricted(move || {
+        let Callback { f, errors, stream } = *cb;
+        if catch_unwind(AssertUnwindSafe(f)).is_err() {
+            let err = Error::StreamWork { stream, message: "host callback panicked".into() };
+            lock(&errors).get_or_insert(err);
+        }
+    });
 }
 
 impl CudaStream {
@@ -162,7 +167,7 @@ impl CudaStream {
         priority: i32,
     ) -> Self {
         CudaStream {
-            inner: Arc::new(StreamInner {
+            inner: Arc::new(Deferred::new(StreamInner {
                 dev: dev.clone(),
                 raw,
                 owned,
@@ -170,7 +175,7 @@ impl CudaStream {
                 priority,
                 errors: Arc::default(),
                 parked: Mutex::default(),
-            }),
+            })),
         }
     }
 
@@ -349,8 +354,8 @@ impl Stream for CudaStream {
             )));
         }
         config.validate()?;
-        let gpuport_core::vendor::PackedArgs { mut values, mut keep } =
-            gpuport_core::vendor::pack_kernel_args(args, |b| self.own_memory(b, "launch"))?;
+        let gpuport_driver::kernel_args::PackedArgs { mut values, mut keep } =
+            gpuport_driver::kernel_args::pack_kernel_args(args, |b| self.own_memory(b, "launch"))?;
         keep.push(Keep::Kernel(kernel.clone()));
         let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
         self.inner.dev.bind()?;

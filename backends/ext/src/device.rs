@@ -6,11 +6,11 @@ use gpuport_core::{
     Buffer, DefaultStream, Device, DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, Kernel, MemoryKind, Module,
     ModuleImage, PointerAttributes, Result, Stream, StreamFlags,
 };
-use gpuport_host::kernels::{module_table, HostKernel, HostModule};
-use gpuport_host::{HostEvent, HostStream};
+use gpuport_queue::memory::host_buffer;
+use gpuport_queue::{kernels, QueueEvent, QueueStream};
 
 use crate::stream::{ExtEvent, ExtStream};
-use crate::{ExtBackend, Shared};
+use crate::{ExtBackend, Shared, KIND, PINNED};
 
 /// One ext device (`ext:N`).
 #[derive(Clone)]
@@ -23,7 +23,7 @@ pub struct ExtDevice {
 impl ExtDevice {
     pub(crate) fn new(shared: Arc<Shared>, ordinal: u32) -> Self {
         let legacy = shared.legacy[ordinal as usize].clone();
-        ExtDevice { id: DeviceId::new(gpuport_core::BackendKind::Ext, ordinal), shared, legacy }
+        ExtDevice { id: DeviceId::new(KIND, ordinal), shared, legacy }
     }
 
     fn space(&self) -> &Arc<crate::memory::AddressSpace> {
@@ -32,7 +32,7 @@ impl ExtDevice {
 
     pub(crate) fn info_for(shared: &Shared, ordinal: u32) -> DeviceInfo {
         DeviceInfo {
-            id: DeviceId::new(gpuport_core::BackendKind::Ext, ordinal),
+            id: DeviceId::new(KIND, ordinal),
             name: format!("gpuport software extension device {ordinal}"),
             total_memory: shared.spaces[ordinal as usize].capacity(),
             compute_capability: None,
@@ -69,8 +69,7 @@ impl Device for ExtDevice {
         self.alloc(bytes)
     }
     fn alloc_pinned(&self, bytes: usize, _flags: HostAllocFlags) -> Result<Buffer> {
-        let limit = gpuport_host::memory::memory_limit();
-        gpuport_host::memory::allocate(self.id, bytes, MemoryKind::PinnedHost, limit, true)
+        host_buffer(&PINNED, self.id, bytes, MemoryKind::PinnedHost, self.shared.host_limit)
     }
     fn alloc_managed(&self, _bytes: usize) -> Result<Buffer> {
         Err(Error::unsupported("ext", "managed memory"))
@@ -82,7 +81,7 @@ impl Device for ExtDevice {
         Ok(())
     }
     fn create_stream(&self, flags: StreamFlags, _priority: i32) -> Result<ExtStream> {
-        Ok(ExtStream::new(self.shared.clone(), HostStream::create(self.id, flags)?))
+        Ok(ExtStream::new(self.shared.clone(), QueueStream::create(self.id, flags)?))
     }
     fn stream_priority_range(&self) -> Result<(i32, i32)> {
         Ok((0, 0))
@@ -103,18 +102,16 @@ impl Device for ExtDevice {
         }
     }
     unsafe fn wrap_stream(&self, raw: usize) -> Result<ExtStream> {
-        let stream = ExtStream::new(self.shared.clone(), HostStream::from_raw(raw)?);
-        self.check_stream(&stream)?;
-        Ok(stream)
+        Ok(ExtStream::new(self.shared.clone(), QueueStream::from_raw(self.id, raw)?))
     }
     fn create_event(&self, flags: EventFlags) -> Result<ExtEvent> {
         if flags.contains(EventFlags::INTERPROCESS) {
             return Err(Error::unsupported("ext", "interprocess events"));
         }
-        Ok(ExtEvent(HostEvent::create(self.id, flags)))
+        Ok(ExtEvent(QueueEvent::create(self.id, flags)))
     }
     unsafe fn wrap_event(&self, raw: usize) -> Result<ExtEvent> {
-        Ok(ExtEvent(HostEvent::from_raw(self.id, raw)?))
+        Ok(ExtEvent(QueueEvent::from_raw(self.id, raw)?))
     }
     fn synchronize(&self) -> Result<()> {
         self.shared.synchronize(self.id)
@@ -136,20 +133,13 @@ impl Device for ExtDevice {
         if a.device.is_some() {
             return Ok(a);
         }
-        let pinned = gpuport_host::memory::attributes(addr);
+        let pinned = PINNED.attributes(addr);
         Ok(if pinned.device == Some(self.id) { pinned } else { PointerAttributes::unregistered() })
     }
     fn load_module(&self, image: ModuleImage<'_>) -> Result<Module> {
-        match image {
-            ModuleImage::Registered(name) => Ok(Module::new(self.id, HostModule(module_table(name)?))),
-            other => Err(Error::unsupported("ext", format!("loading a {}", other.kind_name()))),
-        }
+        kernels::load_module(KIND, self.id, image)
     }
     fn kernel(&self, module: &Module, name: &str) -> Result<Kernel> {
-        let HostModule(table) = module
-            .handle::<HostModule>()
-            .ok_or_else(|| Error::mismatch("kernel lookup", gpuport_core::BackendKind::Ext, module.device()))?;
-        let f = table.get(name).ok_or_else(|| Error::invalid_argument(format!("ext module has no kernel {name:?}")))?;
-        Ok(Kernel::new(self.id, name, HostKernel(*f)))
+        kernels::kernel(KIND, self.id, module, name)
     }
 }

@@ -7,8 +7,11 @@
 //! It is ported onto gpuport the way an out-of-tree vendor would port a device:
 //!
 //! - it implements `gpuport-core`'s traits ([`ExtBackend`], [`ExtDevice`], [`ExtStream`],
-//!   [`ExtEvent`]) and depends on nothing else but the host backend, used as a helper
-//!   library for its asynchronous queues and events;
+//!   [`ExtEvent`]) and builds them from `gpuport-queue` (asynchronous queues, events,
+//!   registered kernels) and `gpuport-driver` (the host memory limit) — helper crates any
+//!   port may use; it does not depend on the host backend;
+//! - it names itself: its kind is `BackendKind::Plugin("ext")`, and it declares its DLPack
+//!   device type (`kDLExtDev`) through `Backend::DLPACK`;
 //! - addresses it hands out are not host pointers (they live at `0xE0_0000_0000_00` and
 //!   up); its memory is reached only through its own copies;
 //! - it reaches the runtime only through `gpuport::Runtime::register_plugin`:
@@ -25,22 +28,30 @@ mod device;
 mod memory;
 mod stream;
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
-use gpuport_core::{Backend, BackendKind, Buffer, DeviceId, DeviceInfo, Error, LoadOptions, Result};
-use gpuport_host::queue::QueueTracker;
+use gpuport_core::{
+    Backend, BackendKind, Buffer, DeviceId, DeviceInfo, DlDeviceType, DlpackDevices, Error, LoadOptions, Result,
+};
+use gpuport_queue::memory::PointerRegistry;
+use gpuport_queue::{DeviceQueues, QueueStream};
 
 pub use device::ExtDevice;
 pub use stream::{ExtEvent, ExtStream};
 
-/// The DLPack device type of ext devices (`kDLExtDev`).
-pub const DLPACK_DEVICE_TYPE: i32 = 12;
+/// The ext device's backend kind: a plugin that names itself.
+pub const KIND: BackendKind = BackendKind::Plugin("ext");
+
+/// Pinned host memory allocated through ext devices (host-accessible, so it needs a
+/// registry of its own for `pointer_attributes`; it is not the host backend's memory).
+static PINNED: PointerRegistry = PointerRegistry::new();
 
 /// State shared by every ext handle of the process.
 pub(crate) struct Shared {
     spaces: Vec<Arc<memory::AddressSpace>>,
     legacy: Vec<Arc<OnceLock<ExtStream>>>,
-    queues: Mutex<Vec<(DeviceId, QueueTracker)>>,
+    queues: Vec<DeviceQueues>,
+    host_limit: u64,
 }
 
 impl Shared {
@@ -49,7 +60,7 @@ impl Shared {
     /// memory. Anything else belongs to another backend.
     fn resolve(&self, from: DeviceId, buffer: &Buffer, offset: usize, len: usize, op: &'static str) -> Result<*mut u8> {
         let dev = buffer.device();
-        if dev.kind == BackendKind::Ext && !buffer.is_host_accessible() {
+        if dev.kind == KIND && !buffer.is_host_accessible() {
             let space = self
                 .spaces
                 .get(dev.ordinal as usize)
@@ -66,22 +77,14 @@ impl Shared {
         })
     }
 
-    fn track(&self, tracker: QueueTracker, device: DeviceId) {
-        let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
-        queues.retain(|(_, t)| t.is_live());
-        queues.push((device, tracker));
+    fn track(&self, stream: &QueueStream) {
+        if let Some(queues) = self.queues.get(stream.device_id().ordinal as usize) {
+            queues.track(stream);
+        }
     }
 
     fn synchronize(&self, device: DeviceId) -> Result<()> {
-        let queues: Vec<QueueTracker> = self
-            .queues
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .filter(|(d, _)| *d == device)
-            .map(|(_, t)| t.clone())
-            .collect();
-        gpuport_host::queue::synchronize_all(&queues)
+        self.queues.get(device.ordinal as usize).map_or(Ok(()), DeviceQueues::synchronize)
     }
 }
 
@@ -102,7 +105,10 @@ pub struct ExtBackend {
 }
 
 impl Backend for ExtBackend {
-    const KIND: BackendKind = BackendKind::Ext;
+    const KIND: BackendKind = KIND;
+    // Pinned ext memory is ordinary CPU memory; ext has no managed memory.
+    const DLPACK: DlpackDevices =
+        DlpackDevices { device: DlDeviceType::EXT_DEV, pinned_host: Some(DlDeviceType::CPU), managed: None };
     type Device = ExtDevice;
     type Stream = ExtStream;
     type Event = ExtEvent;
@@ -119,11 +125,12 @@ impl Backend for ExtBackend {
         }
         let capacity =
             mib.checked_mul(1 << 20).ok_or_else(|| Error::invalid_argument("GPUPORT_EXT_MEMORY_MIB overflows"))?;
-        let spaces = (0..count as u32)
-            .map(|i| memory::AddressSpace::new(DeviceId::new(BackendKind::Ext, i), capacity))
-            .collect::<Vec<_>>();
+        let spaces =
+            (0..count as u32).map(|i| memory::AddressSpace::new(DeviceId::new(KIND, i), capacity)).collect::<Vec<_>>();
         let legacy = spaces.iter().map(|_| Arc::new(OnceLock::new())).collect();
-        let shared = Arc::new(Shared { spaces, legacy, queues: Mutex::new(Vec::new()) });
+        let queues = spaces.iter().map(|_| DeviceQueues::default()).collect();
+        let host_limit = gpuport_driver::host_memory::host_memory_limit();
+        let shared = Arc::new(Shared { spaces, legacy, queues, host_limit });
         Ok(ExtBackend { shared: SHARED.get_or_init(|| shared).clone() })
     }
 
@@ -138,7 +145,7 @@ impl Backend for ExtBackend {
     fn open(&self, ordinal: u32) -> Result<ExtDevice> {
         if ordinal as usize >= self.shared.spaces.len() {
             return Err(Error::DeviceNotFound {
-                device: DeviceId::new(BackendKind::Ext, ordinal),
+                device: DeviceId::new(KIND, ordinal),
                 backend: "ext".into(),
                 count: self.shared.spaces.len() as u32,
             });

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use gpuport_core::{Buffer, BufferDesc, DeviceId, Error, MemoryKind, PointerAttributes, Release, Result};
+use gpuport_queue::memory::HostAllocation;
 
 /// Alignment of ext allocations.
 const ALIGNMENT: u64 = 256;
@@ -16,9 +17,9 @@ const GUARD: u64 = 4096;
 
 struct Region {
     len: usize,
-    /// The hidden host allocation; dropping the region frees it.
-    _backing: Buffer,
-    host_ptr: usize,
+    /// The hidden host allocation (in no pointer registry: it is not host memory to
+    /// anyone outside this module); dropping the region frees it.
+    backing: HostAllocation,
 }
 
 /// One ext device's memory: an address allocator, a capacity, and the map from ext
@@ -84,19 +85,14 @@ impl AddressSpace {
         }
         let reserve = want.div_ceil(ALIGNMENT) * ALIGNMENT + GUARD;
         let addr = self.next.fetch_add(reserve, Ordering::SeqCst);
-        let backing = match gpuport_host::memory::allocate(self.device, bytes, MemoryKind::Device, self.capacity, true)
-        {
+        let backing = match HostAllocation::zeroed(self.device, bytes, self.capacity) {
             Ok(b) if addr.saturating_add(reserve) <= self.end => b,
             _ => {
                 self.used.fetch_sub(want, Ordering::SeqCst);
                 return Err(oom());
             }
         };
-        let host_ptr = backing.host_ptr(0, bytes)? as usize;
-        self.regions
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(addr, Region { len: bytes, _backing: backing, host_ptr });
+        self.regions.write().unwrap_or_else(|p| p.into_inner()).insert(addr, Region { len: bytes, backing });
         // SAFETY: the ext address range is reserved for this allocation until
         // `ExtRelease` runs; it is not host-accessible, so nothing dereferences it directly.
         unsafe { Buffer::from_owned(desc(addr), Box::new(ExtRelease(self.clone()))) }
@@ -113,7 +109,7 @@ impl AddressSpace {
         let region = regions.get(&buffer.addr()).ok_or_else(|| {
             Error::invalid_handle(format!("{:#x} is not a live allocation of {}", buffer.addr(), self.device))
         })?;
-        Ok((region.host_ptr + (addr - buffer.addr()) as usize) as *mut u8)
+        Ok(region.backing.ptr().wrapping_add((addr - buffer.addr()) as usize))
     }
 
     /// What this device knows about `addr`.

@@ -1,17 +1,17 @@
 //! The host device (`host:0`).
 
 use std::cell::OnceCell;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use gpuport_core::{
-    Buffer, DefaultStream, Device, DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, Kernel, MemoryKind, Module,
-    ModuleImage, PointerAttributes, Result, Stream, StreamFlags,
+    BackendKind, Buffer, DefaultStream, Device, DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, Kernel,
+    MemoryKind, Module, ModuleImage, PointerAttributes, Result, Stream, StreamFlags,
 };
+use gpuport_driver::host_memory;
+use gpuport_queue::{host_range, kernels, DeviceQueues, QueueEvent, QueueStream};
 
 use crate::event::HostEvent;
-use crate::kernels::{module_table, HostKernel, HostModule};
 use crate::memory;
-use crate::queue::QueueTracker;
 use crate::stream::HostStream;
 use crate::HostBackend;
 
@@ -19,7 +19,7 @@ struct DeviceInner {
     id: DeviceId,
     limit: u64,
     /// Every queue that may still have work, destroyed streams' included.
-    queues: Mutex<Vec<QueueTracker>>,
+    queues: DeviceQueues,
     legacy: OnceLock<HostStream>,
 }
 
@@ -40,18 +40,12 @@ impl HostDevice {
             .get_or_init(|| HostDevice {
                 inner: Arc::new(DeviceInner {
                     id: DeviceId::HOST,
-                    limit: memory::memory_limit(),
-                    queues: Mutex::new(Vec::new()),
+                    limit: host_memory::host_memory_limit(),
+                    queues: DeviceQueues::default(),
                     legacy: OnceLock::new(),
                 }),
             })
             .clone()
-    }
-
-    fn track(&self, stream: &HostStream) {
-        let mut queues = self.inner.queues.lock().unwrap_or_else(|p| p.into_inner());
-        queues.retain(QueueTracker::is_live);
-        queues.push(stream.queue().tracker());
     }
 
     fn check_stream(&self, stream: &HostStream) -> Result<()> {
@@ -76,7 +70,7 @@ impl HostDevice {
         DeviceInfo {
             id: DeviceId::HOST,
             name,
-            total_memory: memory::meminfo().0,
+            total_memory: host_memory::host_meminfo().0,
             compute_capability: None,
             arch: Some(std::env::consts::ARCH.to_owned()),
             multiprocessors: std::thread::available_parallelism().ok().map(|n| n.get() as u32),
@@ -98,7 +92,7 @@ impl Device for HostDevice {
     }
 
     fn alloc(&self, bytes: usize) -> Result<Buffer> {
-        memory::allocate(self.inner.id, bytes, MemoryKind::Host, self.inner.limit, true)
+        memory::allocate(bytes, MemoryKind::Host, self.inner.limit)
     }
 
     fn alloc_async(&self, bytes: usize, stream: &HostStream) -> Result<Buffer> {
@@ -110,7 +104,7 @@ impl Device for HostDevice {
 
     fn alloc_pinned(&self, bytes: usize, _flags: HostAllocFlags) -> Result<Buffer> {
         // Host memory needs no pinning for host streams; the flags have nothing to change.
-        memory::allocate(self.inner.id, bytes, MemoryKind::PinnedHost, self.inner.limit, true)
+        memory::allocate(bytes, MemoryKind::PinnedHost, self.inner.limit)
     }
 
     fn alloc_managed(&self, _bytes: usize) -> Result<Buffer> {
@@ -118,16 +112,16 @@ impl Device for HostDevice {
     }
 
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
-        let d = crate::stream::host_range(dst, offset, len, "memset")?;
+        let d = host_range(dst, offset, len, "memset")?;
         // SAFETY: the range was checked against a live buffer that `dst` keeps alive.
         unsafe { std::ptr::write_bytes(d, value, len) };
         Ok(())
     }
 
     fn create_stream(&self, flags: StreamFlags, _priority: i32) -> Result<HostStream> {
-        let stream = HostStream::create(self.inner.id, flags)?;
-        self.track(&stream);
-        Ok(stream)
+        let stream = QueueStream::create(self.inner.id, flags)?;
+        self.inner.queues.track(&stream);
+        Ok(HostStream(stream))
     }
 
     fn stream_priority_range(&self) -> Result<(i32, i32)> {
@@ -151,29 +145,26 @@ impl Device for HostDevice {
                 }
             })?,
         };
-        Ok(stream.to_borrowed())
+        Ok(HostStream(stream.0.to_borrowed()))
     }
 
     unsafe fn wrap_stream(&self, raw: usize) -> Result<HostStream> {
-        let stream = HostStream::from_raw(raw)?;
-        self.check_stream(&stream)?;
-        Ok(stream)
+        Ok(HostStream(QueueStream::from_raw(self.inner.id, raw)?))
     }
 
     fn create_event(&self, flags: EventFlags) -> Result<HostEvent> {
         if flags.contains(EventFlags::INTERPROCESS) {
             return Err(Error::unsupported("host", "interprocess events"));
         }
-        Ok(HostEvent::create(self.inner.id, flags))
+        Ok(HostEvent(QueueEvent::create(self.inner.id, flags)))
     }
 
     unsafe fn wrap_event(&self, raw: usize) -> Result<HostEvent> {
-        HostEvent::from_raw(self.inner.id, raw)
+        Ok(HostEvent(QueueEvent::from_raw(self.inner.id, raw)?))
     }
 
     fn synchronize(&self) -> Result<()> {
-        let queues: Vec<QueueTracker> = self.inner.queues.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        crate::queue::synchronize_all(&queues)
+        self.inner.queues.synchronize()
     }
 
     fn can_access_peer(&self, _peer: &Self) -> Result<bool> {
@@ -189,22 +180,10 @@ impl Device for HostDevice {
     }
 
     fn load_module(&self, image: ModuleImage<'_>) -> Result<Module> {
-        match image {
-            ModuleImage::Registered(name) => Ok(Module::new(self.inner.id, HostModule(module_table(name)?))),
-            other => Err(Error::unsupported(
-                "host",
-                format!("loading a {} (register Rust functions instead)", other.kind_name()),
-            )),
-        }
+        kernels::load_module(BackendKind::Host, self.inner.id, image)
     }
 
     fn kernel(&self, module: &Module, name: &str) -> Result<Kernel> {
-        let HostModule(table) = module
-            .handle::<HostModule>()
-            .ok_or_else(|| Error::mismatch("kernel lookup", gpuport_core::BackendKind::Host, module.device()))?;
-        let f = table
-            .get(name)
-            .ok_or_else(|| Error::invalid_argument(format!("host module has no kernel named {name:?}")))?;
-        Ok(Kernel::new(self.inner.id, name, HostKernel(*f)))
+        kernels::kernel(BackendKind::Host, self.inner.id, module, name)
     }
 }

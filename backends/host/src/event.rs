@@ -1,189 +1,36 @@
-//! Host events: real completion markers with generations and timestamps.
+//! Host events: `gpuport-queue`'s completion markers.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Instant;
+use gpuport_core::{DeviceId, Event, EventFlags, Ownership, Result};
+use gpuport_queue::QueueEvent;
 
-use gpuport_core::{DeviceId, Error, Event, EventFlags, Ownership, Result};
-
-use crate::handles::{HandleRegistry, OwnerGuard};
 use crate::HostBackend;
-
-#[derive(Default)]
-struct Marks {
-    /// Generation of the latest record (0 = never recorded).
-    recorded: u64,
-    /// Highest generation whose marker has run.
-    completed: u64,
-    /// When the marker of `completed` ran.
-    at: Option<Instant>,
-}
-
-/// The shared state of one event: which record is the latest and whether its marker has
-/// run. Records are numbered; a wait captures the number current when it is queued, so
-/// re-recording later never changes what an earlier wait waits for.
-pub struct EventState {
-    device: DeviceId,
-    flags: EventFlags,
-    marks: Mutex<Marks>,
-    cv: Condvar,
-    destroyed: AtomicBool,
-}
-
-impl EventState {
-    /// A never-recorded event of `device`.
-    pub fn new(device: DeviceId, flags: EventFlags) -> Arc<Self> {
-        Arc::new(EventState {
-            device,
-            flags,
-            marks: Mutex::new(Marks::default()),
-            cv: Condvar::new(),
-            destroyed: AtomicBool::new(false),
-        })
-    }
-
-    fn marks(&self) -> MutexGuard<'_, Marks> {
-        self.marks.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Starts a new record and returns its generation.
-    pub fn begin_record(&self) -> Result<u64> {
-        if self.destroyed.load(Ordering::SeqCst) {
-            return Err(Error::invalid_handle("event was destroyed"));
-        }
-        let mut m = self.marks();
-        m.recorded += 1;
-        Ok(m.recorded)
-    }
-
-    /// The generation of the latest record (0 when never recorded).
-    pub fn recorded_generation(&self) -> u64 {
-        self.marks().recorded
-    }
-
-    /// Called by the queue when the marker of `generation` is reached.
-    pub fn complete(&self, generation: u64) {
-        let mut m = self.marks();
-        if generation > m.completed {
-            m.completed = generation;
-            if !self.flags.contains(EventFlags::DISABLE_TIMING) {
-                m.at = Some(Instant::now());
-            }
-        }
-        drop(m);
-        self.cv.notify_all();
-    }
-
-    /// Blocks until the marker of `generation` has run.
-    pub fn wait_for(&self, generation: u64) {
-        let mut m = self.marks();
-        while m.completed < generation {
-            m = self.cv.wait(m).unwrap_or_else(|p| p.into_inner());
-        }
-    }
-
-    /// True when the latest record has completed.
-    pub fn is_complete(&self) -> bool {
-        let m = self.marks();
-        m.completed >= m.recorded
-    }
-
-    /// The completion time of the latest record, when it has completed and times.
-    fn completed_at(&self) -> Result<Instant> {
-        if self.flags.contains(EventFlags::DISABLE_TIMING) {
-            return Err(Error::invalid_argument("elapsed time of an event created with DISABLE_TIMING"));
-        }
-        let m = self.marks();
-        if m.recorded == 0 {
-            return Err(Error::invalid_argument("elapsed time of an event that was never recorded"));
-        }
-        if m.completed < m.recorded {
-            return Err(Error::NotReady { what: "the event's recorded work has not completed".into() });
-        }
-        m.at.ok_or_else(|| Error::NotReady { what: "the event has no timestamp".into() })
-    }
-
-    /// Marks the event destroyed (its owner is gone).
-    pub fn destroy(&self) {
-        self.destroyed.store(true, Ordering::SeqCst);
-    }
-
-    /// True once destroyed.
-    pub fn is_destroyed(&self) -> bool {
-        self.destroyed.load(Ordering::SeqCst)
-    }
-
-    /// Creation flags.
-    pub fn flags(&self) -> EventFlags {
-        self.flags
-    }
-}
-
-pub(crate) static EVENTS: HandleRegistry<EventState> = HandleRegistry::new();
 
 /// An event of the host backend.
 #[derive(Clone)]
-pub struct HostEvent {
-    pub(crate) state: Arc<EventState>,
-    raw: usize,
-    device: DeviceId,
-    owner: Option<Arc<OwnerGuard<EventState>>>,
-}
-
-impl HostEvent {
-    /// A new owned event for `device` (see [`crate::HostStream::create`]).
-    pub fn create(device: DeviceId, flags: EventFlags) -> Self {
-        let state = EventState::new(device, flags);
-        let raw = EVENTS.insert(&state);
-        HostEvent {
-            owner: Some(Arc::new(OwnerGuard::new(&EVENTS, raw, state.clone(), EventState::destroy))),
-            state,
-            raw,
-            device,
-        }
-    }
-
-    /// A borrowed handle to the live event with raw handle `raw`, as an event of `device`.
-    pub fn from_raw(device: DeviceId, raw: usize) -> Result<Self> {
-        let state = EVENTS
-            .get(raw)
-            .filter(|s| !s.is_destroyed() && s.device == device)
-            .ok_or_else(|| Error::invalid_handle(format!("{raw:#x} is not a live event of {device}")))?;
-        Ok(HostEvent { state, raw, device, owner: None })
-    }
-
-    /// The shared state, for queues of other software devices.
-    pub fn state(&self) -> &Arc<EventState> {
-        &self.state
-    }
-}
+pub struct HostEvent(pub(crate) QueueEvent);
 
 impl Event for HostEvent {
     type Backend = HostBackend;
 
     fn device_id(&self) -> DeviceId {
-        self.device
+        self.0.device_id()
     }
     fn ownership(&self) -> Ownership {
-        Ownership::from_owned(self.owner.is_some())
+        self.0.ownership()
     }
     fn raw_handle(&self) -> usize {
-        self.raw
+        self.0.raw_handle()
     }
     fn flags(&self) -> EventFlags {
-        self.state.flags
+        self.0.flags()
     }
     fn query(&self) -> Result<bool> {
-        Ok(self.state.is_complete())
+        self.0.query()
     }
     fn synchronize(&self) -> Result<()> {
-        let generation = self.state.recorded_generation();
-        self.state.wait_for(generation);
-        Ok(())
+        self.0.synchronize()
     }
     fn elapsed_ms(&self, end: &Self) -> Result<f32> {
-        let (a, b) = (self.state.completed_at()?, end.state.completed_at()?);
-        let ms = if b >= a { (b - a).as_secs_f64() * 1e3 } else { -((a - b).as_secs_f64() * 1e3) };
-        Ok(ms as f32)
+        self.0.elapsed_ms(&end.0)
     }
 }

@@ -1,7 +1,7 @@
 //! # gpuport-host
 //!
 //! The CPU as a gpuport backend. Not a stub: it is the default device and the test bed for
-//! every ordering rule.
+//! every ordering rule. Built from `gpuport-queue`, as any software device can be:
 //!
 //! - Each stream is an ordered queue run by its own worker thread; operations return at
 //!   once and run asynchronously; `synchronize` waits for the queue to drain.
@@ -10,25 +10,21 @@
 //! - Allocations are 256-byte aligned, zero-filled and registered, so
 //!   `pointer_attributes` answers for host addresses.
 //! - Large copies are split across threads.
-//!
-//! The queue machinery ([`queue::WorkQueue`], [`EventState`]) and host kernels
-//! ([`kernels`]) are public so other software devices can reuse them.
+//! - Kernels are Rust functions registered with [`register_kernel`].
 
 mod device;
 mod event;
-mod handles;
-pub mod kernels;
-pub mod memory;
-pub mod queue;
+mod memory;
 mod stream;
 
-use gpuport_core::{Backend, BackendKind, DeviceId, DeviceInfo, Error, LoadOptions, Result};
+use gpuport_core::{
+    Backend, BackendKind, DeviceId, DeviceInfo, DlDeviceType, DlpackDevices, Error, LoadOptions, Result,
+};
 
 pub use device::HostDevice;
-pub use event::{EventState, HostEvent};
-pub use handles::{HandleRegistry, OwnerGuard};
-pub use kernels::{register_kernel, HostKernelArgs, HostKernelFn};
-pub use stream::{host_range, resolve_args, HostStream};
+pub use event::HostEvent;
+pub use gpuport_queue::{register_kernel, HostKernelArgs, HostKernelFn};
+pub use stream::HostStream;
 
 /// The host backend. Loading it always succeeds.
 #[derive(Debug, Clone, Copy, Default)]
@@ -36,6 +32,9 @@ pub struct HostBackend;
 
 impl Backend for HostBackend {
     const KIND: BackendKind = BackendKind::Host;
+    // Host memory and the host's "pinned" memory are both plain CPU memory.
+    const DLPACK: DlpackDevices =
+        DlpackDevices { device: DlDeviceType::CPU, pinned_host: Some(DlDeviceType::CPU), managed: None };
     type Device = HostDevice;
     type Stream = HostStream;
     type Event = HostEvent;

@@ -4,6 +4,7 @@ use std::ffi::c_uint;
 use std::sync::Arc;
 
 use gpuport_core::{DeviceId, Error, Event, EventFlags, Ownership, Result};
+use gpuport_driver::release::Deferred;
 
 use crate::context::DeviceCtx;
 use crate::result::{check, check_ready};
@@ -38,7 +39,7 @@ impl Drop for EventInner {
 /// A HIP event.
 #[derive(Clone)]
 pub struct RocmEvent {
-    inner: Arc<EventInner>,
+    inner: Arc<Deferred<EventInner>>,
 }
 
 impl RocmEvent {
@@ -54,7 +55,7 @@ impl RocmEvent {
     }
 
     pub(crate) fn from_parts(dev: &Arc<DeviceCtx>, raw: hipEvent_t, owned: bool, flags: EventFlags) -> Self {
-        RocmEvent { inner: Arc::new(EventInner { dev: dev.clone(), raw, owned, flags }) }
+        RocmEvent { inner: Arc::new(Deferred::new(EventInner { dev: dev.clone(), raw, owned, flags })) }
     }
 
     pub(crate) fn raw(&self) -> hipEvent_t {

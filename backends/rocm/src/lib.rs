@@ -27,7 +27,7 @@ pub mod sys;
 use std::ffi::c_int;
 use std::sync::Arc;
 
-use gpuport_core::{Backend, BackendKind, DeviceInfo, LoadOptions, Result};
+use gpuport_core::{Backend, BackendKind, DeviceInfo, DlDeviceType, DlpackDevices, LoadOptions, Result};
 
 pub use bundle::offload_bundle;
 pub use device::RocmDevice;
@@ -44,6 +44,9 @@ pub struct RocmBackend {
 
 impl Backend for RocmBackend {
     const KIND: BackendKind = BackendKind::Rocm;
+    // HIP has managed memory, but DLPack has no ROCm managed type: it is not exported as one.
+    const DLPACK: DlpackDevices =
+        DlpackDevices { device: DlDeviceType::ROCM, pinned_host: Some(DlDeviceType::ROCM_HOST), managed: None };
     type Device = RocmDevice;
     type Stream = RocmStream;
     type Event = RocmEvent;

@@ -45,7 +45,7 @@ pub fn load(path: Option<&Path>) -> Result<Arc<Runtime>> {
     };
     // SAFETY: the candidates are HIP runtime names or a path the user chose for it; loading
     // runs the runtime's initialisers, which is what loading a runtime means.
-    let (lib, library) = unsafe { gpuport_core::loading::open_library(&candidates, "rocm", LIBRARY_ENV) }?;
+    let (lib, library) = unsafe { gpuport_driver::loading::open_library(&candidates, "rocm", LIBRARY_ENV) }?;
 
     // hipInit and the version getters first: without them the file is not a HIP runtime.
     // SAFETY: looked up by name; called only with their documented signatures.

@@ -1,7 +1,7 @@
 //! Device, pinned and managed allocations, and pointer attributes.
 
 use std::ffi::{c_uint, c_void};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use gpuport_core::{
     BackendKind, Buffer, BufferDesc, DeviceId, Error, HostAllocFlags, MemoryKind, PointerAttributes, Release, Result,
@@ -19,7 +19,11 @@ enum Kind {
     StreamOrdered {
         stream: hipStream_t,
         errors: Arc<Mutex<Option<Error>>>,
-        _keep: Arc<dyn Send + Sync>,
+        /// The stream's handle, weakly: a buffer parked on its own stream must not keep
+        /// that stream alive (a cycle). Once the stream is gone, no work on it can still
+        /// use the buffer (its drop waited for what it had parked), so the free goes to
+        /// the null stream.
+        alive: Weak<dyn Send + Sync>,
     },
 }
 
@@ -44,11 +48,14 @@ impl Release for HipRelease {
             Kind::Device => check(api, unsafe { (api.hipFree)(ptr) }, "hipFree"),
             // SAFETY: `ptr` came from hipHostMalloc and is freed once.
             Kind::Pinned => check(api, unsafe { (api.hipHostFree)(ptr) }, "hipHostFree"),
-            Kind::StreamOrdered { stream, errors, .. } => {
+            Kind::StreamOrdered { stream, errors, alive } => {
                 let free = rt.free_async().ok_or_else(|| Error::unsupported("rocm", "hipFreeAsync"))?;
-                // SAFETY: `ptr` came from hipMallocAsync and is freed once, in order on its
-                // stream (kept alive by `_keep`).
-                let result = check(api, unsafe { free(ptr, *stream) }, "hipFreeAsync");
+                // The stream, while it lives (held across the call); else the null stream.
+                let live = alive.upgrade();
+                let target = if live.is_some() { *stream } else { std::ptr::null_mut() };
+                // SAFETY: `ptr` came from the stream-ordered allocator and is freed once;
+                // `target` is the live allocating stream or the null stream.
+                let result = check(api, unsafe { free(ptr, target) }, "hipFreeAsync");
                 if let Err(e) = &result {
                     errors.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e.clone());
                 }
@@ -94,7 +101,7 @@ pub fn alloc_async(
     bytes: usize,
     stream: hipStream_t,
     errors: Arc<Mutex<Option<Error>>>,
-    keep: Arc<dyn Send + Sync>,
+    alive: Weak<dyn Send + Sync>,
 ) -> Result<Buffer> {
     let rt = &dev.rt;
     let malloc =
@@ -108,9 +115,9 @@ pub fn alloc_async(
     }
     dev.bind()?;
     let mut ptr: *mut c_void = std::ptr::null_mut();
-    // SAFETY: valid out-pointer; `stream` is live (kept by `keep`).
+    // SAFETY: valid out-pointer; `stream` is live (the caller holds it).
     check_alloc(&rt.api, unsafe { malloc(&mut ptr, bytes, stream) }, "hipMallocAsync", dev.id, bytes)?;
-    owned(dev, ptr, bytes, MemoryKind::Device, Kind::StreamOrdered { stream, errors, _keep: keep })
+    owned(dev, ptr, bytes, MemoryKind::Device, Kind::StreamOrdered { stream, errors, alive })
 }
 
 /// `hipHostMalloc`; `HostAllocFlags` bits are HIP's (`Portable` 1, `Mapped` 2,
@@ -119,7 +126,7 @@ pub fn alloc_pinned(dev: &Arc<DeviceCtx>, bytes: usize, flags: HostAllocFlags) -
     if bytes == 0 {
         return empty(dev.id, MemoryKind::PinnedHost, true);
     }
-    if bytes as u64 > gpuport_core::host_memory_limit() {
+    if bytes as u64 > gpuport_driver::host_memory::host_memory_limit() {
         return Err(Error::OutOfMemory { device: dev.id, bytes });
     }
     dev.bind()?;

@@ -4,6 +4,7 @@ use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
 use gpuport_core::{Error, Kernel, Module, ModuleImage, Result};
+use gpuport_driver::release::Deferred;
 
 use crate::context::DeviceCtx;
 use crate::result::check;
@@ -33,11 +34,11 @@ impl Drop for ModuleInner {
 }
 
 /// A loaded code object.
-pub struct RocmModule(Arc<ModuleInner>);
+pub struct RocmModule(Arc<Deferred<ModuleInner>>);
 
 /// A kernel function; keeps its module loaded.
 pub struct RocmKernel {
-    _module: Arc<ModuleInner>,
+    _module: Arc<Deferred<ModuleInner>>,
     pub(crate) func: hipFunction_t,
 }
 
@@ -64,7 +65,7 @@ pub(crate) fn load(dev: &Arc<DeviceCtx>, image: ModuleImage<'_>) -> Result<Modul
     let mut raw: hipModule_t = std::ptr::null_mut();
     // SAFETY: `data` is a checked image alive for the call.
     check(api, unsafe { (api.hipModuleLoadData)(&mut raw, data) }, "hipModuleLoadData")?;
-    Ok(Module::new(dev.id, RocmModule(Arc::new(ModuleInner { dev: dev.clone(), raw }))))
+    Ok(Module::new(dev.id, RocmModule(Arc::new(Deferred::new(ModuleInner { dev: dev.clone(), raw })))))
 }
 
 pub(crate) fn kernel(dev: &Arc<DeviceCtx>, module: &Module, name: &str) -> Result<Kernel> {

@@ -1,7 +1,7 @@
 //! The `result` layer: every `hipError_t` checked (the mapping itself is shared, in
-//! `gpuport_core::vendor`), named with `hipGetErrorName` / `hipGetErrorString`.
+//! `gpuport_driver::status`), named with `hipGetErrorName` / `hipGetErrorString`.
 
-pub use gpuport_core::vendor::{check, check_alloc, check_ready, StatusNames};
+pub use gpuport_driver::status::{check, check_alloc, check_ready, StatusNames};
 
 use crate::sys::{Api, Status};
 
@@ -20,10 +20,10 @@ pub fn describe(api: &Api, status: Status) -> (String, String) {
         // SAFETY: null or a static NUL-terminated string.
         (!p.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned())
     };
-    gpuport_core::vendor::fallback_names(status, text(n), text(t), "hipError_t")
+    gpuport_driver::status::fallback_names(status, text(n), text(t), "hipError_t")
 }
 
 /// A `Vendor` error for a failed call.
 pub fn vendor(api: &Api, status: Status, call: &'static str) -> gpuport_core::Error {
-    gpuport_core::vendor::vendor_error(api, status, call)
+    gpuport_driver::status::vendor_error(api, status, call)
 }

@@ -1,5 +1,5 @@
 //! HIP streams. Queued work's buffers and kernels are parked (see
-//! `gpuport_core::parking`) until an event after them completes. Host callbacks use
+//! `gpuport_driver::parking`) until an event after them completes. Host callbacks use
 //! `hipLaunchHostFunc` where the runtime has it, else `hipStreamAddCallback` (ROCm 5.2);
 //! both run the closure inside `catch_unwind`, so nothing unwinds into the runtime.
 
@@ -7,11 +7,12 @@ use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use gpuport_core::parking::{Fence, Keep, Parked};
 use gpuport_core::{
     BackendKind, Buffer, DeviceId, Error, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result, Stream,
     StreamFlags,
 };
+use gpuport_driver::parking::{Fence, Keep, Parked};
+use gpuport_driver::release::Deferred;
 
 use crate::context::DeviceCtx;
 use crate::event::RocmEvent;
@@ -99,7 +100,7 @@ impl Drop for StreamInner {
 /// A HIP stream.
 #[derive(Clone)]
 pub struct RocmStream {
-    pub(crate) inner: Arc<StreamInner>,
+    pub(crate) inner: Arc<Deferred<StreamInner>>,
 }
 
 struct Callback {
@@ -111,10 +112,14 @@ struct Callback {
 fn run_boxed(user: *mut c_void) {
     // SAFETY: `user` is the `Box<Callback>` leaked by `host_callback`, run exactly once.
     let cb = unsafe { Box::from_raw(user.cast::<Callback>()) };
-    let Callback { f, errors, stream } = *cb;
-    if catch_unwind(AssertUnwindSafe(f)).is_err() {
-        lock(&errors).get_or_insert(Error::StreamWork { stream, message: "host callback panicked".into() });
-    }
+    // The runtime's callback thread may make no HIP call: everything the callback drops
+    // (its captures, the last clone of a handle) is released on the release thread.
+    gpuport_driver::release::restricted(move || {
+        let Callback { f, errors, stream } = *cb;
+        if catch_unwind(AssertUnwindSafe(f)).is_err() {
+            lock(&errors).get_or_insert(Error::StreamWork { stream, message: "host callback panicked".into() });
+        }
+    });
 }
 
 /// For `hipLaunchHostFunc`.
@@ -152,7 +157,7 @@ impl RocmStream {
         priority: i32,
     ) -> Self {
         RocmStream {
-            inner: Arc::new(StreamInner {
+            inner: Arc::new(Deferred::new(StreamInner {
                 dev: dev.clone(),
                 raw,
                 owned,
@@ -160,7 +165,7 @@ impl RocmStream {
                 priority,
                 errors: Arc::default(),
                 parked: Mutex::default(),
-            }),
+            })),
         }
     }
 
@@ -169,7 +174,7 @@ impl RocmStream {
     }
 
     fn park(&self, items: impl IntoIterator<Item = Keep>) -> Result<()> {
-        lock(&self.inner.parked).park(items, &*self.inner)
+        lock(&self.inner.parked).park(items, &**self.inner)
     }
 
     fn addr(&self, buffer: &Buffer, offset: usize, len: usize, op: &'static str) -> Result<u64> {
@@ -336,8 +341,8 @@ impl Stream for RocmStream {
             )));
         }
         config.validate()?;
-        let gpuport_core::vendor::PackedArgs { mut values, mut keep } =
-            gpuport_core::vendor::pack_kernel_args(args, |b| self.own_memory(b, "launch"))?;
+        let gpuport_driver::kernel_args::PackedArgs { mut values, mut keep } =
+            gpuport_driver::kernel_args::pack_kernel_args(args, |b| self.own_memory(b, "launch"))?;
         keep.push(Keep::Kernel(kernel.clone()));
         let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
         self.inner.dev.bind()?;
@@ -377,7 +382,7 @@ impl Stream for RocmStream {
         let api = self.api();
         // SAFETY: live stream handle.
         check(api, unsafe { (api.hipStreamSynchronize)(self.inner.raw) }, "hipStreamSynchronize")?;
-        lock(&self.inner.parked).release_all(&*self.inner);
+        lock(&self.inner.parked).release_all(&**self.inner);
         match lock(&self.inner.errors).take() {
             Some(e) => Err(e),
             None => Ok(()),

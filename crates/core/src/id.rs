@@ -14,15 +14,15 @@ pub enum BackendKind {
     Cuda,
     /// AMD ROCm (HIP runtime).
     Rocm,
-    /// The software extension device (DLPack `kDLExtDev`).
-    Ext,
     /// A backend registered at run time by a crate outside gpuport; the string is its name.
     Plugin(&'static str),
 }
 
 impl BackendKind {
-    /// The built-in kinds, in discovery order.
-    pub const BUILTIN: [BackendKind; 4] = [BackendKind::Host, BackendKind::Cuda, BackendKind::Rocm, BackendKind::Ext];
+    /// The built-in kinds, in discovery order: the one list of built-in backends (the
+    /// runtime loads exactly these; everything else, the ext device included, is a
+    /// plugin that names itself).
+    pub const BUILTIN: [BackendKind; 3] = [BackendKind::Host, BackendKind::Cuda, BackendKind::Rocm];
 
     /// The name used in device strings and `GPUPORT_BACKENDS`.
     pub fn name(self) -> &'static str {
@@ -30,7 +30,6 @@ impl BackendKind {
             BackendKind::Host => "host",
             BackendKind::Cuda => "cuda",
             BackendKind::Rocm => "rocm",
-            BackendKind::Ext => "ext",
             BackendKind::Plugin(name) => name,
         }
     }
@@ -132,7 +131,7 @@ impl FromStr for DeviceId {
         spec.builtin_id().ok_or_else(|| Error::InvalidDeviceString {
             input: s.to_owned(),
             reason: format!(
-                "unknown backend `{}` (built-in backends: host, cuda, rocm, ext; plugins are resolved by the runtime)",
+                "unknown backend `{}` (built-in backends: host, cuda, rocm; plugins such as `ext` are resolved by the runtime)",
                 spec.backend
             ),
         })
@@ -149,7 +148,8 @@ mod tests {
         assert_eq!("host:0".parse::<DeviceId>().unwrap(), DeviceId::HOST);
         assert_eq!("cuda:1".parse::<DeviceId>().unwrap(), DeviceId::new(BackendKind::Cuda, 1));
         assert_eq!("ROCm:0".parse::<DeviceId>().unwrap(), DeviceId::new(BackendKind::Rocm, 0));
-        assert_eq!("ext:3".parse::<DeviceId>().unwrap().to_string(), "ext:3");
+        assert_eq!("cuda:3".parse::<DeviceId>().unwrap().to_string(), "cuda:3");
+        assert_eq!(DeviceId::new(BackendKind::Plugin("ext"), 3).to_string(), "ext:3");
     }
 
     #[test]
@@ -166,6 +166,7 @@ mod tests {
             "cu da",
             "cuda:99999999999",
             "metal:0",
+            "ext:0",
         ] {
             let err = bad.parse::<DeviceId>().unwrap_err();
             assert!(matches!(err, Error::InvalidDeviceString { .. }), "{bad:?} gave {err:?}");

@@ -11,8 +11,10 @@ use crate::error::{Error, Result};
 use crate::id::DeviceId;
 use crate::memory::Buffer;
 
-/// Code to load onto a device.
+/// Code to load onto a device. Open to formats core does not know: a port with its own
+/// binary format passes [`ModuleImage::Custom`] with its own format tag.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub enum ModuleImage<'a> {
     /// PTX source text (CUDA).
     Ptx(&'a str),
@@ -22,16 +24,25 @@ pub enum ModuleImage<'a> {
     HipCodeObject(&'a [u8]),
     /// A module of Rust functions registered by name with a software backend (host, ext).
     Registered(&'a str),
+    /// An image in a format of a port's own: a tag the port recognises (for example
+    /// `"spirv"`, `"myaccel-bin"`) and the bytes.
+    Custom {
+        /// The format tag.
+        format: &'a str,
+        /// The image.
+        bytes: &'a [u8],
+    },
 }
 
-impl ModuleImage<'_> {
-    /// A short name of the image kind, for errors.
-    pub fn kind_name(&self) -> &'static str {
+impl<'a> ModuleImage<'a> {
+    /// A short name of the image format, for errors (the tag, for a custom format).
+    pub fn kind_name(&self) -> &'a str {
         match self {
             ModuleImage::Ptx(_) => "PTX",
             ModuleImage::Cubin(_) => "cubin",
             ModuleImage::HipCodeObject(_) => "HIP code object",
             ModuleImage::Registered(_) => "registered module",
+            ModuleImage::Custom { format, .. } => format,
         }
     }
 }

@@ -2,26 +2,27 @@
 //!
 //! The vendor-neutral core of gpuport: the static trait tier ([`Backend`], [`Device`],
 //! [`Stream`], [`Event`]), ids and device strings, [`DType`] and [`Layout`] with checked
-//! arithmetic, flag sets, the shared [`Buffer`] handle and the one [`Error`] type. No
-//! vendor type appears here.
+//! arithmetic, flag sets, the shared [`Buffer`] handle, [`PointerAttributes`] and the one
+//! [`Error`] type: the contract every backend implements and every layer above relies on.
+//! No vendor type, no library loading and no helper for backend authors lives here (those
+//! are `gpuport-driver` and `gpuport-queue`); [`release`] is here because [`Buffer`]'s drop
+//! obeys it.
 
+mod dlpack_device;
 mod dtype;
 mod error;
 mod flags;
-mod host_memory;
 mod id;
 mod kernel;
 mod layout;
-pub mod loading;
 mod memory;
-pub mod parking;
+pub mod release;
 mod traits;
-pub mod vendor;
 
+pub use dlpack_device::{DlDeviceType, DlpackDevices};
 pub use dtype::{DType, DTypeCode, Element};
 pub use error::{Error, LoadAttempt, Result};
 pub use flags::{DefaultStream, EventFlags, HostAllocFlags, Ownership, StreamFlags};
-pub use host_memory::{host_meminfo, host_memory_limit};
 pub use id::{BackendKind, DeviceId, DeviceSpec};
 pub use kernel::{Kernel, KernelArg, LaunchConfig, Module, ModuleImage, Scalar};
 pub use layout::{c_strides, ByteSpan, Layout, MAX_NDIM};

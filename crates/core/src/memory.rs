@@ -89,15 +89,30 @@ struct Inner {
     desc: BufferDesc,
     ownership: Ownership,
     release: Option<Box<dyn Release>>,
-    _keep_alive: Option<Box<dyn Any + Send + Sync>>,
+    keep_alive: Option<Box<dyn Any + Send + Sync>>,
 }
 
 impl Drop for Inner {
+    /// Frees the memory (or drops the foreign owner) — on the release thread when the last
+    /// clone is dropped on a stream worker or driver callback thread ([`crate::release`]).
     fn drop(&mut self) {
-        if let Some(mut release) = self.release.take() {
-            if let Err(err) = release.release(self.desc.addr, self.desc.len) {
-                log::warn!("freeing {} bytes at {:#x} on {}: {err}", self.desc.len, self.desc.addr, self.desc.device);
+        let (release, keep_alive) = (self.release.take(), self.keep_alive.take());
+        if release.is_none() && keep_alive.is_none() {
+            return;
+        }
+        let desc = self.desc;
+        let job = move || {
+            if let Some(mut release) = release {
+                if let Err(err) = release.release(desc.addr, desc.len) {
+                    log::warn!("freeing {} bytes at {:#x} on {}: {err}", desc.len, desc.addr, desc.device);
+                }
             }
+            drop(keep_alive);
+        };
+        if crate::release::on_restricted_thread() {
+            crate::release::defer(Box::new(job));
+        } else {
+            job();
         }
     }
 }
@@ -142,21 +157,20 @@ impl Buffer {
     pub unsafe fn from_owned(desc: BufferDesc, release: Box<dyn Release>) -> Result<Self> {
         Self::check_desc(&desc)?;
         Ok(Buffer {
-            inner: Arc::new(Inner { desc, ownership: Ownership::Owned, release: Some(release), _keep_alive: None }),
+            inner: Arc::new(Inner { desc, ownership: Ownership::Owned, release: Some(release), keep_alive: None }),
         })
     }
 
     /// A borrowed buffer over memory someone else owns. `keep_alive` (for example a
-    /// DLPack managed tensor whose deleter runs on drop) is dropped with the last clone.
+    /// DLPack managed tensor whose deleter runs on drop) is dropped with the last clone —
+    /// never on a stream worker or driver callback thread (see [`crate::release`]).
     ///
     /// # Safety
     /// `desc` must describe memory that stays valid while the buffer (or `keep_alive`)
     /// lives, with the same rule for `host_accessible` as [`Buffer::from_owned`].
     pub unsafe fn from_borrowed(desc: BufferDesc, keep_alive: Option<Box<dyn Any + Send + Sync>>) -> Result<Self> {
         Self::check_desc(&desc)?;
-        Ok(Buffer {
-            inner: Arc::new(Inner { desc, ownership: Ownership::Borrowed, release: None, _keep_alive: keep_alive }),
-        })
+        Ok(Buffer { inner: Arc::new(Inner { desc, ownership: Ownership::Borrowed, release: None, keep_alive }) })
     }
 
     /// Base address.
@@ -291,6 +305,27 @@ mod tests {
         assert_eq!(n.load(Ordering::SeqCst), 0);
         c.free().unwrap();
         assert_eq!(n.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn last_drop_on_a_restricted_thread_is_deferred() {
+        struct Owner(Arc<AtomicUsize>, std::sync::mpsc::Sender<std::thread::ThreadId>);
+        impl Drop for Owner {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+                let _ = self.1.send(std::thread::current().id());
+            }
+        }
+        let n = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = std::sync::mpsc::channel();
+        // SAFETY: never dereferenced.
+        let b = unsafe { Buffer::from_borrowed(desc(0x1000, 8), Some(Box::new(Owner(n.clone(), tx)))) }.unwrap();
+        let worker = std::thread::spawn(move || crate::release::restricted(|| drop(b)));
+        let worker_id = worker.thread().id();
+        worker.join().unwrap();
+        crate::release::flush();
+        assert_eq!(n.load(Ordering::SeqCst), 1, "the owner was released once");
+        assert_ne!(rx.recv().unwrap(), worker_id, "not on the restricted thread");
     }
 
     #[test]

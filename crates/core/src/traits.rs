@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use crate::dlpack_device::DlpackDevices;
 use crate::error::Result;
 use crate::flags::{DefaultStream, EventFlags, HostAllocFlags, Ownership, StreamFlags};
 use crate::id::{BackendKind, DeviceId};
@@ -47,6 +48,9 @@ pub struct DeviceInfo {
 pub trait Backend: Send + Sync + Sized + 'static {
     /// Which kind of backend this is.
     const KIND: BackendKind;
+    /// The DLPack device types of its device, pinned host and managed memory. The
+    /// interchange layer reads this for every backend, plugins included.
+    const DLPACK: DlpackDevices;
     /// Its device handle.
     type Device: Device<Backend = Self>;
     /// Its stream handle.

@@ -1,22 +1,35 @@
-//! [`Array`]: an allocation plus byte offset, dtype, layout, device, read-only flag and the
-//! stream its pending work is on. Views share the allocation.
+//! [`Array`]: a shared storage (an allocation and its pending work) plus byte offset,
+//! dtype, layout, device and read-only flag. Views and clones share the storage, so they
+//! share its pending work.
 
 use std::fmt;
+use std::sync::Arc;
 
 use gpuport_core::{Buffer, DType, DefaultStream, DeviceId, Element, Error, Layout, Result};
 
 use crate::dynamic::{AnyDevice, AnyStream, DynDevice, DynStream};
+use crate::pending::{Access, PendingWork};
+
+/// An allocation and the work pending on it, shared by every view.
+struct Storage {
+    buffer: Buffer,
+    pending: PendingWork,
+}
 
 /// An n-dimensional array on any device.
+///
+/// Work queued through an array is ordered by the allocation's pending work (see
+/// [`Array::wait_pending`] and [`Array::record_access`]): `Array`'s own methods, the copy
+/// engine and the interchange layers use it, so a view taken before work was queued on its
+/// parent still orders after that work.
 #[derive(Clone)]
 pub struct Array {
-    buffer: Buffer,
+    storage: Arc<Storage>,
     offset: usize,
     dtype: DType,
     layout: Layout,
     device: AnyDevice,
     read_only: bool,
-    pending: Option<AnyStream>,
 }
 
 impl fmt::Debug for Array {
@@ -47,7 +60,7 @@ impl Array {
     /// A zero-filled C-contiguous array on `device`.
     pub fn zeros(device: &AnyDevice, shape: &[usize], dtype: DType) -> Result<Self> {
         let a = Self::empty(device, shape, dtype)?;
-        device.memset(&a.buffer, 0, a.buffer.len(), 0)?;
+        device.memset(a.buffer(), 0, a.buffer().len(), 0)?;
         Ok(a)
     }
 
@@ -62,11 +75,13 @@ impl Array {
             )));
         }
         let a = Self::empty(device, shape, T::DTYPE)?;
-        a.default_stream()?.write(as_bytes(data), &a.buffer, 0)?;
+        a.default_stream()?.write(as_bytes(data), a.buffer(), 0)?;
         Ok(a)
     }
 
-    /// An array over an existing buffer. The elements must fit inside it.
+    /// An array over an existing buffer, with a storage (and so pending work) of its own:
+    /// make views of one array rather than two arrays over one buffer. The elements must
+    /// fit inside it.
     pub fn from_buffer(
         device: &AnyDevice,
         buffer: Buffer,
@@ -82,12 +97,18 @@ impl Array {
             )));
         }
         layout.check_fits(offset, dtype.itemsize()?, buffer.len())?;
-        Ok(Array { buffer, offset, dtype, layout, device: device.clone(), read_only: false, pending: None })
+        let storage = Arc::new(Storage { buffer, pending: PendingWork::default() });
+        Ok(Array { storage, offset, dtype, layout, device: device.clone(), read_only: false })
     }
 
     /// The allocation.
     pub fn buffer(&self) -> &Buffer {
-        &self.buffer
+        &self.storage.buffer
+    }
+
+    /// True when both arrays are views of one storage (and so share pending work).
+    pub fn shares_storage_with(&self, other: &Array) -> bool {
+        Arc::ptr_eq(&self.storage, &other.storage)
     }
     /// Byte offset of element `[0, …, 0]` in the buffer.
     pub fn byte_offset(&self) -> usize {
@@ -95,7 +116,7 @@ impl Array {
     }
     /// Address of element `[0, …, 0]`.
     pub fn data_addr(&self) -> u64 {
-        self.buffer.addr() + self.offset as u64
+        self.buffer().addr() + self.offset as u64
     }
     /// Element type.
     pub fn dtype(&self) -> DType {
@@ -134,23 +155,37 @@ impl Array {
         // Checked at construction: the layout fits its buffer.
         self.layout.numel() * self.dtype.itemsize().unwrap_or(0)
     }
-    /// The stream the array's pending work was queued on, if any.
-    pub fn pending_stream(&self) -> Option<&AnyStream> {
-        self.pending.as_ref()
+    /// Makes `stream` wait for the allocation's pending work that an `access` conflicts
+    /// with: earlier writes for a read; earlier writes and reads for a write. On one backend
+    /// this is an event wait on `stream`; across backends a host callback on `stream` waits
+    /// (blocking that stream's worker, never the calling thread). Call it before queuing
+    /// work that touches the array on `stream`, and [`Array::record_access`] after.
+    pub fn wait_pending(&self, stream: &AnyStream, access: Access) -> Result<()> {
+        self.storage.pending.wait(stream, access)
     }
 
-    /// Notes that work touching this array was queued on `stream` (readers must order
-    /// after it).
-    pub fn set_pending_stream(&mut self, stream: Option<AnyStream>) {
-        self.pending = stream;
+    /// Notes that work just queued on `stream` (a stream of this array's device) read or
+    /// wrote the array, so later users of any view order after it. Work recorded on two
+    /// streams without a wait between them is kept as two pending writes; a reader then
+    /// waits for both.
+    pub fn record_access(&self, stream: &AnyStream, access: Access) -> Result<()> {
+        self.storage.pending.record(&self.device, stream, access)
     }
 
-    /// Waits for pending work, then forgets the stream.
-    pub fn synchronize(&mut self) -> Result<()> {
-        if let Some(stream) = self.pending.take() {
-            stream.synchronize()?;
-        }
-        Ok(())
+    /// [`Array::record_access`] for a stream of another device (`device`), such as a peer
+    /// copy's stream on the destination device reading this array.
+    pub fn record_access_on(&self, device: &AnyDevice, stream: &AnyStream, access: Access) -> Result<()> {
+        self.storage.pending.record(device, stream, access)
+    }
+
+    /// Blocks until all pending work on the allocation has completed.
+    pub fn synchronize(&self) -> Result<()> {
+        self.storage.pending.synchronize()
+    }
+
+    /// True while some recorded work on the allocation has not completed.
+    pub fn has_pending_work(&self) -> Result<bool> {
+        self.storage.pending.is_pending()
     }
 
     fn default_stream(&self) -> Result<AnyStream> {
@@ -164,7 +199,7 @@ impl Array {
             .and_then(|b| (self.offset as isize).checked_add(b))
             .and_then(|o| usize::try_from(o).ok())
             .ok_or_else(|| Error::invalid_layout("view offset out of range"))?;
-        layout.check_fits(offset, item as usize, self.buffer.len())?;
+        layout.check_fits(offset, item as usize, self.buffer().len())?;
         Ok(Array { layout, offset, ..self.clone() })
     }
 
@@ -197,7 +232,7 @@ impl Array {
     }
 
     /// Copies the elements to the host in row-major order (gathering strided layouts),
-    /// after waiting for pending work.
+    /// after pending writes.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.check_dtype::<T>()?;
         let bytes = self.to_bytes()?;
@@ -208,8 +243,8 @@ impl Array {
             .collect())
     }
 
-    /// The elements' bytes in row-major order (gathering strided layouts), after waiting
-    /// for pending work.
+    /// The elements' bytes in row-major order (gathering strided layouts), after pending
+    /// writes.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let (span_start, raw) = self.read_span()?;
         let item = self.dtype.itemsize()?;
@@ -222,9 +257,9 @@ impl Array {
     }
 
     /// Overwrites the elements from row-major bytes, scattering into strided layouts (bytes
-    /// of the span that are not elements of this view are preserved). Waits for pending
-    /// work first; the write has completed on return.
-    pub fn copy_from_bytes(&mut self, bytes: &[u8]) -> Result<()> {
+    /// of the span that are not elements of this view are preserved). Ordered after pending
+    /// reads and writes; the write has completed on return.
+    pub fn copy_from_bytes(&self, bytes: &[u8]) -> Result<()> {
         if self.read_only {
             return Err(Error::invalid_argument("the array is read-only"));
         }
@@ -235,12 +270,12 @@ impl Array {
                 self.nbytes()
             )));
         }
-        self.synchronize()?;
         let stream = self.default_stream()?;
+        self.wait_pending(&stream, Access::Write)?;
         if self.layout.is_c_contiguous() {
-            return stream.write(bytes, &self.buffer, self.offset);
+            return stream.write(bytes, self.buffer(), self.offset);
         }
-        let (span_start, mut raw) = self.read_span()?;
+        let (span_start, mut raw) = self.read_span_on(&stream)?;
         let item = self.dtype.itemsize()?;
         let mut next = bytes.chunks_exact(item);
         self.layout.for_each_offset(|o| {
@@ -249,25 +284,31 @@ impl Array {
                 raw[at..at + item].copy_from_slice(src);
             }
         });
-        stream.write(&raw, &self.buffer, (self.offset as isize + span_start) as usize)
+        stream.write(&raw, self.buffer(), (self.offset as isize + span_start) as usize)
     }
 
-    /// Reads the bytes the layout spans; returns the span's start relative to element 0.
+    /// Reads the bytes the layout spans, after pending writes; returns the span's start
+    /// relative to element 0.
     fn read_span(&self) -> Result<(isize, Vec<u8>)> {
-        if let Some(stream) = &self.pending {
-            stream.synchronize()?;
-        }
+        let stream = self.default_stream()?;
+        self.wait_pending(&stream, Access::Read)?;
+        self.read_span_on(&stream)
+    }
+
+    /// Reads the span on `stream` (already ordered after pending work); the read has
+    /// completed on return.
+    fn read_span_on(&self, stream: &AnyStream) -> Result<(isize, Vec<u8>)> {
         let span = self.layout.span(self.dtype.itemsize()?)?;
         let mut raw = vec![0u8; span.len()];
         if !raw.is_empty() {
             let start = (self.offset as isize + span.start) as usize;
-            self.default_stream()?.read(&self.buffer, start, &mut raw)?;
+            stream.read(self.buffer(), start, &mut raw)?;
         }
         Ok((span.start, raw))
     }
 
     /// Overwrites the elements from `data` (row-major), scattering into strided layouts.
-    pub fn copy_from_slice<T: Element>(&mut self, data: &[T]) -> Result<()> {
+    pub fn copy_from_slice<T: Element>(&self, data: &[T]) -> Result<()> {
         self.check_dtype::<T>()?;
         self.copy_from_bytes(as_bytes(data))
     }
@@ -318,12 +359,12 @@ mod tests {
     #[test]
     fn writes_respect_read_only_and_layout() {
         let dev = host();
-        let mut a = Array::zeros(&dev, &[3], DType::F64).unwrap();
+        let a = Array::zeros(&dev, &[3], DType::F64).unwrap();
         a.copy_from_slice(&[1.0f64, 2.0, 3.0]).unwrap();
         assert_eq!(a.to_vec::<f64>().unwrap(), vec![1.0, 2.0, 3.0]);
-        let mut ro = a.to_read_only();
+        let ro = a.to_read_only();
         assert!(ro.copy_from_slice(&[0.0f64; 3]).is_err());
-        let mut rev = a.slice(0, 2, None, -2).unwrap();
+        let rev = a.slice(0, 2, None, -2).unwrap();
         rev.copy_from_slice(&[30.0f64, 10.0]).unwrap();
         assert_eq!(a.to_vec::<f64>().unwrap(), vec![10.0, 2.0, 30.0], "scatter keeps the gap");
         let empty = Array::zeros(&dev, &[0, 4], DType::F32).unwrap();

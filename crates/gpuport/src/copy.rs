@@ -11,15 +11,22 @@
 //! source is first packed on its device and a strided destination filled from a packed
 //! temporary on its device.
 //!
-//! Ordering: the copy runs on a stream of the destination device after the pending work
-//! of both arrays (an event wait on the same backend, a host wait across backends), and
-//! the destination records that stream as its pending work. [`CopyEngine::copy_on`]
-//! returns once the last piece of work is queued; [`copy`] waits for it.
+//! Ordering goes through the arrays' shared pending work ([`Array::wait_pending`],
+//! [`Array::record_access`]): the copy runs on a stream of the destination device after
+//! the source's pending writes and the destination's pending reads and writes (event waits
+//! on one backend; across backends a callback on the copy's stream waits, never the
+//! calling thread), and records itself as a read of the source and a write of the
+//! destination. A staged copy reads the source on its device's default stream.
+//! [`CopyEngine::copy_on`] returns once the last piece of work is queued (a staged copy
+//! between backends first waits, on the calling thread, for each chunk's source half to
+//! land in the pinned buffer before queuing its destination half); [`copy`] waits for all
+//! of it.
 
 use gpuport_core::{DefaultStream, Error, EventFlags, Layout, Result};
 
 use crate::array::Array;
-use crate::dynamic::{AnyDevice, AnyStream, DynDevice, DynEvent, DynStream};
+use crate::dynamic::{AnyStream, DynDevice, DynEvent, DynStream};
+use crate::pending::Access;
 
 /// Which route a copy took.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +57,7 @@ impl Default for CopyEngine {
 }
 
 /// Copies `src` into `dst` (same shape and dtype, any devices) and waits for the copy.
-pub fn copy(src: &Array, dst: &mut Array) -> Result<CopyRoute> {
+pub fn copy(src: &Array, dst: &Array) -> Result<CopyRoute> {
     CopyEngine::default().copy(src, dst)
 }
 
@@ -74,7 +81,7 @@ impl CopyEngine {
     }
 
     /// Copies and waits for completion.
-    pub fn copy(&self, src: &Array, dst: &mut Array) -> Result<CopyRoute> {
+    pub fn copy(&self, src: &Array, dst: &Array) -> Result<CopyRoute> {
         let stream = dst.device().default_stream(DefaultStream::Legacy)?;
         let route = self.copy_on(src, dst, &stream)?;
         dst.synchronize()?;
@@ -82,8 +89,8 @@ impl CopyEngine {
     }
 
     /// Queues the copy on `stream` (a stream of `dst`'s device) and returns once all of it
-    /// is queued; `dst`'s pending stream becomes `stream`.
-    pub fn copy_on(&self, src: &Array, dst: &mut Array, stream: &AnyStream) -> Result<CopyRoute> {
+    /// is queued; it is recorded as a write of `dst` and a read of `src`.
+    pub fn copy_on(&self, src: &Array, dst: &Array, stream: &AnyStream) -> Result<CopyRoute> {
         if src.shape() != dst.shape() {
             return Err(Error::invalid_argument(format!("copy from shape {:?} to {:?}", src.shape(), dst.shape())));
         }
@@ -103,38 +110,41 @@ impl CopyEngine {
         if src.numel() == 0 {
             return Ok(CopyRoute::Empty);
         }
-        order_after(stream, dst.device(), dst.pending_stream())?;
-        order_after(stream, src.device(), src.pending_stream())?;
+        dst.wait_pending(stream, Access::Write)?;
         let (sd, dd) = (src.device(), dst.device());
-        let route = if sd.id() == dd.id() {
+        let route = if sd.id() == dd.id() || (sd.id().kind == dd.id().kind && dd.can_access_peer(sd)?) {
+            src.wait_pending(stream, Access::Read)?;
+            let route = if sd.id() == dd.id() {
+                CopyRoute::SameDevice
+            } else {
+                dd.enable_peer_access(sd)?;
+                CopyRoute::Peer
+            };
             strided_copy(stream, src, dst)?;
-            CopyRoute::SameDevice
-        } else if sd.id().kind == dd.id().kind && dd.can_access_peer(sd)? {
-            dd.enable_peer_access(sd)?;
-            strided_copy(stream, src, dst)?;
-            CopyRoute::Peer
+            src.record_access_on(dd, stream, Access::Read)?;
+            route
         } else {
             self.staged(src, dst, stream)?
         };
-        dst.set_pending_stream(Some(stream.clone()));
+        dst.record_access(stream, Access::Write)?;
         Ok(route)
     }
 
-    fn staged(&self, src: &Array, dst: &mut Array, stream: &AnyStream) -> Result<CopyRoute> {
+    fn staged(&self, src: &Array, dst: &Array, stream: &AnyStream) -> Result<CopyRoute> {
         let src_stream = src.device().default_stream(DefaultStream::Legacy)?;
-        order_after(&src_stream, src.device(), src.pending_stream())?;
+        src.wait_pending(&src_stream, Access::Read)?;
         // Pack a strided source on its own device.
         let packed_src = if src.layout().is_c_contiguous() {
             src.clone()
         } else {
-            let mut tmp = Array::empty(src.device(), src.shape(), src.dtype())?;
+            let tmp = Array::empty(src.device(), src.shape(), src.dtype())?;
             strided_copy(&src_stream, src, &tmp)?;
-            tmp.set_pending_stream(Some(src_stream.clone()));
             tmp
         };
         let direct = dst.layout().is_c_contiguous();
         let packed_dst = if direct { dst.clone() } else { Array::empty(dst.device(), dst.shape(), dst.dtype())? };
         let chunks = self.pipeline(&packed_src, &src_stream, &packed_dst, stream)?;
+        src.record_access(&src_stream, Access::Read)?;
         if !direct {
             strided_copy(stream, &packed_dst, dst)?;
         }
@@ -177,21 +187,6 @@ impl CopyEngine {
     }
 }
 
-/// Makes `stream` run after `pending` (a stream of `device`): an event wait when both are
-/// of one backend, else a host wait.
-fn order_after(stream: &AnyStream, device: &AnyDevice, pending: Option<&AnyStream>) -> Result<()> {
-    let Some(pending) = pending else { return Ok(()) };
-    if pending.raw_handle() == stream.raw_handle() && pending.device_id() == stream.device_id() {
-        return Ok(()); // same stream: already in order
-    }
-    let event = device.create_event(EventFlags::DISABLE_TIMING)?;
-    pending.record(&event)?;
-    match stream.wait(&event) {
-        Err(Error::BackendMismatch { .. }) => event.synchronize(),
-        other => other,
-    }
-}
-
 /// The element offsets of every run of `src` and `dst` (the longest trailing block that is
 /// contiguous in both), and the run length in elements.
 fn runs(src: &Layout, dst: &Layout) -> Result<(usize, Vec<isize>, Vec<isize>)> {
@@ -221,11 +216,10 @@ fn strided_copy(stream: &AnyStream, src: &Array, dst: &Array) -> Result<()> {
     let (run, src_runs, dst_runs) = runs(src.layout(), dst.layout())?;
     let run_bytes = run * item;
     if src_runs.len() > MANY_RUNS && run_bytes < SHORT_RUN_BYTES {
+        // Through the host: both arrays' own methods order themselves after their pending
+        // work, and `stream`'s (already waited for by the caller) is flushed first.
         stream.synchronize()?;
-        let bytes = src.to_bytes()?;
-        let mut dst = dst.clone();
-        dst.set_pending_stream(None);
-        return dst.copy_from_bytes(&bytes);
+        return dst.copy_from_bytes(&src.to_bytes()?);
     }
     let at = |base: usize, elems: isize| -> Result<usize> {
         usize::try_from(base as isize + elems * item as isize).map_err(|_| Error::invalid_layout("run offset"))

@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use enum_dispatch::enum_dispatch;
 use gpuport_core::{
-    Backend, Buffer, DefaultStream, Device, DeviceId, DeviceInfo, Error, Event, EventFlags, HostAllocFlags,
-    HostCallback, Kernel, KernelArg, LaunchConfig, Module, ModuleImage, Ownership, PointerAttributes, Result, Stream,
-    StreamFlags,
+    Backend, Buffer, DefaultStream, Device, DeviceId, DeviceInfo, DlpackDevices, Error, Event, EventFlags,
+    HostAllocFlags, HostCallback, Kernel, KernelArg, LaunchConfig, Module, ModuleImage, Ownership, PointerAttributes,
+    Result, Stream, StreamFlags,
 };
 use gpuport_cuda::{CudaDevice, CudaEvent, CudaStream};
 use gpuport_host::{HostDevice, HostEvent, HostStream};
@@ -28,6 +28,8 @@ pub trait DynDevice: Send + Sync + 'static {
     fn id(&self) -> DeviceId;
     /// See [`Device::info`].
     fn info(&self) -> Result<DeviceInfo>;
+    /// The DLPack device types its backend declares ([`Backend::DLPACK`]).
+    fn dlpack_devices(&self) -> DlpackDevices;
     /// See [`Device::alloc`].
     fn alloc(&self, bytes: usize) -> Result<Buffer>;
     /// See [`Device::alloc_async`].
@@ -252,6 +254,9 @@ impl<D: Device> DynDevice for D {
     fn info(&self) -> Result<DeviceInfo> {
         Device::info(self)
     }
+    fn dlpack_devices(&self) -> DlpackDevices {
+        <D::Backend as Backend>::DLPACK
+    }
     fn alloc(&self, bytes: usize) -> Result<Buffer> {
         Device::alloc(self, bytes)
     }
@@ -424,6 +429,7 @@ macro_rules! forward {
 forward!(PluginDevice: DynDevice {
     fn id(&self) -> DeviceId;
     fn info(&self) -> Result<DeviceInfo>;
+    fn dlpack_devices(&self) -> DlpackDevices;
     fn alloc(&self, bytes: usize) -> Result<Buffer>;
     fn alloc_async(&self, bytes: usize, stream: &AnyStream) -> Result<Buffer>;
     fn alloc_pinned(&self, bytes: usize, flags: HostAllocFlags) -> Result<Buffer>;

@@ -8,8 +8,9 @@
 //! - [`AnyDevice`], [`AnyStream`], [`AnyEvent`] dispatch over the built-in backends and
 //!   run-time plugins ([`Runtime::register_plugin`]); mixing backends is
 //!   [`Error::BackendMismatch`].
-//! - [`Array`] is an n-dimensional view of device memory with a dtype, a checked layout
-//!   and the stream its pending work is on.
+//! - [`Array`] is an n-dimensional view of device memory with a dtype and a checked
+//!   layout; every view of one allocation shares its pending work (per-stream read and
+//!   write events), so work queued through any view orders correctly.
 //!
 //! The static, zero-cost tier is re-exported from `gpuport-core` ([`Backend`], [`Device`],
 //! [`Stream`], [`Event`]); the host backend from `gpuport-host` as [`host`].
@@ -27,6 +28,7 @@ mod array;
 mod copy;
 mod dynamic;
 mod mirror;
+mod pending;
 mod runtime;
 
 pub use array::{as_bytes, Array};
@@ -36,7 +38,8 @@ pub use dynamic::{
     PluginDevice, PluginEvent, PluginStream,
 };
 pub use gpuport_core::*;
-pub use mirror::{Access, MirroredArray, SyncState};
+pub use mirror::{MirroredArray, SyncState};
+pub use pending::Access;
 pub use runtime::{
     parse_backend_list, BackendReport, BackendStatus, DiscoverOptions, DynBackend, Runtime, BACKENDS_ENV, DEVICE_ENV,
 };

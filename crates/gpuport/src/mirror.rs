@@ -12,6 +12,7 @@ use gpuport_core::{DType, Error, Result};
 use crate::array::Array;
 use crate::copy::CopyEngine;
 use crate::dynamic::{AnyDevice, DynDevice};
+use crate::pending::Access;
 
 /// Which side holds changes the other has not seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,15 +23,6 @@ pub enum SyncState {
     HostDirty,
     /// The device side was modified.
     DeviceDirty,
-}
-
-/// How an acquired side will be used: a write marks that side modified.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// Read only.
-    Read,
-    /// Read and write.
-    Write,
 }
 
 struct Base {
@@ -148,11 +140,11 @@ impl MirroredArray {
         let b = &self.base;
         match direction {
             SyncState::DeviceDirty => {
-                b.engine.copy(&b.device, &mut b.host.clone())?;
+                b.engine.copy(&b.device, &b.host)?;
                 b.device_to_host.fetch_add(1, Ordering::Relaxed);
             }
             SyncState::HostDirty | SyncState::Clean => {
-                b.engine.copy(&b.host, &mut b.device.clone())?;
+                b.engine.copy(&b.host, &b.device)?;
                 b.host_to_device.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -161,7 +153,8 @@ impl MirroredArray {
     }
 
     /// The host side, made current first (device → host if the device is modified). With
-    /// [`Access::Write`] the host side is then marked modified.
+    /// [`Access::Write`] (a write marks the side it acquires modified) the host side is then
+    /// marked modified.
     pub fn acquire_host(&self, access: Access) -> Result<Array> {
         let mut state = self.state_lock();
         self.sync_locked(&mut state, SyncState::DeviceDirty, false)?;

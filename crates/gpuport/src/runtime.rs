@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::{Arc, RwLock};
 
-use gpuport_core::{Backend, BackendKind, DeviceId, DeviceInfo, DeviceSpec, Error, LoadOptions, Result};
+use gpuport_core::{Backend, BackendKind, DeviceId, DeviceInfo, DeviceSpec, DlpackDevices, Error, LoadOptions, Result};
 use gpuport_cuda::CudaBackend;
 use gpuport_host::HostBackend;
 use gpuport_rocm::RocmBackend;
@@ -19,6 +19,8 @@ pub const DEVICE_ENV: &str = "GPUPORT_DEVICE";
 pub trait DynBackend: Send + Sync + 'static {
     /// Its kind.
     fn kind(&self) -> BackendKind;
+    /// Its DLPack device types (see [`Backend::DLPACK`]).
+    fn dlpack_devices(&self) -> DlpackDevices;
     /// Runtime and driver versions.
     fn version(&self) -> String;
     /// Its devices.
@@ -31,6 +33,9 @@ impl<B: Backend> DynBackend for B {
     fn kind(&self) -> BackendKind {
         B::KIND
     }
+    fn dlpack_devices(&self) -> DlpackDevices {
+        B::DLPACK
+    }
     fn version(&self) -> String {
         Backend::version(self)
     }
@@ -42,22 +47,23 @@ impl<B: Backend> DynBackend for B {
     }
 }
 
-/// A built-in backend: its kind and how to load it. Adding a backend is one line in
-/// [`BUILTIN`].
-struct Builtin {
-    kind: BackendKind,
-    load: fn(&LoadOptions) -> Result<Arc<dyn DynBackend>>,
-}
-
 fn load_as_dyn<B: Backend>(opts: &LoadOptions) -> Result<Arc<dyn DynBackend>> {
     Ok(Arc::new(B::load(opts)?))
 }
 
-const BUILTIN: &[Builtin] = &[
-    Builtin { kind: BackendKind::Host, load: load_as_dyn::<HostBackend> },
-    Builtin { kind: BackendKind::Cuda, load: load_as_dyn::<CudaBackend> },
-    Builtin { kind: BackendKind::Rocm, load: load_as_dyn::<RocmBackend> },
-];
+/// Loads built-in backend `kind`. The built-ins are `BackendKind::BUILTIN`, the one list;
+/// this match is exhaustive over it, so a new built-in kind cannot be left unloaded.
+fn load_builtin(kind: BackendKind, opts: &LoadOptions) -> Result<Arc<dyn DynBackend>> {
+    match kind {
+        BackendKind::Host => load_as_dyn::<HostBackend>(opts),
+        BackendKind::Cuda => load_as_dyn::<CudaBackend>(opts),
+        BackendKind::Rocm => load_as_dyn::<RocmBackend>(opts),
+        BackendKind::Plugin(name) => Err(Error::BackendUnavailable {
+            name: name.to_owned(),
+            reason: "a plugin is loaded by its own crate and registered with Runtime::register_plugin".into(),
+        }),
+    }
+}
 
 static PLUGINS: RwLock<Vec<Arc<dyn DynBackend>>> = RwLock::new(Vec::new());
 
@@ -136,9 +142,9 @@ impl Runtime {
         let wanted = |name: &str| opts.backends.as_ref().is_none_or(|list| list.iter().any(|n| n == name));
         let mut reports = Vec::new();
         let plugins: Vec<Arc<dyn DynBackend>> = PLUGINS.read().unwrap_or_else(|p| p.into_inner()).clone();
-        let candidates = BUILTIN
-            .iter()
-            .map(|b| (b.kind.name().to_owned(), (b.load)(&LoadOptions::default())))
+        let candidates = BackendKind::BUILTIN
+            .into_iter()
+            .map(|kind| (kind.name().to_owned(), load_builtin(kind, &LoadOptions::default())))
             .chain(plugins.into_iter().map(|p| (p.kind().name().to_owned(), Ok(p))));
         for (name, loaded) in candidates {
             if !wanted(&name) {
@@ -186,7 +192,7 @@ impl Runtime {
 
     /// Names of the built-in backends and registered plugins.
     pub fn known_names() -> Vec<String> {
-        let mut names: Vec<String> = BUILTIN.iter().map(|b| b.kind.name().to_owned()).collect();
+        let mut names: Vec<String> = BackendKind::BUILTIN.iter().map(|k| k.name().to_owned()).collect();
         let plugins = PLUGINS.read().unwrap_or_else(|p| p.into_inner());
         names.extend(plugins.iter().map(|p| p.kind().name().to_owned()));
         names
@@ -198,7 +204,7 @@ impl Runtime {
     pub fn register_plugin<B: Backend>(backend: B) -> Result<()> {
         let name = B::KIND.name();
         let mut plugins = PLUGINS.write().unwrap_or_else(|p| p.into_inner());
-        if BUILTIN.iter().any(|b| b.kind.name() == name) || plugins.iter().any(|p| p.kind().name() == name) {
+        if BackendKind::builtin_from_name(name).is_some() || plugins.iter().any(|p| p.kind().name() == name) {
             return Err(Error::invalid_argument(format!("a backend named `{name}` is already registered")));
         }
         plugins.push(Arc::new(backend));

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{bytes, devices};
 use gpuport::{
-    copy, Array, CopyEngine, CopyRoute, DType, DefaultStream, DynDevice, DynStream, Error, Layout, StreamFlags,
+    copy, Access, Array, CopyEngine, CopyRoute, DType, DefaultStream, DynDevice, DynStream, Error, Layout, StreamFlags,
 };
 use proptest::prelude::*;
 
@@ -31,13 +31,13 @@ fn round_trips_around_chunk_boundaries() {
     for n in [1, 2, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK, 2 * CHUNK + 1, 3 * CHUNK + 7, 10 * CHUNK - 1] {
         let data = bytes(n, n as u8);
         let src = u8_array(&host, &data);
-        let mut a = at_odd_offset(&e0, n);
-        let mut b = at_odd_offset(&e1, n);
-        let mut back = at_odd_offset(&host, n);
+        let a = at_odd_offset(&e0, n);
+        let b = at_odd_offset(&e1, n);
+        let back = at_odd_offset(&host, n);
         let chunks = n.div_ceil(CHUNK);
-        assert_eq!(engine.copy(&src, &mut a).unwrap(), CopyRoute::Staged { chunks }, "host→ext, n={n}");
-        assert_eq!(engine.copy(&a, &mut b).unwrap(), CopyRoute::Staged { chunks }, "ext:0→ext:1, n={n}");
-        assert_eq!(engine.copy(&b, &mut back).unwrap(), CopyRoute::Staged { chunks }, "ext→host, n={n}");
+        assert_eq!(engine.copy(&src, &a).unwrap(), CopyRoute::Staged { chunks }, "host→ext, n={n}");
+        assert_eq!(engine.copy(&a, &b).unwrap(), CopyRoute::Staged { chunks }, "ext:0→ext:1, n={n}");
+        assert_eq!(engine.copy(&b, &back).unwrap(), CopyRoute::Staged { chunks }, "ext→host, n={n}");
         let got = back.to_vec::<u8>().unwrap();
         for (i, (g, w)) in got.iter().zip(&data).enumerate() {
             assert_eq!(g, w, "n={n}: byte {i} differs");
@@ -51,8 +51,8 @@ fn same_device_copies_are_device_copies() {
     let (_, e0, _) = devices();
     let data = bytes(5000, 1);
     let src = u8_array(&e0, &data);
-    let mut dst = Array::zeros(&e0, &[5000], DType::U8).unwrap();
-    assert_eq!(copy(&src, &mut dst).unwrap(), CopyRoute::SameDevice);
+    let dst = Array::zeros(&e0, &[5000], DType::U8).unwrap();
+    assert_eq!(copy(&src, &dst).unwrap(), CopyRoute::SameDevice);
     assert_eq!(dst.to_vec::<u8>().unwrap(), data);
 }
 
@@ -75,9 +75,9 @@ fn strided_sources_and_destinations() {
     }
     // A strided destination on ext:1, filled from ext:0; the gaps must be untouched.
     let big = Array::from_slice(&e1, &vec![-1i32; 7 * 18], &[7, 18]).unwrap();
-    let mut every_other = big.slice(1, 0, None, 2).unwrap();
+    let every_other = big.slice(1, 0, None, 2).unwrap();
     let src0 = Array::from_slice(&e0, &vals, &[7, 9]).unwrap();
-    engine.copy(&src0, &mut every_other).unwrap();
+    engine.copy(&src0, &every_other).unwrap();
     assert_eq!(every_other.to_vec::<i32>().unwrap(), vals);
     let all = big.to_vec::<i32>().unwrap();
     assert!(all.iter().skip(1).step_by(2).all(|&v| v == -1), "gaps were overwritten");
@@ -85,8 +85,8 @@ fn strided_sources_and_destinations() {
     let sq: Vec<u8> = bytes(100 * 100, 9);
     let m = Array::from_slice(&e0, &sq, &[100, 100]).unwrap();
     let mt = m.permute(&[1, 0]).unwrap();
-    let mut out = Array::zeros(&e0, &[100, 100], DType::U8).unwrap();
-    assert_eq!(engine.copy(&mt, &mut out).unwrap(), CopyRoute::SameDevice);
+    let out = Array::zeros(&e0, &[100, 100], DType::U8).unwrap();
+    assert_eq!(engine.copy(&mt, &out).unwrap(), CopyRoute::SameDevice);
     assert_eq!(out.to_vec::<u8>().unwrap(), mt.to_vec::<u8>().unwrap());
 }
 
@@ -94,15 +94,15 @@ fn strided_sources_and_destinations() {
 fn copies_wait_for_pending_work() {
     let (host, e0, _) = devices();
     let n = 4096;
-    let mut src = Array::zeros(&host, &[n], DType::U8).unwrap();
+    let src = Array::zeros(&host, &[n], DType::U8).unwrap();
     let slow = host.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
     let fresh = host.alloc_pinned(n, Default::default()).unwrap();
     slow.write(&[7u8; 4096], &fresh, 0).unwrap();
     slow.host_callback(Box::new(|| std::thread::sleep(Duration::from_millis(50)))).unwrap();
     slow.copy(&fresh, 0, src.buffer(), 0, n).unwrap();
-    src.set_pending_stream(Some(slow)); // the new data is pending on `slow`
-    let mut dst = Array::zeros(&e0, &[n], DType::U8).unwrap();
-    copy(&src, &mut dst).unwrap();
+    src.record_access(&slow, Access::Write).unwrap(); // the new data is pending on `slow`
+    let dst = Array::zeros(&e0, &[n], DType::U8).unwrap();
+    copy(&src, &dst).unwrap();
     assert!(dst.to_vec::<u8>().unwrap().iter().all(|&b| b == 7), "the copy ran before the pending write");
 }
 
@@ -111,26 +111,37 @@ fn copy_on_a_stream_is_asynchronous_and_recorded_as_pending() {
     let (host, e0, _) = devices();
     let data = bytes(10_000, 3);
     let src = u8_array(&host, &data);
-    let mut dst = Array::zeros(&e0, &[10_000], DType::U8).unwrap();
+    let dst = Array::zeros(&e0, &[10_000], DType::U8).unwrap();
     let stream = e0.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
-    CopyEngine::with_chunk_bytes(CHUNK).unwrap().copy_on(&src, &mut dst, &stream).unwrap();
-    assert_eq!(dst.pending_stream().map(|s| s.raw_handle()), Some(stream.raw_handle()));
-    assert_eq!(dst.to_vec::<u8>().unwrap(), data, "readers wait for the pending stream");
+    // Hold `stream` so the copy's destination half cannot have run when `copy_on` returns
+    // (one chunk: the engine waits for nothing on `stream` itself).
+    let (open, gate) = std::sync::mpsc::channel::<()>();
+    stream
+        .host_callback(Box::new(move || {
+            let _ = gate.recv_timeout(Duration::from_secs(30));
+        }))
+        .unwrap();
+    CopyEngine::default().copy_on(&src, &dst, &stream).unwrap();
+    assert!(dst.has_pending_work().unwrap(), "the copy is pending on `stream`");
+    let view = dst.slice(0, 5000, None, 1).unwrap();
+    open.send(()).unwrap();
+    assert_eq!(view.to_vec::<u8>().unwrap(), data[5000..], "a view's reader waits for the copy");
+    assert!(!dst.has_pending_work().unwrap());
 }
 
 #[test]
 fn bad_copies_are_errors() {
     let (host, e0, _) = devices();
     let a = Array::zeros(&host, &[4], DType::F32).unwrap();
-    let mut wrong_shape = Array::zeros(&e0, &[5], DType::F32).unwrap();
-    let mut wrong_dtype = Array::zeros(&e0, &[4], DType::I32).unwrap();
-    let mut read_only = Array::zeros(&e0, &[4], DType::F32).unwrap().to_read_only();
-    assert!(matches!(copy(&a, &mut wrong_shape), Err(Error::InvalidArgument { .. })));
-    assert!(matches!(copy(&a, &mut wrong_dtype), Err(Error::InvalidArgument { .. })));
-    assert!(matches!(copy(&a, &mut read_only), Err(Error::InvalidArgument { .. })));
-    let mut dst = Array::zeros(&e0, &[4], DType::F32).unwrap();
+    let wrong_shape = Array::zeros(&e0, &[5], DType::F32).unwrap();
+    let wrong_dtype = Array::zeros(&e0, &[4], DType::I32).unwrap();
+    let read_only = Array::zeros(&e0, &[4], DType::F32).unwrap().to_read_only();
+    assert!(matches!(copy(&a, &wrong_shape), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(copy(&a, &wrong_dtype), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(copy(&a, &read_only), Err(Error::InvalidArgument { .. })));
+    let dst = Array::zeros(&e0, &[4], DType::F32).unwrap();
     let host_stream = host.default_stream(DefaultStream::Legacy).unwrap();
-    let wrong_stream = CopyEngine::default().copy_on(&a, &mut dst, &host_stream);
+    let wrong_stream = CopyEngine::default().copy_on(&a, &dst, &host_stream);
     assert!(matches!(wrong_stream, Err(Error::InvalidArgument { .. })));
     let mut empty = Array::zeros(&e0, &[0], DType::F32).unwrap();
     assert_eq!(copy(&Array::zeros(&host, &[0], DType::F32).unwrap(), &mut empty).unwrap(), CopyRoute::Empty);
@@ -181,8 +192,8 @@ proptest! {
             } else {
                 arrays[step.src].slice(0, step.src_start, Some(step.src_start + len), 1).unwrap()
             };
-            let mut dst_view = arrays[step.dst].slice(0, step.dst_start, Some(step.dst_start + len), 1).unwrap();
-            engine.copy(&src_view, &mut dst_view).unwrap();
+            let dst_view = arrays[step.dst].slice(0, step.dst_start, Some(step.dst_start + len), 1).unwrap();
+            engine.copy(&src_view, &dst_view).unwrap();
             let mut window: Vec<u16> = model[step.src][step.src_start..step.src_start + len].to_vec();
             if step.reverse {
                 window.reverse();

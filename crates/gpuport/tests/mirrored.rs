@@ -15,7 +15,7 @@ fn mirrored(n: usize) -> MirroredArray {
 fn host_writes_reach_the_device_once() {
     let m = mirrored(10);
     assert_eq!(m.state(), SyncState::Clean);
-    let mut h = m.acquire_host(Access::Write).unwrap();
+    let h = m.acquire_host(Access::Write).unwrap();
     assert_eq!(m.state(), SyncState::HostDirty);
     h.copy_from_slice(&(0..10).collect::<Vec<i32>>()).unwrap();
     assert_eq!(m.copy_counts(), (0, 0), "acquiring a clean side copies nothing");
@@ -30,7 +30,7 @@ fn host_writes_reach_the_device_once() {
 #[test]
 fn device_writes_reach_the_host_once() {
     let m = mirrored(4);
-    let mut d = m.acquire_device(Access::Write).unwrap();
+    let d = m.acquire_device(Access::Write).unwrap();
     assert_eq!(m.state(), SyncState::DeviceDirty);
     d.copy_from_slice(&[5i32, 6, 7, 8]).unwrap();
     let h = m.acquire_host(Access::Read).unwrap();
@@ -84,7 +84,7 @@ fn views_share_the_state_and_copy_the_whole_base() {
     let tail = m.slice(0, 4, None, 1).unwrap();
     let rev = m.slice(0, 7, None, -1).unwrap();
     assert!(tail.shares_state_with(&m) && rev.shares_state_with(&m));
-    let mut h = tail.acquire_host(Access::Write).unwrap();
+    let h = tail.acquire_host(Access::Write).unwrap();
     h.copy_from_slice(&[1i32, 2, 3, 4]).unwrap();
     assert_eq!(m.state(), SyncState::HostDirty, "a view's write marks the whole array");
     let d = rev.acquire_device(Access::Read).unwrap();

@@ -6,9 +6,7 @@
 
 use std::collections::VecDeque;
 
-use crate::error::Result;
-use crate::kernel::Kernel;
-use crate::memory::Buffer;
+use gpuport_core::{Buffer, Kernel, Result};
 
 /// Handles parked per batch before the batch is sealed behind an event.
 pub const BATCH: usize = 64;
@@ -84,8 +82,7 @@ impl<H: Copy> Parked<H> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::id::DeviceId;
-    use crate::memory::{BufferDesc, MemoryKind};
+    use gpuport_core::{BufferDesc, DeviceId, MemoryKind};
     use std::cell::{Cell, RefCell};
 
     #[derive(Default)]

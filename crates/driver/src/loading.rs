@@ -3,7 +3,7 @@
 
 use libloading::Library;
 
-use crate::error::{Error, LoadAttempt, Result};
+use gpuport_core::{Error, LoadAttempt, Result};
 
 /// The loader's own words: libloading keeps `dlerror`'s text in the error's source.
 fn loader_message(e: &libloading::Error) -> String {

@@ -1,6 +1,7 @@
-//! The ordered asynchronous work queue behind every host stream: one worker thread per
-//! queue, run in submission order. Public so that other software devices (the ext device,
-//! out-of-tree ports) can reuse it the way a vendor reuses a helper crate.
+//! The ordered asynchronous work queue behind every software stream: one worker thread per
+//! queue, run in submission order. The worker is a restricted thread
+//! (`gpuport_core::release`): the last clone of a buffer or handle that queued work held
+//! is released on the release thread, never here.
 //!
 //! Hot path: an enqueue is one atomic increment and one channel send (the channel
 //! allocates per block of messages, not per message); completion is one atomic increment,
@@ -189,6 +190,7 @@ impl WorkQueue {
         std::thread::Builder::new()
             .name(format!("gpuport {name}"))
             .spawn(move || {
+                gpuport_core::release::mark_restricted_thread();
                 for op in rx {
                     run(op, &worker_state);
                     worker_state.complete_one();

@@ -1,10 +1,13 @@
-//! Host "kernels": Rust functions registered by module and name, launched on a stream.
-//! They are the host backend's equivalent of PTX modules, and let tests observe ordering.
+//! Kernels of software devices: Rust functions registered by module and name, launched on
+//! a stream. They are a software device's equivalent of PTX modules, and let tests observe
+//! ordering.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use gpuport_core::{Element, Error, LaunchConfig, Result, Scalar};
+use gpuport_core::{
+    BackendKind, Buffer, DeviceId, Element, Error, Kernel, KernelArg, LaunchConfig, Module, Result, Scalar,
+};
 
 /// A host kernel: called once per launch with the launch geometry and its arguments.
 pub type HostKernelFn = fn(&LaunchConfig, &HostKernelArgs) -> Result<()>;
@@ -32,12 +35,64 @@ pub fn module_table(module: &str) -> Result<Arc<ModuleTable>> {
         .ok_or_else(|| Error::invalid_argument(format!("no host module named {module:?} is registered")))
 }
 
-/// A host module handle.
+/// A module handle of registered kernels.
 pub struct HostModule(pub Arc<ModuleTable>);
 
-/// A host kernel handle.
+/// A registered kernel handle.
 #[derive(Clone, Copy)]
 pub struct HostKernel(pub HostKernelFn);
+
+/// `Device::load_module` for a software device of `kind`: registered modules only.
+pub fn load_module(kind: BackendKind, device: DeviceId, image: gpuport_core::ModuleImage<'_>) -> Result<Module> {
+    match image {
+        gpuport_core::ModuleImage::Registered(name) => Ok(Module::new(device, HostModule(module_table(name)?))),
+        other => Err(Error::unsupported(
+            kind,
+            format!(
+                "loading a {} (register Rust functions with gpuport_queue::register_kernel instead)",
+                other.kind_name()
+            ),
+        )),
+    }
+}
+
+/// `Device::kernel` for a software device of `kind`; a module of another backend is
+/// `BackendMismatch`.
+pub fn kernel(kind: BackendKind, device: DeviceId, module: &Module, name: &str) -> Result<Kernel> {
+    let HostModule(table) =
+        module.handle::<HostModule>().ok_or_else(|| Error::mismatch("kernel lookup", kind, module.device()))?;
+    let f = table
+        .get(name)
+        .ok_or_else(|| Error::invalid_argument(format!("{kind} module has no kernel named {name:?}")))?;
+    Ok(Kernel::new(device, name, HostKernel(*f)))
+}
+
+/// Resolves kernel arguments to host pointers, checking every buffer, and returns the
+/// buffers the launch must keep alive. `resolve(buffer, offset, len)` gives the host
+/// pointer for a range of a buffer (software devices translate their own addresses).
+pub fn resolve_args(
+    args: &[KernelArg],
+    resolve: impl Fn(&Buffer, usize, usize) -> Result<*mut u8>,
+) -> Result<(HostKernelArgs, Vec<Buffer>)> {
+    let mut resolved = Vec::with_capacity(args.len());
+    let mut keep = Vec::new();
+    for arg in args {
+        match arg {
+            KernelArg::Buffer { buffer, offset } => {
+                let len = buffer.len().checked_sub(*offset).ok_or_else(|| {
+                    Error::invalid_argument(format!(
+                        "kernel argument offset {offset} is past a {}-byte buffer",
+                        buffer.len()
+                    ))
+                })?;
+                resolved.push(HostArg::Ptr(resolve(buffer, *offset, len)?, len));
+                keep.push(buffer.clone());
+            }
+            KernelArg::Scalar(s) => resolved.push(HostArg::Scalar(*s)),
+        }
+    }
+    Ok((HostKernelArgs::new(resolved), keep))
+}
 
 /// One resolved argument of a host kernel.
 #[derive(Debug, Clone, Copy)]

@@ -19,8 +19,12 @@ pub fn host_meminfo() -> (u64, u64) {
     }
 }
 
-/// Physical memory plus swap, in bytes: the most one host allocation can get.
+/// Physical memory plus swap, in bytes: the most one host allocation can get. Read once
+/// per process, so allocation paths never read `/proc`.
 pub fn host_memory_limit() -> u64 {
-    let (total, swap) = host_meminfo();
-    total.saturating_add(swap)
+    static LIMIT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        let (total, swap) = host_meminfo();
+        total.saturating_add(swap)
+    })
 }

@@ -1,0 +1,27 @@
+//! # gpuport-driver
+//!
+//! Helpers for backend authors, kept out of the contract crate (`gpuport-core`): what a
+//! backend over a vendor runtime loaded from a library needs, written once.
+//!
+//! - [`loading`]: opening the first of several candidate libraries, recording every
+//!   attempt and the loader's message for `Error::LibraryNotFound`;
+//! - [`status`]: vendor status codes → `gpuport_core::Error` (one table for CUDA and HIP);
+//! - [`kernel_args`]: kernel arguments packed into the pointer array vendor launches take;
+//! - [`parking`]: keeping queued work's buffers and kernels alive beside a vendor stream
+//!   until an event after them completes;
+//! - [`release`]: the deferred-release thread (defined with `Buffer` in core, whose drop
+//!   obeys it): drops that may call a driver or foreign code never run on a driver
+//!   callback thread or a stream worker;
+//! - [`host_memory`]: the host's memory limit, which every host-side allocation is checked
+//!   against before the allocator is asked.
+//!
+//! CUDA, ROCm and any vendor port may use it; a software device uses `gpuport-queue`,
+//! which builds on it.
+
+pub mod host_memory;
+pub mod kernel_args;
+pub mod loading;
+pub mod parking;
+pub mod status;
+
+pub use gpuport_core::release;

@@ -1,0 +1,32 @@
+//! # gpuport-queue
+//!
+//! The machinery of a software device, for any port that runs its work on the CPU (the
+//! host backend and the ext device are built from it; so is `examples/port-template`):
+//!
+//! - [`WorkQueue`]: an ordered asynchronous queue with its own worker thread; errors of
+//!   queued work are kept for the next `synchronize`;
+//! - [`EventState`] / [`QueueEvent`]: real completion markers with generations and
+//!   timestamps, raw handles and ownership;
+//! - [`QueueStream`]: a stream handle with every stream operation written once over the
+//!   backend's address resolution;
+//! - [`DeviceQueues`]: every queue of a device, for a device-wide synchronize that also
+//!   waits for dropped streams' work;
+//! - [`kernels`]: Rust functions registered by module and name, launched like kernels;
+//! - [`memory`]: aligned zeroed host allocations and a pointer registry;
+//! - [`handles`]: raw handle numbers that map back to live objects.
+//!
+//! A port implements `gpuport-core`'s traits by wrapping these types and forwarding.
+
+mod device;
+mod event;
+pub mod handles;
+pub mod kernels;
+pub mod memory;
+mod queue;
+mod stream;
+
+pub use device::DeviceQueues;
+pub use event::{EventState, QueueEvent};
+pub use kernels::{register_kernel, HostKernelArgs, HostKernelFn};
+pub use queue::{copy_bytes, synchronize_all, QueueTracker, SendPtr, Work, WorkQueue};
+pub use stream::{host_range, QueueStream, Resolve};

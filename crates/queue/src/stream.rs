@@ -1,0 +1,211 @@
+//! Streams of a software device: a [`WorkQueue`] with a process-wide raw handle and
+//! ownership, and every stream operation written once over a backend's address
+//! resolution. A backend's `Stream` implementation wraps [`QueueStream`] and forwards,
+//! passing how it turns a buffer range into a host pointer (the host: host-accessible
+//! memory; the ext device: its hidden backing memory too).
+
+use std::sync::Arc;
+
+use gpuport_core::{
+    check_copy, BackendKind, Buffer, DeviceId, Error, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result,
+    StreamFlags,
+};
+
+use crate::event::QueueEvent;
+use crate::handles::{HandleRegistry, OwnerGuard};
+use crate::kernels::{resolve_args, HostKernel};
+use crate::queue::WorkQueue;
+
+/// How a backend turns `len` bytes at `offset` of a buffer into a host pointer for its
+/// worker, checking the range and that the buffer is memory it may touch.
+pub trait Resolve: Fn(&Buffer, usize, usize) -> Result<*mut u8> {}
+impl<F: Fn(&Buffer, usize, usize) -> Result<*mut u8>> Resolve for F {}
+
+struct StreamCore {
+    queue: WorkQueue,
+    device: DeviceId,
+    flags: StreamFlags,
+}
+
+impl StreamCore {
+    fn destroy(&self) {
+        self.queue.close();
+    }
+}
+
+static STREAMS: HandleRegistry<StreamCore> = HandleRegistry::new();
+
+/// A stream handle of a software device.
+#[derive(Clone)]
+pub struct QueueStream {
+    inner: Arc<StreamCore>,
+    raw: usize,
+    owner: Option<Arc<OwnerGuard<StreamCore>>>,
+}
+
+/// The host pointer of a range of a host-accessible buffer (host memory, or another
+/// backend's pinned or managed memory); anything else is `BackendMismatch`.
+pub fn host_range(buffer: &Buffer, offset: usize, len: usize, operation: &'static str) -> Result<*mut u8> {
+    if !buffer.is_host_accessible() {
+        return Err(Error::BackendMismatch {
+            operation,
+            expected: "host-accessible".into(),
+            found: format!("{:?} memory of {}", buffer.memory(), buffer.device()),
+        });
+    }
+    buffer.host_ptr(offset, len)
+}
+
+impl QueueStream {
+    /// A new owned stream of `device`, with its own worker.
+    pub fn create(device: DeviceId, flags: StreamFlags) -> Result<Self> {
+        let raw = STREAMS.reserve();
+        let queue = WorkQueue::new(format!("stream {raw:#x} on {device}"))?;
+        let inner = Arc::new(StreamCore { queue, device, flags });
+        STREAMS.register(raw, &inner);
+        let owner = OwnerGuard::new(&STREAMS, raw, inner.clone(), StreamCore::destroy);
+        Ok(QueueStream { inner, raw, owner: Some(Arc::new(owner)) })
+    }
+
+    /// A borrowed handle to the live stream with raw handle `raw`, which must belong to
+    /// `device`; a stale, unknown or foreign handle is `InvalidHandle`.
+    pub fn from_raw(device: DeviceId, raw: usize) -> Result<Self> {
+        let inner = STREAMS
+            .get(raw)
+            .filter(|s| !s.queue.is_closed() && s.device == device)
+            .ok_or_else(|| Error::invalid_handle(format!("{raw:#x} is not a live stream of {device}")))?;
+        Ok(QueueStream { inner, raw, owner: None })
+    }
+
+    /// A borrowed handle to the same stream.
+    pub fn to_borrowed(&self) -> Self {
+        QueueStream { inner: self.inner.clone(), raw: self.raw, owner: None }
+    }
+
+    /// The queue.
+    pub fn queue(&self) -> &WorkQueue {
+        &self.inner.queue
+    }
+    /// The device.
+    pub fn device_id(&self) -> DeviceId {
+        self.inner.device
+    }
+    /// Whether this handle owns the stream.
+    pub fn ownership(&self) -> Ownership {
+        Ownership::from_owned(self.owner.is_some())
+    }
+    /// The raw handle.
+    pub fn raw_handle(&self) -> usize {
+        self.raw
+    }
+    /// Creation flags.
+    pub fn flags(&self) -> StreamFlags {
+        self.inner.flags
+    }
+
+    /// `Stream::copy`: both ranges resolved and checked, then queued with the buffers.
+    pub fn copy(
+        &self,
+        src: &Buffer,
+        src_offset: usize,
+        dst: &Buffer,
+        dst_offset: usize,
+        len: usize,
+        resolve: impl Resolve,
+    ) -> Result<()> {
+        check_copy(src, src_offset, dst, dst_offset, len)?;
+        let s = resolve(src, src_offset, len)?;
+        let d = resolve(dst, dst_offset, len)?;
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: both ranges were checked against their buffers (which travel with the op)
+        // and do not overlap.
+        unsafe { self.queue().copy(s, d, len, [Some(src.clone()), Some(dst.clone())]) }
+    }
+
+    /// `Stream::memset`.
+    pub fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8, resolve: impl Resolve) -> Result<()> {
+        let d = resolve(dst, offset, len)?;
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: the range was checked and the buffer travels with the op.
+        unsafe { self.queue().fill(d, len, value, Some(dst.clone())) }
+    }
+
+    /// `Stream::write`: queued after the work already queued; returns once it has run.
+    pub fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize, resolve: impl Resolve) -> Result<()> {
+        let d = resolve(dst, dst_offset, src.len())?;
+        if src.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: `src` stays borrowed until `flush` returns, by which time the copy has
+        // run; `dst` travels with the op. A host slice never overlaps a live allocation.
+        unsafe { self.queue().copy(src.as_ptr(), d, src.len(), [None, Some(dst.clone())])? };
+        self.queue().flush()
+    }
+
+    /// `Stream::read`: queued after the work already queued; returns once it has run.
+    pub fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8], resolve: impl Resolve) -> Result<()> {
+        let s = resolve(src, src_offset, dst.len())?;
+        if dst.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: as in `write`, with the roles swapped.
+        unsafe { self.queue().copy(s, dst.as_mut_ptr(), dst.len(), [Some(src.clone()), None])? };
+        self.queue().flush()
+    }
+
+    /// `Stream::record`.
+    pub fn record(&self, event: &QueueEvent) -> Result<()> {
+        self.queue().record(event.state())
+    }
+
+    /// `Stream::wait`: a destroyed event is refused.
+    pub fn wait(&self, event: &QueueEvent) -> Result<()> {
+        if event.state().is_destroyed() {
+            return Err(Error::invalid_handle("waiting on a destroyed event"));
+        }
+        self.queue().wait(event.state())
+    }
+
+    /// `Stream::host_callback`.
+    pub fn host_callback(&self, f: HostCallback) -> Result<()> {
+        self.queue().run(Box::new(move || {
+            f();
+            Ok(())
+        }))
+    }
+
+    /// `Stream::launch` of a registered Rust kernel; a kernel of another backend is
+    /// `BackendMismatch` (for `kind`).
+    pub fn launch(
+        &self,
+        kind: BackendKind,
+        kernel: &Kernel,
+        config: &LaunchConfig,
+        args: &[KernelArg],
+        resolve: impl Resolve,
+    ) -> Result<()> {
+        let HostKernel(f) =
+            *kernel.handle::<HostKernel>().ok_or_else(|| Error::mismatch("launch", kind, kernel.device()))?;
+        config.validate()?;
+        let (resolved, keep) = resolve_args(args, resolve)?;
+        let config = *config;
+        self.queue().run(Box::new(move || {
+            let _keep = keep;
+            f(&config, &resolved)
+        }))
+    }
+
+    /// `Stream::query`.
+    pub fn query(&self) -> Result<bool> {
+        Ok(self.queue().query())
+    }
+
+    /// `Stream::synchronize`.
+    pub fn synchronize(&self) -> Result<()> {
+        self.queue().synchronize()
+    }
+}

@@ -7,6 +7,10 @@
 //! - `bench` — the benchmarks (release build); each prints ratios against a floor measured
 //!   in the same run.
 //! - `ci` — what `.ci/run` runs: `lint`, then `test --backend all`.
+//!
+//! `test` also builds and tests `examples/port-template`, a device port kept outside the
+//! workspace (its own `Cargo.toml`), through the conformance suite's public entry point;
+//! `lint` checks it too.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, ExitCode, Stdio};
@@ -29,6 +33,20 @@ fn usage() -> ExitCode {
 
 fn cargo() -> Command {
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+/// The port template's manifest: a crate outside the workspace.
+const TEMPLATE: &str = "examples/port-template/Cargo.toml";
+
+/// `cargo <subcommand> --manifest-path <template> <args>`, sharing the workspace's target
+/// folder so the gpuport crates it depends on are built once.
+fn template_cargo(subcommand: &str, args: &[&str]) -> Command {
+    let mut cmd = cargo();
+    cmd.arg(subcommand).args(["--manifest-path", TEMPLATE]).args(args);
+    if std::env::var_os("CARGO_TARGET_DIR").is_none() {
+        cmd.env("CARGO_TARGET_DIR", "target");
+    }
+    cmd
 }
 
 /// Runs a command, echoing it; returns whether it succeeded.
@@ -104,7 +122,9 @@ fn test(backend: &str) -> bool {
     // Discovery must see every backend the suite is asked for.
     cmd.env_remove("GPUPORT_BACKENDS");
     let mut tally = Tally::default();
-    let ok = run_tests(cmd, &mut tally);
+    let mut ok = run_tests(cmd, &mut tally);
+    // The port written outside the workspace passes the suite through its public entry point.
+    ok &= run_tests(template_cargo("test", &[]), &mut tally);
     println!("\nxtask test --backend {backend}: {} ignored", tally.ignored);
     println!("{} passed, {} failed", tally.passed, tally.failed);
     if !ok {
@@ -125,7 +145,14 @@ fn lint() -> bool {
     clippy_hip.args(["clippy", "-p", "gpuport-rocm", "--all-targets", "--features", "hip-sys", "--", "-D", "warnings"]);
     let hip_headers =
         std::env::var("HIP_PATH").map(|p| std::path::Path::new(&p).join("include/hip/hip_runtime_api.h").is_file());
-    run(fmt) && run(clippy) && run(doc) && (hip_headers != Ok(true) || run(clippy_hip))
+    let template_fmt = template_cargo("fmt", &["--check"]);
+    let template_clippy = template_cargo("clippy", &["--all-targets", "--", "-D", "warnings"]);
+    run(fmt)
+        && run(clippy)
+        && run(doc)
+        && run(template_fmt)
+        && run(template_clippy)
+        && (hip_headers != Ok(true) || run(clippy_hip))
 }
 
 fn main() -> ExitCode {

@@ -42,11 +42,11 @@ fn main() -> gpuport::Result<()> {
             dst_v.copy_from_slice(std::hint::black_box(&mid_v));
         });
         let src = Array::from_slice(&host, &src_v, &[n])?;
-        let mut on_ext = Array::empty(&ext, &[n], DType::U8)?;
-        let mut back = Array::empty(&host, &[n], DType::U8)?;
+        let on_ext = Array::empty(&ext, &[n], DType::U8)?;
+        let back = Array::empty(&host, &[n], DType::U8)?;
         let mut failed = None;
         let staged = time(iters, || {
-            if let Err(e) = copy(&src, &mut on_ext).and_then(|_| copy(&on_ext, &mut back)) {
+            if let Err(e) = copy(&src, &on_ext).and_then(|_| copy(&on_ext, &back)) {
                 failed = Some(e);
             }
         });

@@ -68,8 +68,8 @@ fn strided_sources_and_destinations() {
     for view in [&t, &rev] {
         let want = view.to_vec::<i32>().unwrap();
         for dev in [&e0, &e1, &host] {
-            let mut dst = Array::zeros(dev, view.shape(), DType::I32).unwrap();
-            engine.copy(view, &mut dst).unwrap();
+            let dst = Array::zeros(dev, view.shape(), DType::I32).unwrap();
+            engine.copy(view, &dst).unwrap();
             assert_eq!(dst.to_vec::<i32>().unwrap(), want, "{:?} → {}", view.shape(), dev.id());
         }
     }
@@ -143,8 +143,8 @@ fn bad_copies_are_errors() {
     let host_stream = host.default_stream(DefaultStream::Legacy).unwrap();
     let wrong_stream = CopyEngine::default().copy_on(&a, &dst, &host_stream);
     assert!(matches!(wrong_stream, Err(Error::InvalidArgument { .. })));
-    let mut empty = Array::zeros(&e0, &[0], DType::F32).unwrap();
-    assert_eq!(copy(&Array::zeros(&host, &[0], DType::F32).unwrap(), &mut empty).unwrap(), CopyRoute::Empty);
+    let empty = Array::zeros(&e0, &[0], DType::F32).unwrap();
+    assert_eq!(copy(&Array::zeros(&host, &[0], DType::F32).unwrap(), &empty).unwrap(), CopyRoute::Empty);
 }
 
 /// One step of a random copy sequence: from array `src` to array `dst`, a window of

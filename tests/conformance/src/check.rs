@@ -29,8 +29,9 @@ impl From<gpuport::Error> for Failure {
     }
 }
 
-/// A case's result. `Ok(Some(reason))` means the case did not apply (a skip, with why).
-pub type Outcome = Result<Option<String>, Failure>;
+/// A case's result. A case that cannot apply to a target is never run: its [`crate::Need`]s
+/// say so up front, and it is reported as skipped with the reason.
+pub type Outcome = Result<(), Failure>;
 
 /// Fails the case with a formatted message unless the condition holds.
 #[macro_export]

@@ -1,18 +1,31 @@
 //! # gpuport-conformance
 //!
 //! One behavioural suite, written once against the dynamic tier and run against any
-//! backend: `cargo xtask test --backend host|cuda|rocm|ext|all`. It is the contract every
-//! backend — built-in, plugin or out-of-tree port — must pass.
+//! backend — built-in, plugin, or a port in a crate of its own outside this workspace. It
+//! is the contract every backend must pass.
 //!
-//! A backend is described by a [`Target`] (its devices and, optionally, a test kernel in
-//! its own code format). Adding a backend means adding one entry to [`TARGETS`].
-//! Test names carry the backend (`host::ordering::cross_stream_event`), so a failure
-//! names it.
+//! A port runs the whole suite against itself with one call from its own test file:
+//!
+//! ```no_run
+//! # fn register() -> gpuport::Result<()> { Ok(()) }
+//! let report = gpuport_conformance::run_port(&gpuport_conformance::Port {
+//!     name: "mydev",                 // the backend name, as in device strings
+//!     register: Some(register),      // registers the backend with the runtime
+//!     kernel: None,                  // or a `fill_u32` test kernel in the port's format
+//! });
+//! println!("{report}");              // every case, with the reason for each skip
+//! assert!(report.is_success(), "{report}");
+//! ```
+//!
+//! A case a port cannot run (no test kernel, one device, no stream-ordered allocation) is
+//! reported as skipped with the reason and counted — never passed. Inside this workspace
+//! `cargo xtask test --backend host|cuda|rocm|ext|all` runs the built-in ports ([`builtin_ports`]) with one
+//! test per case (`host::ordering::cross_stream_event`), so a failure names the backend.
 
 use std::fmt;
 use std::sync::Arc;
 
-use gpuport::{AnyDevice, Error, ModuleImage, Runtime};
+use gpuport::{AnyDevice, DynDevice, Error, ModuleImage, Runtime, StreamFlags};
 
 mod cases;
 mod check;
@@ -30,6 +43,17 @@ pub struct TestKernel {
     pub name: &'static str,
 }
 
+/// What a case needs beyond the basics; a target without it skips the case, with why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// A test kernel ([`Port::kernel`]).
+    Kernel,
+    /// At least two devices.
+    TwoDevices,
+    /// Stream-ordered allocation (`alloc_async` not `Unsupported`).
+    StreamOrderedAlloc,
+}
+
 /// What the suite runs against: the devices of one backend.
 #[derive(Clone)]
 pub struct Target {
@@ -41,6 +65,8 @@ pub struct Target {
     pub kernel: Option<TestKernel>,
     /// Devices of *other* backends, for mismatch tests.
     pub foreign: Vec<AnyDevice>,
+    /// Whether the first device has stream-ordered allocation.
+    pub alloc_async: bool,
 }
 
 impl fmt::Debug for Target {
@@ -54,26 +80,47 @@ impl Target {
     pub fn device(&self) -> &AnyDevice {
         &self.devices[0]
     }
+
+    /// The test kernel (cases that call this declare [`Need::Kernel`]).
+    pub fn kernel(&self) -> Result<TestKernel, Failure> {
+        self.kernel.ok_or_else(|| Failure::new("the case needs a test kernel but the target has none"))
+    }
+
+    /// Why the target cannot run a case with these needs, if it cannot.
+    pub fn missing(&self, needs: &[Need]) -> Option<String> {
+        needs.iter().find_map(|need| match need {
+            Need::Kernel if self.kernel.is_none() => Some(format!("{} gives no test kernel", self.backend)),
+            Need::TwoDevices if self.devices.len() < 2 => Some(format!("{} has one device", self.backend)),
+            Need::StreamOrderedAlloc if !self.alloc_async => {
+                Some(format!("{} has no stream-ordered allocation (alloc_async is Unsupported)", self.backend))
+            }
+            _ => None,
+        })
+    }
 }
 
-/// How to prepare one backend for the suite: its name, how a plugin registers itself,
-/// and its test kernel.
-pub struct TargetDef {
+/// A backend to run the suite against: its name, how it registers itself with the runtime
+/// (plugins; built-ins need nothing) and its test kernel.
+#[derive(Clone, Copy)]
+pub struct Port {
     /// Backend name, as in device strings.
     pub name: &'static str,
-    /// For plugins: registers the backend with the runtime (built-ins need nothing).
+    /// For plugins: registers the backend with the runtime. Called once per process; a
+    /// name that is already registered is not an error.
     pub register: Option<fn() -> gpuport::Result<()>>,
-    /// Registers or builds the backend's fill kernel.
-    pub kernel: fn() -> Option<TestKernel>,
+    /// The backend's `fill_u32` kernel, if it has one.
+    pub kernel: Option<TestKernel>,
 }
 
-/// Every backend the suite knows how to run. One line per backend.
-pub const TARGETS: &[TargetDef] = &[
-    TargetDef { name: "host", register: None, kernel: host_kernel },
-    TargetDef { name: "ext", register: Some(register_ext), kernel: host_kernel },
-    TargetDef { name: "cuda", register: None, kernel: cuda_kernel },
-    TargetDef { name: "rocm", register: None, kernel: rocm_kernel },
-];
+/// The backends of this workspace. One line per backend.
+pub fn builtin_ports() -> Vec<Port> {
+    vec![
+        Port { name: "host", register: None, kernel: host_kernel() },
+        Port { name: "ext", register: Some(register_ext), kernel: host_kernel() },
+        Port { name: "cuda", register: None, kernel: Some(cuda_kernel()) },
+        Port { name: "rocm", register: None, kernel: rocm_kernel() },
+    ]
+}
 
 /// `fill_u32` as AMD code objects (built from `backends/rocm/kernels/fill_u32.cl` by its
 /// `build.sh`), in one offload bundle the runtime picks the device's architecture from.
@@ -124,34 +171,33 @@ DONE:
 }
 "#;
 
-fn cuda_kernel() -> Option<TestKernel> {
-    Some(TestKernel { image: ModuleImage::Ptx(FILL_U32_PTX), name: "fill_u32" })
+fn cuda_kernel() -> TestKernel {
+    TestKernel { image: ModuleImage::Ptx(FILL_U32_PTX), name: "fill_u32" }
 }
 
 fn register_ext() -> gpuport::Result<()> {
     Runtime::register_plugin(<gpuport_ext::ExtBackend as gpuport::Backend>::load(&Default::default())?)
 }
 
-/// Registers every plugin backend of [`TARGETS`] (once per process). Returns the
-/// failures, named.
-pub fn register_plugins() -> Vec<String> {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    let mut failures = Vec::new();
-    ONCE.call_once(|| {
-        for t in TARGETS {
-            if let Some(register) = t.register {
-                if let Err(e) = register() {
-                    failures.push(format!("registering {}: {e}", t.name));
-                }
-            }
-        }
-    });
-    failures
+/// Registers a port's backend (once per process; an already registered name is fine).
+pub fn register(port: &Port) -> Result<(), String> {
+    let Some(register) = port.register else { return Ok(()) };
+    match register() {
+        Ok(()) => Ok(()),
+        Err(_) if Runtime::known_names().iter().any(|n| n == port.name) => Ok(()),
+        Err(e) => Err(format!("registering {}: {e}", port.name)),
+    }
 }
 
 fn host_kernel() -> Option<TestKernel> {
+    Some(registered_fill_kernel())
+}
+
+/// `fill_u32` as a registered Rust kernel, for software devices built on `gpuport-queue`
+/// (the host, ext, the port template): registers it and returns it.
+pub fn registered_fill_kernel() -> TestKernel {
     gpuport::host::register_kernel("gpuport-conformance", "fill_u32", host_fill_u32);
-    Some(TestKernel { image: ModuleImage::Registered("gpuport-conformance"), name: "fill_u32" })
+    TestKernel { image: ModuleImage::Registered("gpuport-conformance"), name: "fill_u32" }
 }
 
 fn host_fill_u32(_cfg: &gpuport::LaunchConfig, args: &gpuport::host::HostKernelArgs) -> gpuport::Result<()> {
@@ -168,7 +214,7 @@ fn host_fill_u32(_cfg: &gpuport::LaunchConfig, args: &gpuport::host::HostKernelA
 }
 
 /// Opens `backend` for the suite, or says why it cannot be run.
-pub fn open_target(rt: &Runtime, backend: &str) -> Result<Target, String> {
+pub fn open_target(rt: &Runtime, backend: &str, kernel: Option<TestKernel>) -> Result<Target, String> {
     let report = rt.report_for(backend).ok_or_else(|| {
         format!("backend `{backend}` is not known to this runtime (known: {})", Runtime::known_names().join(", "))
     })?;
@@ -180,14 +226,23 @@ pub fn open_target(rt: &Runtime, backend: &str) -> Result<Target, String> {
         .map(|i| rt.device(&format!("{backend}:{i}")))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("opening {backend}: {e}"))?;
-    let kernel = TARGETS.iter().find(|t| t.name == backend).and_then(|t| (t.kernel)());
+    let alloc_async = probe_alloc_async(&devices[0]).map_err(|e| format!("probing {backend}: {e}"))?;
     let foreign = rt
         .reports()
         .iter()
         .filter(|r| r.name != backend && r.is_available())
         .filter_map(|r| rt.device(&format!("{}:0", r.name)).ok())
         .collect();
-    Ok(Target { backend: backend.to_owned(), devices, kernel, foreign })
+    Ok(Target { backend: backend.to_owned(), devices, kernel, foreign, alloc_async })
+}
+
+fn probe_alloc_async(dev: &AnyDevice) -> gpuport::Result<bool> {
+    let stream = dev.create_stream(StreamFlags::NON_BLOCKING, 0)?;
+    match dev.alloc_async(1, &stream) {
+        Ok(_) => Ok(true),
+        Err(Error::Unsupported { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// A case of the suite.
@@ -196,6 +251,8 @@ pub struct Case {
     pub name: &'static str,
     /// The test body.
     pub run: fn(&Target) -> Outcome,
+    /// What it needs beyond the basics.
+    pub needs: &'static [Need],
 }
 
 /// Runs one case, turning a panic into a failure that names the backend.
@@ -204,4 +261,92 @@ pub fn run_case(case: &Case, target: &Arc<Target>) -> Outcome {
         Ok(outcome) => outcome.map_err(|f| f.context(format!("[{}] {}", target.backend, case.name))),
         Err(_) => Err(Failure::new(format!("[{}] {} panicked", target.backend, case.name))),
     }
+}
+
+/// How one case ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaseResult {
+    /// It ran and passed.
+    Passed,
+    /// It ran and failed, with why.
+    Failed(String),
+    /// It could not apply to the target, with why; not run, not passed.
+    Skipped(String),
+}
+
+/// The suite's results for one backend.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The backend.
+    pub backend: String,
+    /// Every case, in suite order, or one failure when the backend could not be opened.
+    pub cases: Vec<(String, CaseResult)>,
+}
+
+impl Report {
+    fn count(&self, f: impl Fn(&CaseResult) -> bool) -> usize {
+        self.cases.iter().filter(|(_, r)| f(r)).count()
+    }
+    /// Cases that passed.
+    pub fn passed(&self) -> usize {
+        self.count(|r| *r == CaseResult::Passed)
+    }
+    /// Cases that failed.
+    pub fn failed(&self) -> usize {
+        self.count(|r| matches!(r, CaseResult::Failed(_)))
+    }
+    /// Cases skipped (with their reasons in [`Report::cases`]).
+    pub fn skipped(&self) -> usize {
+        self.count(|r| matches!(r, CaseResult::Skipped(_)))
+    }
+    /// True when nothing failed and at least one case passed.
+    pub fn is_success(&self) -> bool {
+        self.failed() == 0 && self.passed() > 0
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (name, result) in &self.cases {
+            match result {
+                CaseResult::Passed => writeln!(f, "{}::{name} ... ok", self.backend)?,
+                CaseResult::Failed(why) => writeln!(f, "{}::{name} ... FAILED: {why}", self.backend)?,
+                CaseResult::Skipped(why) => writeln!(f, "{}::{name} ... skipped: {why}", self.backend)?,
+            }
+        }
+        writeln!(
+            f,
+            "conformance of {}: {} passed, {} failed, {} skipped",
+            self.backend,
+            self.passed(),
+            self.failed(),
+            self.skipped()
+        )
+    }
+}
+
+/// Runs the whole suite against `port`: registers it, discovers it, runs every case (those
+/// it cannot run are skipped with the reason) and returns the report. The entry point for
+/// a port's own test file.
+pub fn run_port(port: &Port) -> Report {
+    let backend = port.name.to_owned();
+    let opened = register(port).and_then(|()| open_target(&Runtime::discover(), port.name, port.kernel));
+    let target = match opened {
+        Ok(t) => Arc::new(t),
+        Err(why) => return Report { backend, cases: vec![("available".into(), CaseResult::Failed(why))] },
+    };
+    let cases = CASES
+        .iter()
+        .map(|case| {
+            let result = match target.missing(case.needs) {
+                Some(why) => CaseResult::Skipped(why),
+                None => match run_case(case, &target) {
+                    Ok(()) => CaseResult::Passed,
+                    Err(f) => CaseResult::Failed(f.to_string()),
+                },
+            };
+            (case.name.to_owned(), result)
+        })
+        .collect();
+    Report { backend, cases }
 }

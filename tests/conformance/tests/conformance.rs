@@ -1,39 +1,44 @@
-//! The conformance harness. Runs the suite against the backends named in
-//! `GPUPORT_CONFORMANCE_BACKENDS` (comma-separated; default `host`; `all` = every backend
-//! this runtime knows, unavailable ones reported and skipped). A backend that is named
-//! explicitly but unavailable fails the run with its reason — it never passes silently.
+//! The conformance harness for this workspace's backends. Runs the suite against the
+//! backends named in `GPUPORT_CONFORMANCE_BACKENDS` (comma-separated; default `host`; `all`
+//! = every built-in port, unavailable ones reported and ignored). A backend that is named
+//! explicitly but unavailable fails the run with its reason — it never passes silently. A
+//! case a backend cannot run is reported as ignored, with the reason as its kind.
 
 use std::sync::Arc;
 
 use gpuport::Runtime;
-use gpuport_conformance::{open_target, run_case, CASES};
+use gpuport_conformance::{builtin_ports, open_target, register, run_case, CASES};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 fn main() {
     let args = Arguments::from_args();
-    for failure in gpuport_conformance::register_plugins() {
-        eprintln!("{failure}");
+    let ports = builtin_ports();
+    for port in &ports {
+        if let Err(failure) = register(port) {
+            eprintln!("{failure}");
+        }
     }
     let rt = Runtime::discover();
     let wanted = std::env::var("GPUPORT_CONFORMANCE_BACKENDS").unwrap_or_else(|_| "host".into());
     let all = wanted.trim() == "all";
     let names: Vec<String> =
-        if all { rt.reports().iter().map(|r| r.name.clone()).collect() } else { gpuport::parse_backend_list(&wanted) };
+        if all { ports.iter().map(|p| p.name.to_owned()).collect() } else { gpuport::parse_backend_list(&wanted) };
     let mut trials = Vec::new();
     for name in names {
-        match open_target(&rt, &name) {
+        let kernel = ports.iter().find(|p| p.name == name).and_then(|p| p.kernel);
+        match open_target(&rt, &name, kernel) {
             Ok(target) => {
                 let target = Arc::new(target);
                 for case in CASES {
+                    let test_name = format!("{name}::{}", case.name);
+                    if let Some(why) = target.missing(case.needs) {
+                        eprintln!("skipping {test_name}: {why}");
+                        trials.push(Trial::test(test_name, || Ok(())).with_kind("skipped").with_ignored_flag(true));
+                        continue;
+                    }
                     let target = target.clone();
-                    let backend = name.clone();
-                    trials.push(Trial::test(format!("{name}::{}", case.name), move || match run_case(case, &target) {
-                        Ok(None) => Ok(()),
-                        Ok(Some(skip)) => {
-                            eprintln!("  note: {backend}::{} did not apply: {skip}", case.name);
-                            Ok(())
-                        }
-                        Err(f) => Err(Failed::from(f.to_string())),
+                    trials.push(Trial::test(test_name, move || {
+                        run_case(case, &target).map_err(|f| Failed::from(f.to_string()))
                     }));
                 }
             }

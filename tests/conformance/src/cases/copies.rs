@@ -21,7 +21,7 @@ pub fn memset_odd_ranges(t: &Target) -> Outcome {
         model[off..off + len].fill(v);
     }
     ensure!(read_all(&s, &b)? == model, "memset results differ from the model");
-    Ok(None)
+    Ok(())
 }
 
 /// The kinds of buffer a copy can involve on one device.
@@ -66,7 +66,7 @@ pub fn every_copy_kind(t: &Target) -> Outcome {
             ensure!(read_all(&s, &bufs[0].1)? == data, "copy from pageable host memory differs");
         }
     }
-    Ok(None)
+    Ok(())
 }
 
 pub fn large_copy(t: &Target) -> Outcome {
@@ -79,13 +79,10 @@ pub fn large_copy(t: &Target) -> Outcome {
     s.write(&data, &a, 0)?;
     s.copy(&a, 0, &b, 0, n)?;
     ensure!(read_all(&s, &b)? == data, "a {n}-byte copy differs");
-    Ok(None)
+    Ok(())
 }
 
 pub fn peer_copy(t: &Target) -> Outcome {
-    if t.devices.len() < 2 {
-        return Ok(Some(format!("{} has one device", t.backend)));
-    }
     let (d0, d1) = (&t.devices[0], &t.devices[1]);
     let n = 1 << 20;
     let a = d0.alloc(n)?;
@@ -104,7 +101,7 @@ pub fn peer_copy(t: &Target) -> Outcome {
     s1.copy(&b, 1, &a, 0, n - 1)?;
     s1.synchronize()?;
     ensure!(read_all(&s0, &a)?[..n - 1] == data[1..], "peer copy {} -> {} differs", d1.id(), d0.id());
-    Ok(None)
+    Ok(())
 }
 
 pub fn bad_ranges(t: &Target) -> Outcome {
@@ -122,5 +119,5 @@ pub fn bad_ranges(t: &Target) -> Outcome {
     let mut out = [0u8; 10];
     ensure_err!(s.read(&a, 91, &mut out), Error::InvalidArgument { .. }, "read past the end");
     s.synchronize()?;
-    Ok(None)
+    Ok(())
 }

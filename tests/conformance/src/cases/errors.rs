@@ -41,7 +41,7 @@ pub fn backend_mismatch(t: &Target) -> Outcome {
         ensure_err!(fs.wait(&ev), Error::BackendMismatch { .. }, format!("a {} stream waiting on our event", f.id()));
     }
     s.synchronize()?;
-    Ok(None)
+    Ok(())
 }
 
 pub fn bad_arguments(t: &Target) -> Outcome {
@@ -56,5 +56,5 @@ pub fn bad_arguments(t: &Target) -> Outcome {
         Error::InvalidArgument { .. } | Error::Unsupported { .. } | Error::Vendor { .. },
         "loading garbage modules"
     );
-    Ok(None)
+    Ok(())
 }

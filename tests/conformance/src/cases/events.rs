@@ -19,7 +19,7 @@ pub fn query_before_and_after(t: &Target) -> Outcome {
     gate.open();
     ev.synchronize()?;
     ensure!(ev.query()?, "a synchronized event reports incomplete");
-    Ok(None)
+    Ok(())
 }
 
 pub fn elapsed_time(t: &Target) -> Outcome {
@@ -44,7 +44,7 @@ pub fn elapsed_time(t: &Target) -> Outcome {
     ensure!(t01 >= 0.0 && t12 >= 0.0, "elapsed times must not be negative: {t01}, {t12}");
     ensure!(t02 >= t01, "elapsed times must be monotone: 0→2 {t02} < 0→1 {t01}");
     ensure!(evs[0].elapsed_ms(&evs[0])? == 0.0, "an event is 0 ms from itself");
-    Ok(None)
+    Ok(())
 }
 
 pub fn timing_disabled(t: &Target) -> Outcome {
@@ -57,7 +57,7 @@ pub fn timing_disabled(t: &Target) -> Outcome {
     s.record(&b)?;
     b.synchronize()?;
     ensure!(a.elapsed_ms(&b).is_err(), "elapsed time between untimed events must be an error");
-    Ok(None)
+    Ok(())
 }
 
 /// A wait captures the record current when it is queued: re-recording the event later
@@ -83,5 +83,5 @@ pub fn rerecord(t: &Target) -> Outcome {
     ensure!(!ev.query()?, "the re-recorded event completed early");
     gate.open();
     ev.synchronize()?;
-    Ok(None)
+    Ok(())
 }

@@ -22,7 +22,7 @@ pub fn foreign_stream(t: &Target) -> Outcome {
     let mut expect = p;
     expect[0] = 0;
     ensure!(read_all(&owner, &b)? == expect, "the owner's stream stopped working after the wrapper dropped");
-    Ok(None)
+    Ok(())
 }
 
 pub fn foreign_event(t: &Target) -> Outcome {
@@ -38,5 +38,5 @@ pub fn foreign_event(t: &Target) -> Outcome {
     s.record(&owner)?;
     owner.synchronize()?;
     ensure!(owner.query()?, "the owner's event stopped working after the wrapper dropped");
-    Ok(None)
+    Ok(())
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use gpuport::{AnyDevice, AnyStream, Buffer, DynDevice, DynStream, StreamFlags};
 
-use crate::{Case, Failure};
+use crate::{Case, Failure, Need};
 
 mod concurrency;
 mod copies;
@@ -18,34 +18,34 @@ mod ordering;
 
 /// Every case of the suite.
 pub const CASES: &[Case] = &[
-    Case { name: "memory::alloc_sizes", run: memory::alloc_sizes },
-    Case { name: "memory::alloc_async", run: memory::alloc_async },
-    Case { name: "memory::pinned_and_managed", run: memory::pinned_and_managed },
-    Case { name: "memory::absurd_sizes_are_out_of_memory", run: memory::absurd_sizes },
-    Case { name: "memory::explicit_free", run: memory::explicit_free },
-    Case { name: "memory::pointer_attributes", run: memory::pointer_attributes },
-    Case { name: "copies::memset_odd_ranges", run: copies::memset_odd_ranges },
-    Case { name: "copies::every_copy_kind", run: copies::every_copy_kind },
-    Case { name: "copies::large_copy", run: copies::large_copy },
-    Case { name: "copies::peer_copy", run: copies::peer_copy },
-    Case { name: "copies::bad_ranges_are_errors", run: copies::bad_ranges },
-    Case { name: "ordering::one_stream_in_order", run: ordering::one_stream_in_order },
-    Case { name: "ordering::cross_stream_event", run: ordering::cross_stream_event },
-    Case { name: "ordering::without_wait_streams_overlap", run: ordering::without_wait_streams_overlap },
-    Case { name: "ordering::host_callbacks_in_order", run: ordering::host_callbacks_in_order },
-    Case { name: "ordering::stream_query", run: ordering::stream_query },
-    Case { name: "ordering::default_streams", run: ordering::default_streams },
-    Case { name: "events::query_before_and_after", run: events::query_before_and_after },
-    Case { name: "events::elapsed_time", run: events::elapsed_time },
-    Case { name: "events::timing_disabled", run: events::timing_disabled },
-    Case { name: "events::rerecord_waits_for_earlier_record", run: events::rerecord },
-    Case { name: "concurrency::many_threads", run: concurrency::many_threads },
-    Case { name: "handles::foreign_stream_not_destroyed", run: handles::foreign_stream },
-    Case { name: "handles::foreign_event_not_destroyed", run: handles::foreign_event },
-    Case { name: "errors::backend_mismatch", run: errors::backend_mismatch },
-    Case { name: "errors::bad_arguments", run: errors::bad_arguments },
-    Case { name: "kernels::launch_fill", run: kernels::launch_fill },
-    Case { name: "kernels::bad_launches", run: kernels::bad_launches },
+    Case { name: "memory::alloc_sizes", run: memory::alloc_sizes, needs: &[] },
+    Case { name: "memory::alloc_async", run: memory::alloc_async, needs: &[Need::StreamOrderedAlloc] },
+    Case { name: "memory::pinned_and_managed", run: memory::pinned_and_managed, needs: &[] },
+    Case { name: "memory::absurd_sizes_are_out_of_memory", run: memory::absurd_sizes, needs: &[] },
+    Case { name: "memory::explicit_free", run: memory::explicit_free, needs: &[] },
+    Case { name: "memory::pointer_attributes", run: memory::pointer_attributes, needs: &[] },
+    Case { name: "copies::memset_odd_ranges", run: copies::memset_odd_ranges, needs: &[] },
+    Case { name: "copies::every_copy_kind", run: copies::every_copy_kind, needs: &[] },
+    Case { name: "copies::large_copy", run: copies::large_copy, needs: &[] },
+    Case { name: "copies::peer_copy", run: copies::peer_copy, needs: &[Need::TwoDevices] },
+    Case { name: "copies::bad_ranges_are_errors", run: copies::bad_ranges, needs: &[] },
+    Case { name: "ordering::one_stream_in_order", run: ordering::one_stream_in_order, needs: &[] },
+    Case { name: "ordering::cross_stream_event", run: ordering::cross_stream_event, needs: &[] },
+    Case { name: "ordering::without_wait_streams_overlap", run: ordering::without_wait_streams_overlap, needs: &[] },
+    Case { name: "ordering::host_callbacks_in_order", run: ordering::host_callbacks_in_order, needs: &[] },
+    Case { name: "ordering::stream_query", run: ordering::stream_query, needs: &[] },
+    Case { name: "ordering::default_streams", run: ordering::default_streams, needs: &[] },
+    Case { name: "events::query_before_and_after", run: events::query_before_and_after, needs: &[] },
+    Case { name: "events::elapsed_time", run: events::elapsed_time, needs: &[] },
+    Case { name: "events::timing_disabled", run: events::timing_disabled, needs: &[] },
+    Case { name: "events::rerecord_waits_for_earlier_record", run: events::rerecord, needs: &[] },
+    Case { name: "concurrency::many_threads", run: concurrency::many_threads, needs: &[] },
+    Case { name: "handles::foreign_stream_not_destroyed", run: handles::foreign_stream, needs: &[] },
+    Case { name: "handles::foreign_event_not_destroyed", run: handles::foreign_event, needs: &[] },
+    Case { name: "errors::backend_mismatch", run: errors::backend_mismatch, needs: &[] },
+    Case { name: "errors::bad_arguments", run: errors::bad_arguments, needs: &[] },
+    Case { name: "kernels::launch_fill", run: kernels::launch_fill, needs: &[Need::Kernel] },
+    Case { name: "kernels::bad_launches", run: kernels::bad_launches, needs: &[Need::Kernel] },
 ];
 
 /// A recognisable byte pattern of `n` bytes.

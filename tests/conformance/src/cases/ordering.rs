@@ -21,7 +21,7 @@ pub fn one_stream_in_order(t: &Target) -> Outcome {
     s.synchronize()?;
     ensure!(read_all(&s, bufs.last().unwrap())? == data, "the copy chain lost data: ops ran out of order");
     ensure!(read_all(&s, &bufs[0])? == vec![0xCC; n], "the memset after the first copy did not run last");
-    Ok(None)
+    Ok(())
 }
 
 /// A slow operation on stream A (a gated callback), then a copy, then a record; stream B
@@ -50,7 +50,7 @@ pub fn cross_stream_event(t: &Target) -> Outcome {
     b.synchronize()?;
     ensure!(read_all(&b, &dst)? == data, "stream B did not see stream A's result");
     ensure!(ev.query()?, "the event is not complete after B waited on it");
-    Ok(None)
+    Ok(())
 }
 
 /// The same work without the wait: B must be able to run ahead of A — so the previous
@@ -77,7 +77,7 @@ pub fn without_wait_streams_overlap(t: &Target) -> Outcome {
     gate.open();
     a.synchronize()?;
     ensure!(read_all(&a, &mid)? == data, "stream A's copy did not run after the gate opened");
-    Ok(None)
+    Ok(())
 }
 
 pub fn host_callbacks_in_order(t: &Target) -> Outcome {
@@ -91,7 +91,7 @@ pub fn host_callbacks_in_order(t: &Target) -> Outcome {
     s.synchronize()?;
     let seen = seen.lock().unwrap().clone();
     ensure!(seen == (0..100).collect::<Vec<_>>(), "callbacks ran out of order: {seen:?}");
-    Ok(None)
+    Ok(())
 }
 
 pub fn stream_query(t: &Target) -> Outcome {
@@ -105,7 +105,7 @@ pub fn stream_query(t: &Target) -> Outcome {
     gate.open();
     s.synchronize()?;
     ensure!(s.query()?, "a synchronized stream reports pending work");
-    Ok(None)
+    Ok(())
 }
 
 pub fn default_streams(t: &Target) -> Outcome {
@@ -138,5 +138,5 @@ pub fn default_streams(t: &Target) -> Outcome {
             );
         }
     }
-    Ok(None)
+    Ok(())
 }

@@ -1,0 +1,269 @@
+//! # gpuport-port-template
+//!
+//! A minimal, honest gpuport device: one device (`tmpl:0`) whose memory is the CPU's,
+//! whose streams are ordered queues with worker threads and whose events are real
+//! completion markers — all from `gpuport-queue`. It follows `docs/porting.md` step by
+//! step; copy it and replace each piece with your hardware's.
+
+use std::sync::{Arc, OnceLock};
+
+use gpuport_core::{
+    Backend, BackendKind, Buffer, DefaultStream, Device, DeviceId, DeviceInfo, DlDeviceType, DlpackDevices, Error,
+    Event, EventFlags, HostAllocFlags, HostCallback, Kernel, KernelArg, LaunchConfig, LoadOptions, MemoryKind, Module,
+    ModuleImage, Ownership, PointerAttributes, Result, Stream, StreamFlags,
+};
+use gpuport_queue::memory::{host_buffer, PointerRegistry};
+use gpuport_queue::{host_range, kernels, DeviceQueues, QueueEvent, QueueStream};
+
+/// Step 2: the backend names itself — a plugin kind, never a built-in one.
+pub const KIND: BackendKind = BackendKind::Plugin("tmpl");
+
+/// The most one allocation may take: this template's "device memory" (1 GiB).
+const CAPACITY: u64 = 1 << 30;
+
+/// Every live allocation of the device, so `pointer_attributes` can answer.
+static MEMORY: PointerRegistry = PointerRegistry::new();
+
+/// Step 2: the backend. `load` never panics: a real port opens its runtime here and
+/// returns `LibraryNotFound` / `MissingSymbol` / `NoDevice` when it cannot.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TemplateBackend;
+
+impl Backend for TemplateBackend {
+    const KIND: BackendKind = KIND;
+    // Step 6: the DLPack device types of its memory. This device's memory is CPU memory.
+    const DLPACK: DlpackDevices =
+        DlpackDevices { device: DlDeviceType::CPU, pinned_host: Some(DlDeviceType::CPU), managed: None };
+    type Device = TemplateDevice;
+    type Stream = TemplateStream;
+    type Event = TemplateEvent;
+
+    fn load(_opts: &LoadOptions) -> Result<Self> {
+        Ok(TemplateBackend)
+    }
+    fn version(&self) -> String {
+        format!("gpuport-port-template {}", env!("CARGO_PKG_VERSION"))
+    }
+    fn devices(&self) -> Result<Vec<DeviceInfo>> {
+        Ok(vec![TemplateDevice::shared().info()?])
+    }
+    fn open(&self, ordinal: u32) -> Result<TemplateDevice> {
+        if ordinal != 0 {
+            return Err(Error::DeviceNotFound {
+                device: DeviceId::new(KIND, ordinal),
+                backend: "tmpl".into(),
+                count: 1,
+            });
+        }
+        Ok(TemplateDevice::shared())
+    }
+}
+
+struct Shared {
+    id: DeviceId,
+    queues: DeviceQueues,
+    legacy: OnceLock<TemplateStream>,
+}
+
+/// Step 3: the device. Handles are cheap clones of one shared state.
+#[derive(Clone)]
+pub struct TemplateDevice(Arc<Shared>);
+
+impl TemplateDevice {
+    fn shared() -> Self {
+        static DEVICE: OnceLock<TemplateDevice> = OnceLock::new();
+        DEVICE
+            .get_or_init(|| {
+                let id = DeviceId::new(KIND, 0);
+                TemplateDevice(Arc::new(Shared { id, queues: DeviceQueues::default(), legacy: OnceLock::new() }))
+            })
+            .clone()
+    }
+
+    fn stream(&self, queue: QueueStream) -> TemplateStream {
+        self.0.queues.track(&queue);
+        TemplateStream(queue)
+    }
+}
+
+/// This device's memory is host memory, so its streams resolve buffers like the host's.
+fn resolve(operation: &'static str) -> impl Fn(&Buffer, usize, usize) -> Result<*mut u8> {
+    move |buffer, offset, len| host_range(buffer, offset, len, operation)
+}
+
+impl Device for TemplateDevice {
+    type Backend = TemplateBackend;
+
+    fn id(&self) -> DeviceId {
+        self.0.id
+    }
+    fn info(&self) -> Result<DeviceInfo> {
+        Ok(DeviceInfo {
+            id: self.0.id,
+            name: "gpuport port template".into(),
+            total_memory: CAPACITY,
+            compute_capability: None,
+            arch: Some(std::env::consts::ARCH.into()),
+            multiprocessors: Some(1),
+            pci_bus_id: None,
+            uuid: None,
+        })
+    }
+    fn alloc(&self, bytes: usize) -> Result<Buffer> {
+        host_buffer(&MEMORY, self.0.id, bytes, MemoryKind::Device, CAPACITY)
+    }
+    fn alloc_async(&self, bytes: usize, stream: &TemplateStream) -> Result<Buffer> {
+        if stream.device_id() != self.0.id {
+            return Err(Error::invalid_argument(format!("a stream of {} used with {}", stream.device_id(), self.0.id)));
+        }
+        // Usable at once; queued work holds the buffer, so the free is ordered after it.
+        self.alloc(bytes)
+    }
+    fn alloc_pinned(&self, bytes: usize, _flags: HostAllocFlags) -> Result<Buffer> {
+        host_buffer(&MEMORY, self.0.id, bytes, MemoryKind::PinnedHost, CAPACITY)
+    }
+    fn alloc_managed(&self, _bytes: usize) -> Result<Buffer> {
+        Err(Error::unsupported(KIND, "managed memory"))
+    }
+    fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
+        // Synchronous: ordered after the legacy default stream's work, then done.
+        let stream = self.default_stream(DefaultStream::Legacy)?;
+        stream.memset(dst, offset, len, value)?;
+        stream.synchronize()
+    }
+    fn create_stream(&self, flags: StreamFlags, _priority: i32) -> Result<TemplateStream> {
+        Ok(self.stream(QueueStream::create(self.0.id, flags)?))
+    }
+    fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        Ok((0, 0))
+    }
+    fn default_stream(&self, which: DefaultStream) -> Result<TemplateStream> {
+        match which {
+            DefaultStream::Legacy => {
+                let stream = match self.0.legacy.get() {
+                    Some(s) => s.clone(),
+                    None => {
+                        let created = self.create_stream(StreamFlags::empty(), 0)?;
+                        self.0.legacy.get_or_init(|| created).clone()
+                    }
+                };
+                Ok(TemplateStream(stream.0.to_borrowed()))
+            }
+            DefaultStream::PerThread => Err(Error::unsupported(KIND, "per-thread default streams")),
+        }
+    }
+    unsafe fn wrap_stream(&self, raw: usize) -> Result<TemplateStream> {
+        Ok(self.stream(QueueStream::from_raw(self.0.id, raw)?))
+    }
+    fn create_event(&self, flags: EventFlags) -> Result<TemplateEvent> {
+        if flags.contains(EventFlags::INTERPROCESS) {
+            return Err(Error::unsupported(KIND, "interprocess events"));
+        }
+        Ok(TemplateEvent(QueueEvent::create(self.0.id, flags)))
+    }
+    unsafe fn wrap_event(&self, raw: usize) -> Result<TemplateEvent> {
+        Ok(TemplateEvent(QueueEvent::from_raw(self.0.id, raw)?))
+    }
+    fn synchronize(&self) -> Result<()> {
+        self.0.queues.synchronize()
+    }
+    fn can_access_peer(&self, _peer: &Self) -> Result<bool> {
+        Ok(true) // one device
+    }
+    fn enable_peer_access(&self, _peer: &Self) -> Result<()> {
+        Ok(())
+    }
+    fn pointer_attributes(&self, addr: u64) -> Result<PointerAttributes> {
+        Ok(MEMORY.attributes(addr))
+    }
+    fn load_module(&self, image: ModuleImage<'_>) -> Result<Module> {
+        kernels::load_module(KIND, self.0.id, image)
+    }
+    fn kernel(&self, module: &Module, name: &str) -> Result<Kernel> {
+        kernels::kernel(KIND, self.0.id, module, name)
+    }
+}
+
+/// Step 4: the stream — a `gpuport-queue` stream; every operation forwards.
+#[derive(Clone)]
+pub struct TemplateStream(QueueStream);
+
+impl Stream for TemplateStream {
+    type Backend = TemplateBackend;
+
+    fn device_id(&self) -> DeviceId {
+        self.0.device_id()
+    }
+    fn ownership(&self) -> Ownership {
+        self.0.ownership()
+    }
+    fn raw_handle(&self) -> usize {
+        self.0.raw_handle()
+    }
+    fn flags(&self) -> StreamFlags {
+        self.0.flags()
+    }
+    fn priority(&self) -> i32 {
+        0
+    }
+    fn copy(&self, src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<()> {
+        self.0.copy(src, src_offset, dst, dst_offset, len, resolve("copy"))
+    }
+    fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
+        self.0.memset(dst, offset, len, value, resolve("memset"))
+    }
+    fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize) -> Result<()> {
+        self.0.write(src, dst, dst_offset, resolve("write"))
+    }
+    fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8]) -> Result<()> {
+        self.0.read(src, src_offset, dst, resolve("read"))
+    }
+    fn record(&self, event: &TemplateEvent) -> Result<()> {
+        self.0.record(&event.0)
+    }
+    fn wait(&self, event: &TemplateEvent) -> Result<()> {
+        self.0.wait(&event.0)
+    }
+    fn host_callback(&self, f: HostCallback) -> Result<()> {
+        self.0.host_callback(f)
+    }
+    fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
+        self.0.launch(KIND, kernel, config, args, resolve("launch"))
+    }
+    fn query(&self) -> Result<bool> {
+        self.0.query()
+    }
+    fn synchronize(&self) -> Result<()> {
+        self.0.synchronize()
+    }
+}
+
+/// Step 5: the event — a `gpuport-queue` event; every operation forwards.
+#[derive(Clone)]
+pub struct TemplateEvent(QueueEvent);
+
+impl Event for TemplateEvent {
+    type Backend = TemplateBackend;
+
+    fn device_id(&self) -> DeviceId {
+        self.0.device_id()
+    }
+    fn ownership(&self) -> Ownership {
+        self.0.ownership()
+    }
+    fn raw_handle(&self) -> usize {
+        self.0.raw_handle()
+    }
+    fn flags(&self) -> EventFlags {
+        self.0.flags()
+    }
+    fn query(&self) -> Result<bool> {
+        self.0.query()
+    }
+    fn synchronize(&self) -> Result<()> {
+        self.0.synchronize()
+    }
+    fn elapsed_ms(&self, end: &Self) -> Result<f32> {
+        self.0.elapsed_ms(&end.0)
+    }
+}

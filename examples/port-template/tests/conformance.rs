@@ -1,0 +1,27 @@
+//! Step 8: the whole conformance suite against this port, with one call.
+
+use gpuport::{Backend, Runtime};
+use gpuport_conformance::{registered_fill_kernel, run_port, Port};
+use gpuport_port_template::TemplateBackend;
+
+/// Step 7: how a user registers the port with the runtime.
+fn register() -> gpuport::Result<()> {
+    Runtime::register_plugin(TemplateBackend::load(&Default::default())?)
+}
+
+#[test]
+fn passes_the_conformance_suite() {
+    let report = run_port(&Port { name: "tmpl", register: Some(register), kernel: Some(registered_fill_kernel()) });
+    println!("{report}");
+    assert!(report.is_success(), "{report}");
+    assert_eq!(report.failed(), 0);
+}
+
+#[test]
+fn is_reached_through_the_facade_like_any_device() {
+    let _ = register(); // the suite test may have registered it already
+    let dev = Runtime::discover().device("tmpl:0").unwrap();
+    let a = gpuport::Array::from_slice(&dev, &[1u32, 2, 3], &[3]).unwrap();
+    assert_eq!(a.to_vec::<u32>().unwrap(), vec![1, 2, 3]);
+    assert_eq!(gpuport::DynDevice::dlpack_devices(&dev).device, gpuport::DlDeviceType::CPU);
+}

@@ -4,8 +4,7 @@
 use std::sync::Arc;
 
 use gpuport_core::{
-    Buffer, DeviceId, Event, EventFlags, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result, Stream,
-    StreamFlags,
+    Buffer, DeviceId, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result, Stream, StreamFlags,
 };
 use gpuport_queue::{QueueEvent, QueueStream};
 
@@ -87,28 +86,4 @@ impl Stream for ExtStream {
     }
 }
 
-impl Event for ExtEvent {
-    type Backend = ExtBackend;
-
-    fn device_id(&self) -> DeviceId {
-        self.0.device_id()
-    }
-    fn ownership(&self) -> Ownership {
-        self.0.ownership()
-    }
-    fn raw_handle(&self) -> usize {
-        self.0.raw_handle()
-    }
-    fn flags(&self) -> EventFlags {
-        self.0.flags()
-    }
-    fn query(&self) -> Result<bool> {
-        self.0.query()
-    }
-    fn synchronize(&self) -> Result<()> {
-        self.0.synchronize()
-    }
-    fn elapsed_ms(&self, end: &Self) -> Result<f32> {
-        self.0.elapsed_ms(&end.0)
-    }
-}
+gpuport_queue::impl_queue_event!(ExtEvent, ExtBackend);

@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use gpuport_core::{
     Backend, BackendKind, Buffer, DefaultStream, Device, DeviceId, DeviceInfo, DlDeviceType, DlpackDevices, Error,
-    Event, EventFlags, HostAllocFlags, HostCallback, Kernel, KernelArg, LaunchConfig, LoadOptions, MemoryKind, Module,
+    EventFlags, HostAllocFlags, HostCallback, Kernel, KernelArg, LaunchConfig, LoadOptions, MemoryKind, Module,
     ModuleImage, Ownership, PointerAttributes, Result, Stream, StreamFlags,
 };
 use gpuport_queue::memory::{host_buffer, PointerRegistry};
@@ -238,32 +238,9 @@ impl Stream for TemplateStream {
     }
 }
 
-/// Step 5: the event — a `gpuport-queue` event; every operation forwards.
+/// Step 5: the event — a `gpuport-queue` event; `impl_queue_event!` writes the `Event`
+/// impl, every method forwarding to it.
 #[derive(Clone)]
 pub struct TemplateEvent(QueueEvent);
 
-impl Event for TemplateEvent {
-    type Backend = TemplateBackend;
-
-    fn device_id(&self) -> DeviceId {
-        self.0.device_id()
-    }
-    fn ownership(&self) -> Ownership {
-        self.0.ownership()
-    }
-    fn raw_handle(&self) -> usize {
-        self.0.raw_handle()
-    }
-    fn flags(&self) -> EventFlags {
-        self.0.flags()
-    }
-    fn query(&self) -> Result<bool> {
-        self.0.query()
-    }
-    fn synchronize(&self) -> Result<()> {
-        self.0.synchronize()
-    }
-    fn elapsed_ms(&self, end: &Self) -> Result<f32> {
-        self.0.elapsed_ms(&end.0)
-    }
-}
+gpuport_queue::impl_queue_event!(TemplateEvent, TemplateBackend);

@@ -3,9 +3,7 @@
 
 use std::sync::Arc;
 
-use gpuport_core::{
-    Buffer, DeviceId, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result, Stream, StreamFlags,
-};
+use gpuport_core::{Buffer, Result};
 use gpuport_queue::{QueueEvent, QueueStream};
 
 use crate::{ExtBackend, Shared, KIND};
@@ -36,54 +34,6 @@ impl ExtStream {
     }
 }
 
-impl Stream for ExtStream {
-    type Backend = ExtBackend;
-
-    fn device_id(&self) -> DeviceId {
-        self.queue.device_id()
-    }
-    fn ownership(&self) -> Ownership {
-        self.queue.ownership()
-    }
-    fn raw_handle(&self) -> usize {
-        self.queue.raw_handle()
-    }
-    fn flags(&self) -> StreamFlags {
-        self.queue.flags()
-    }
-    fn priority(&self) -> i32 {
-        0
-    }
-    fn copy(&self, src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<()> {
-        self.queue.copy(src, src_offset, dst, dst_offset, len, self.resolve("copy"))
-    }
-    fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
-        self.queue.memset(dst, offset, len, value, self.resolve("memset"))
-    }
-    fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize) -> Result<()> {
-        self.queue.write(src, dst, dst_offset, self.resolve("write"))
-    }
-    fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8]) -> Result<()> {
-        self.queue.read(src, src_offset, dst, self.resolve("read"))
-    }
-    fn record(&self, event: &ExtEvent) -> Result<()> {
-        self.queue.record(&event.0)
-    }
-    fn wait(&self, event: &ExtEvent) -> Result<()> {
-        self.queue.wait(&event.0)
-    }
-    fn host_callback(&self, f: HostCallback) -> Result<()> {
-        self.queue.host_callback(f)
-    }
-    fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
-        self.queue.launch(KIND, kernel, config, args, self.resolve("launch"))
-    }
-    fn query(&self) -> Result<bool> {
-        self.queue.query()
-    }
-    fn synchronize(&self) -> Result<()> {
-        self.queue.synchronize()
-    }
-}
+gpuport_queue::impl_queue_stream!(ExtStream, ExtBackend, KIND, queue, |this, op| this.resolve(op));
 
 gpuport_queue::impl_queue_event!(ExtEvent, ExtBackend);

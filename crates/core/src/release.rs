@@ -53,8 +53,8 @@ pub fn restricted<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-fn release_thread() -> Option<&'static Mutex<Sender<Job>>> {
-    static SENDER: OnceLock<Option<Mutex<Sender<Job>>>> = OnceLock::new();
+fn release_thread() -> Option<&'static Sender<Job>> {
+    static SENDER: OnceLock<Option<Sender<Job>>> = OnceLock::new();
     SENDER
         .get_or_init(|| {
             let (tx, rx) = channel::<Job>();
@@ -67,7 +67,7 @@ fn release_thread() -> Option<&'static Mutex<Sender<Job>>> {
                 }
             });
             match spawned {
-                Ok(_) => Some(Mutex::new(tx)),
+                Ok(_) => Some(tx),
                 Err(e) => {
                     log::error!("cannot start the release thread ({e}); releases run where they are dropped");
                     None
@@ -81,9 +81,7 @@ fn release_thread() -> Option<&'static Mutex<Sender<Job>>> {
 /// is logged once). Jobs run in the order they were deferred.
 pub fn defer(job: Job) {
     let Some(sender) = release_thread() else { return job() };
-    let sender = sender.lock().unwrap_or_else(|p| p.into_inner());
     if let Err(unsent) = sender.send(job) {
-        drop(sender);
         (unsent.0)();
     }
 }

@@ -29,7 +29,7 @@ pub use device::DeviceQueues;
 pub use event::{EventState, QueueEvent};
 pub use kernels::{register_kernel, HostKernelArgs, HostKernelFn};
 pub use queue::{copy_bytes, synchronize_all, QueueTracker, SendPtr, Work, WorkQueue};
-pub use stream::{host_range, QueueStream, Resolve};
+pub use stream::{host_range, host_resolver, QueueStream, Resolve};
 
 #[doc(hidden)]
 pub use gpuport_core as __core;
@@ -63,6 +63,94 @@ macro_rules! impl_queue_event {
             }
             fn elapsed_ms(&self, end: &Self) -> $crate::__core::Result<f32> {
                 self.0.elapsed_ms(&end.0)
+            }
+        }
+    };
+}
+
+/// Implements `gpuport_core::Stream` for a type holding a [`QueueStream`] in field
+/// `$field`, whose event type wraps [`QueueEvent`] in field `0`: every method forwards,
+/// passing `$resolve` (an expression of `self` and the operation's name `$op`, giving the
+/// backend's [`Resolve`] function) and `$kind` for launch mismatches.
+/// `impl_queue_stream!(MyStream, MyBackend, KIND, 0, |self, op| host_resolver(op))`.
+#[macro_export]
+macro_rules! impl_queue_stream {
+    ($stream:ty, $backend:ty, $kind:expr, $field:tt, |$this:ident, $op:ident| $resolve:expr) => {
+        impl $crate::__core::Stream for $stream {
+            type Backend = $backend;
+
+            fn device_id(&self) -> $crate::__core::DeviceId {
+                self.$field.device_id()
+            }
+            fn ownership(&self) -> $crate::__core::Ownership {
+                self.$field.ownership()
+            }
+            fn raw_handle(&self) -> usize {
+                self.$field.raw_handle()
+            }
+            fn flags(&self) -> $crate::__core::StreamFlags {
+                self.$field.flags()
+            }
+            fn priority(&self) -> i32 {
+                0
+            }
+            fn copy(
+                &self,
+                src: &$crate::__core::Buffer,
+                src_offset: usize,
+                dst: &$crate::__core::Buffer,
+                dst_offset: usize,
+                len: usize,
+            ) -> $crate::__core::Result<()> {
+                let ($this, $op) = (self, "copy");
+                self.$field.copy(src, src_offset, dst, dst_offset, len, $resolve)
+            }
+            fn memset(
+                &self,
+                dst: &$crate::__core::Buffer,
+                offset: usize,
+                len: usize,
+                value: u8,
+            ) -> $crate::__core::Result<()> {
+                let ($this, $op) = (self, "memset");
+                self.$field.memset(dst, offset, len, value, $resolve)
+            }
+            fn write(&self, src: &[u8], dst: &$crate::__core::Buffer, dst_offset: usize) -> $crate::__core::Result<()> {
+                let ($this, $op) = (self, "write");
+                self.$field.write(src, dst, dst_offset, $resolve)
+            }
+            fn read(
+                &self,
+                src: &$crate::__core::Buffer,
+                src_offset: usize,
+                dst: &mut [u8],
+            ) -> $crate::__core::Result<()> {
+                let ($this, $op) = (self, "read");
+                self.$field.read(src, src_offset, dst, $resolve)
+            }
+            fn record(&self, event: &<$backend as $crate::__core::Backend>::Event) -> $crate::__core::Result<()> {
+                self.$field.record(&event.0)
+            }
+            fn wait(&self, event: &<$backend as $crate::__core::Backend>::Event) -> $crate::__core::Result<()> {
+                self.$field.wait(&event.0)
+            }
+            fn host_callback(&self, f: $crate::__core::HostCallback) -> $crate::__core::Result<()> {
+                self.$field.host_callback(f)
+            }
+            fn launch(
+                &self,
+                kernel: &$crate::__core::Kernel,
+                config: &$crate::__core::LaunchConfig,
+                args: &[$crate::__core::KernelArg],
+            ) -> $crate::__core::Result<()> {
+                let ($this, $op) = (self, "launch");
+                self.$field.launch($kind, kernel, config, args, $resolve)
+            }
+            fn query(&self) -> $crate::__core::Result<bool> {
+                self.$field.query()
+            }
+            fn synchronize(&self) -> $crate::__core::Result<()> {
+                self.$field.synchronize()
             }
         }
     };

@@ -43,6 +43,12 @@ pub struct QueueStream {
     owner: Option<Arc<OwnerGuard<StreamCore>>>,
 }
 
+/// [`host_range`] for operation `operation`, as a [`Resolve`] function: the resolution of
+/// a device whose streams touch host-accessible memory only.
+pub fn host_resolver(operation: &'static str) -> impl Fn(&Buffer, usize, usize) -> Result<*mut u8> {
+    move |buffer, offset, len| host_range(buffer, offset, len, operation)
+}
+
 /// The host pointer of a range of a host-accessible buffer (host memory, or another
 /// backend's pinned or managed memory); anything else is `BackendMismatch`.
 pub fn host_range(buffer: &Buffer, offset: usize, len: usize, operation: &'static str) -> Result<*mut u8> {

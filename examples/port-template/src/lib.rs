@@ -9,11 +9,11 @@ use std::sync::{Arc, OnceLock};
 
 use gpuport_core::{
     Backend, BackendKind, Buffer, DefaultStream, Device, DeviceId, DeviceInfo, DlDeviceType, DlpackDevices, Error,
-    EventFlags, HostAllocFlags, HostCallback, Kernel, KernelArg, LaunchConfig, LoadOptions, MemoryKind, Module,
-    ModuleImage, Ownership, PointerAttributes, Result, Stream, StreamFlags,
+    EventFlags, HostAllocFlags, Kernel, LoadOptions, MemoryKind, Module, ModuleImage, PointerAttributes, Result,
+    Stream, StreamFlags,
 };
 use gpuport_queue::memory::{host_buffer, PointerRegistry};
-use gpuport_queue::{host_range, kernels, DeviceQueues, QueueEvent, QueueStream};
+use gpuport_queue::{host_resolver, kernels, DeviceQueues, QueueEvent, QueueStream};
 
 /// Step 2: the backend names itself — a plugin kind, never a built-in one.
 pub const KIND: BackendKind = BackendKind::Plugin("tmpl");
@@ -86,11 +86,6 @@ impl TemplateDevice {
     }
 }
 
-/// This device's memory is host memory, so its streams resolve buffers like the host's.
-fn resolve(operation: &'static str) -> impl Fn(&Buffer, usize, usize) -> Result<*mut u8> {
-    move |buffer, offset, len| host_range(buffer, offset, len, operation)
-}
-
 impl Device for TemplateDevice {
     type Backend = TemplateBackend;
 
@@ -128,7 +123,7 @@ impl Device for TemplateDevice {
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
         // Synchronous: ordered after the legacy default stream's work, then done.
         let stream = self.default_stream(DefaultStream::Legacy)?;
-        stream.memset(dst, offset, len, value)?;
+        Stream::memset(&stream, dst, offset, len, value)?;
         stream.synchronize()
     }
     fn create_stream(&self, flags: StreamFlags, _priority: i32) -> Result<TemplateStream> {
@@ -184,59 +179,13 @@ impl Device for TemplateDevice {
     }
 }
 
-/// Step 4: the stream — a `gpuport-queue` stream; every operation forwards.
+/// Step 4: the stream — a `gpuport-queue` stream; `impl_queue_stream!` writes the
+/// `Stream` impl, every method forwarding to it with this device's address resolution
+/// (its memory is host memory, so `host_resolver`).
 #[derive(Clone)]
 pub struct TemplateStream(QueueStream);
 
-impl Stream for TemplateStream {
-    type Backend = TemplateBackend;
-
-    fn device_id(&self) -> DeviceId {
-        self.0.device_id()
-    }
-    fn ownership(&self) -> Ownership {
-        self.0.ownership()
-    }
-    fn raw_handle(&self) -> usize {
-        self.0.raw_handle()
-    }
-    fn flags(&self) -> StreamFlags {
-        self.0.flags()
-    }
-    fn priority(&self) -> i32 {
-        0
-    }
-    fn copy(&self, src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<()> {
-        self.0.copy(src, src_offset, dst, dst_offset, len, resolve("copy"))
-    }
-    fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
-        self.0.memset(dst, offset, len, value, resolve("memset"))
-    }
-    fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize) -> Result<()> {
-        self.0.write(src, dst, dst_offset, resolve("write"))
-    }
-    fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8]) -> Result<()> {
-        self.0.read(src, src_offset, dst, resolve("read"))
-    }
-    fn record(&self, event: &TemplateEvent) -> Result<()> {
-        self.0.record(&event.0)
-    }
-    fn wait(&self, event: &TemplateEvent) -> Result<()> {
-        self.0.wait(&event.0)
-    }
-    fn host_callback(&self, f: HostCallback) -> Result<()> {
-        self.0.host_callback(f)
-    }
-    fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
-        self.0.launch(KIND, kernel, config, args, resolve("launch"))
-    }
-    fn query(&self) -> Result<bool> {
-        self.0.query()
-    }
-    fn synchronize(&self) -> Result<()> {
-        self.0.synchronize()
-    }
-}
+gpuport_queue::impl_queue_stream!(TemplateStream, TemplateBackend, KIND, 0, |this, op| host_resolver(op));
 
 /// Step 5: the event — a `gpuport-queue` event; `impl_queue_event!` writes the `Event`
 /// impl, every method forwarding to it.

@@ -7,7 +7,7 @@ use gpuport_core::{
     ModuleImage, PointerAttributes, Result, Stream, StreamFlags,
 };
 use gpuport_queue::memory::host_buffer;
-use gpuport_queue::{kernels, QueueEvent, QueueStream};
+use gpuport_queue::{kernels, LazyStream, QueueEvent, QueueStream};
 
 use crate::stream::{ExtEvent, ExtStream};
 use crate::{ExtBackend, Shared, KIND, PINNED};
@@ -17,7 +17,7 @@ use crate::{ExtBackend, Shared, KIND, PINNED};
 pub struct ExtDevice {
     pub(crate) shared: Arc<Shared>,
     pub(crate) id: DeviceId,
-    legacy: Arc<std::sync::OnceLock<ExtStream>>,
+    legacy: Arc<LazyStream<ExtStream>>,
 }
 
 impl ExtDevice {
@@ -75,10 +75,8 @@ impl Device for ExtDevice {
         Err(Error::unsupported("ext", "managed memory"))
     }
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
-        let p = self.shared.resolve(self.id, dst, offset, len, "memset")?;
-        // SAFETY: `resolve` checked the range against a live allocation held by `dst`.
-        unsafe { std::ptr::write_bytes(p, value, len) };
-        Ok(())
+        // Ordered after the legacy default stream's work, as cuMemsetD8 is.
+        self.default_stream(DefaultStream::Legacy)?.memset_blocking(dst, offset, len, value)
     }
     fn create_stream(&self, flags: StreamFlags, _priority: i32) -> Result<ExtStream> {
         Ok(ExtStream::new(self.shared.clone(), QueueStream::create(self.id, flags)?))
@@ -89,14 +87,7 @@ impl Device for ExtDevice {
     fn default_stream(&self, which: DefaultStream) -> Result<ExtStream> {
         match which {
             DefaultStream::Legacy => {
-                let stream = match self.legacy.get() {
-                    Some(s) => s.clone(),
-                    None => {
-                        let created = self.create_stream(StreamFlags::empty(), 0)?;
-                        self.legacy.get_or_init(|| created).clone()
-                    }
-                };
-                Ok(stream.to_borrowed())
+                Ok(self.legacy.get_or_create(|| self.create_stream(StreamFlags::empty(), 0))?.to_borrowed())
             }
             DefaultStream::PerThread => Err(Error::unsupported("ext", "per-thread default streams")),
         }

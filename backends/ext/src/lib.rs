@@ -34,7 +34,7 @@ use gpuport_core::{
     Backend, BackendKind, Buffer, DeviceId, DeviceInfo, DlDeviceType, DlpackDevices, Error, LoadOptions, Result,
 };
 use gpuport_queue::memory::PointerRegistry;
-use gpuport_queue::{DeviceQueues, QueueStream};
+use gpuport_queue::{DeviceQueues, LazyStream, QueueStream};
 
 pub use device::ExtDevice;
 pub use stream::{ExtEvent, ExtStream};
@@ -49,7 +49,7 @@ static PINNED: PointerRegistry = PointerRegistry::new();
 /// State shared by every ext handle of the process.
 pub(crate) struct Shared {
     spaces: Vec<Arc<memory::AddressSpace>>,
-    legacy: Vec<Arc<OnceLock<ExtStream>>>,
+    legacy: Vec<Arc<LazyStream<ExtStream>>>,
     queues: Vec<DeviceQueues>,
     host_limit: u64,
 }
@@ -127,7 +127,7 @@ impl Backend for ExtBackend {
             mib.checked_mul(1 << 20).ok_or_else(|| Error::invalid_argument("GPUPORT_EXT_MEMORY_MIB overflows"))?;
         let spaces =
             (0..count as u32).map(|i| memory::AddressSpace::new(DeviceId::new(KIND, i), capacity)).collect::<Vec<_>>();
-        let legacy = spaces.iter().map(|_| Arc::new(OnceLock::new())).collect();
+        let legacy = spaces.iter().map(|_| Arc::new(LazyStream::new())).collect();
         let queues = spaces.iter().map(|_| DeviceQueues::default()).collect();
         let host_limit = gpuport_driver::host_memory::host_memory_limit();
         let shared = Arc::new(Shared { spaces, legacy, queues, host_limit });

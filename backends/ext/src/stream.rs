@@ -29,6 +29,11 @@ impl ExtStream {
         ExtStream { shared: self.shared.clone(), queue: self.queue.to_borrowed() }
     }
 
+    /// `Device::memset`: on this (the legacy) stream, after its queued work, then done.
+    pub(crate) fn memset_blocking(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
+        self.queue.memset_blocking(dst, offset, len, value, self.resolve("memset"))
+    }
+
     fn resolve(&self, op: &'static str) -> impl Fn(&Buffer, usize, usize) -> Result<*mut u8> + '_ {
         move |buffer, offset, len| self.shared.resolve(self.queue.device_id(), buffer, offset, len, op)
     }

@@ -8,7 +8,7 @@ use gpuport_core::{
     MemoryKind, Module, ModuleImage, PointerAttributes, Result, Stream, StreamFlags,
 };
 use gpuport_driver::host_memory;
-use gpuport_queue::{host_range, kernels, DeviceQueues, QueueEvent, QueueStream};
+use gpuport_queue::{host_resolver, kernels, DeviceQueues, LazyStream, QueueEvent, QueueStream};
 
 use crate::event::HostEvent;
 use crate::memory;
@@ -20,7 +20,7 @@ struct DeviceInner {
     limit: u64,
     /// Every queue that may still have work, destroyed streams' included.
     queues: DeviceQueues,
-    legacy: OnceLock<HostStream>,
+    legacy: LazyStream<HostStream>,
 }
 
 /// The CPU as a device. Every handle refers to the one process-wide `host:0`.
@@ -42,7 +42,7 @@ impl HostDevice {
                     id: DeviceId::HOST,
                     limit: host_memory::host_memory_limit(),
                     queues: DeviceQueues::default(),
-                    legacy: OnceLock::new(),
+                    legacy: LazyStream::new(),
                 }),
             })
             .clone()
@@ -112,10 +112,9 @@ impl Device for HostDevice {
     }
 
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
-        let d = host_range(dst, offset, len, "memset")?;
-        // SAFETY: the range was checked against a live buffer that `dst` keeps alive.
-        unsafe { std::ptr::write_bytes(d, value, len) };
-        Ok(())
+        // Ordered after the legacy default stream's work, as cuMemsetD8 is.
+        let legacy = self.default_stream(DefaultStream::Legacy)?;
+        legacy.0.memset_blocking(dst, offset, len, value, host_resolver("memset"))
     }
 
     fn create_stream(&self, flags: StreamFlags, _priority: i32) -> Result<HostStream> {
@@ -130,13 +129,7 @@ impl Device for HostDevice {
 
     fn default_stream(&self, which: DefaultStream) -> Result<HostStream> {
         let stream = match which {
-            DefaultStream::Legacy => match self.inner.legacy.get() {
-                Some(s) => s.clone(),
-                None => {
-                    let created = self.create_stream(StreamFlags::empty(), 0)?;
-                    self.inner.legacy.get_or_init(|| created).clone()
-                }
-            },
+            DefaultStream::Legacy => self.inner.legacy.get_or_create(|| self.create_stream(StreamFlags::empty(), 0))?,
             DefaultStream::PerThread => PER_THREAD.with(|cell| match cell.get() {
                 Some(s) => Ok(s.clone()),
                 None => {

@@ -201,6 +201,14 @@ pub enum Error {
         message: String,
     },
 
+    /// A blocking call made from inside work of the stream it would wait for (a host
+    /// callback synchronizing its own stream, event or device): it could never return.
+    #[error("would deadlock: {what} from inside work it would have to wait for; queue the follow-up work instead")]
+    WouldDeadlock {
+        /// The blocking call.
+        what: String,
+    },
+
     /// Array interchange (DLPack, CUDA Array Interface) rejected its input.
     #[error("interchange: {what}")]
     Interchange {
@@ -223,6 +231,11 @@ impl Error {
     /// Shorthand for [`Error::Unsupported`].
     pub fn unsupported(backend: impl fmt::Display, what: impl Into<String>) -> Self {
         Error::Unsupported { backend: backend.to_string(), what: what.into() }
+    }
+
+    /// Shorthand for [`Error::WouldDeadlock`].
+    pub fn would_deadlock(what: impl Into<String>) -> Self {
+        Error::WouldDeadlock { what: what.into() }
     }
 
     /// Shorthand for [`Error::InvalidHandle`].

@@ -8,6 +8,7 @@ use std::time::Instant;
 use gpuport_core::{DeviceId, Error, EventFlags, Ownership, Result};
 
 use crate::handles::{HandleRegistry, OwnerGuard};
+use crate::queue::current_queue;
 
 #[derive(Default)]
 struct Marks {
@@ -17,6 +18,8 @@ struct Marks {
     completed: u64,
     /// When the marker of `completed` ran.
     at: Option<Instant>,
+    /// The queue the latest record was queued on (see `queue::current_queue`).
+    queue: usize,
 }
 
 /// The shared state of one event: which record is the latest and whether its marker has
@@ -46,14 +49,39 @@ impl EventState {
         self.marks.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Starts a new record and returns its generation.
-    pub fn begin_record(&self) -> Result<u64> {
-        if self.destroyed.load(Ordering::SeqCst) {
-            return Err(Error::invalid_handle("event was destroyed"));
-        }
+    /// Starts a new record on queue `queue` (its identity, for deadlock checks) and
+    /// returns its generation.
+    pub fn begin_record(&self, queue: usize) -> Result<u64> {
+        self.check_live("record")?;
         let mut m = self.marks();
         m.recorded += 1;
+        m.queue = queue;
         Ok(m.recorded)
+    }
+
+    /// `InvalidHandle` once the event was destroyed (its owner is gone).
+    pub fn check_live(&self, operation: &str) -> Result<()> {
+        if self.is_destroyed() {
+            return Err(Error::invalid_handle(format!("{operation} of a destroyed event")));
+        }
+        Ok(())
+    }
+
+    /// Blocks until the latest record has completed. Refused from a host callback of the
+    /// stream that has still to reach that record: it would wait for itself.
+    pub fn synchronize(&self) -> Result<()> {
+        let (generation, queue) = {
+            let m = self.marks();
+            if m.completed >= m.recorded {
+                return Ok(());
+            }
+            (m.recorded, m.queue)
+        };
+        if queue == current_queue() {
+            return Err(Error::would_deadlock("synchronizing an event recorded behind the calling host callback"));
+        }
+        self.wait_for(generation);
+        Ok(())
     }
 
     /// The generation of the latest record (0 when never recorded).
@@ -172,17 +200,20 @@ impl QueueEvent {
     pub fn flags(&self) -> EventFlags {
         self.state.flags
     }
-    /// True when the latest record has completed.
+    /// True when the latest record has completed; a destroyed event is `InvalidHandle`.
     pub fn query(&self) -> Result<bool> {
+        self.state.check_live("query")?;
         Ok(self.state.is_complete())
     }
-    /// Blocks until the latest record has completed.
+    /// Blocks until the latest record has completed (see [`EventState::synchronize`]).
     pub fn synchronize(&self) -> Result<()> {
-        self.state.wait_for(self.state.recorded_generation());
-        Ok(())
+        self.state.check_live("synchronize")?;
+        self.state.synchronize()
     }
     /// Milliseconds between this event's and `end`'s completions.
     pub fn elapsed_ms(&self, end: &Self) -> Result<f32> {
+        self.state.check_live("elapsed time")?;
+        end.state.check_live("elapsed time")?;
         let (a, b) = (self.state.completed_at()?, end.state.completed_at()?);
         let ms = if b >= a { (b - a).as_secs_f64() * 1e3 } else { -((a - b).as_secs_f64() * 1e3) };
         Ok(ms as f32)

@@ -9,6 +9,7 @@
 //!   timestamps, raw handles and ownership;
 //! - [`QueueStream`]: a stream handle with every stream operation written once over the
 //!   backend's address resolution;
+//! - [`LazyStream`]: the legacy default stream, created on first use;
 //! - [`DeviceQueues`]: every queue of a device, for a device-wide synchronize that also
 //!   waits for dropped streams' work;
 //! - [`kernels`]: Rust functions registered by module and name, launched like kernels;
@@ -21,6 +22,7 @@ mod device;
 mod event;
 pub mod handles;
 pub mod kernels;
+mod lazy;
 pub mod memory;
 mod queue;
 mod stream;
@@ -28,6 +30,7 @@ mod stream;
 pub use device::DeviceQueues;
 pub use event::{EventState, QueueEvent};
 pub use kernels::{register_kernel, HostKernelArgs, HostKernelFn};
+pub use lazy::LazyStream;
 pub use queue::{copy_bytes, synchronize_all, QueueTracker, SendPtr, Work, WorkQueue};
 pub use stream::{host_range, host_resolver, QueueStream, Resolve};
 

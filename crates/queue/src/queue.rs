@@ -7,6 +7,7 @@
 //! allocates per block of messages, not per message); completion is one atomic increment,
 //! and the condition variable is touched only when somebody waits.
 
+use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Sender};
@@ -63,42 +64,75 @@ impl Signal {
     }
 }
 
+/// The first error of a queue's work. Shared with the device's [`QueueTracker`]s, so it
+/// outlives the queue: an error of work on a stream that was then dropped still reaches
+/// the next device-wide synchronize, however soon after the drop the worker exited.
+#[derive(Default)]
+struct Failure {
+    first: Mutex<Option<Error>>,
+    /// Set when the last handle of the queue is gone: from then on the device-wide
+    /// synchronize is the only reporter, and it clears what it reports.
+    orphaned: AtomicBool,
+}
+
+impl Failure {
+    fn record(&self, err: Error) {
+        lock(&self.first).get_or_insert(err);
+    }
+}
+
 struct State {
     name: String,
     submitted: AtomicU64,
     completed: AtomicU64,
     waiters: AtomicUsize,
-    error: Mutex<Option<Error>>,
+    /// Orders a completion's notify after a waiter's check-then-wait.
+    lock: Mutex<()>,
     cv: Condvar,
+    failure: Arc<Failure>,
     closed: AtomicBool,
 }
 
+thread_local! {
+    /// The queue whose worker this thread is (its `State`'s address), 0 elsewhere.
+    static WORKER_OF: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The identity of the queue whose worker runs the calling thread (0 on other threads).
+pub(crate) fn current_queue() -> usize {
+    WORKER_OF.with(Cell::get)
+}
+
 impl State {
+    fn id(&self) -> usize {
+        self as *const State as usize
+    }
+
     fn complete_one(&self) {
         self.completed.fetch_add(1, Ordering::SeqCst);
         if self.waiters.load(Ordering::SeqCst) > 0 {
-            // Taking the lock orders this notify after a waiter's check-then-wait.
-            let _guard = lock(&self.error);
+            let _guard = lock(&self.lock);
             self.cv.notify_all();
         }
     }
 
-    /// Blocks until `completed >= target`; returns the lock on the sticky error.
-    fn wait_until(&self, target: u64) -> MutexGuard<'_, Option<Error>> {
-        let mut guard = lock(&self.error);
+    /// Blocks until `completed >= target`. Refused from the queue's own worker (a host
+    /// callback waiting for itself would never return).
+    fn wait_until(&self, target: u64, what: &str) -> Result<()> {
+        if current_queue() == self.id() {
+            return Err(Error::would_deadlock(format!("{what} of {}", self.name)));
+        }
+        let mut guard = lock(&self.lock);
         self.waiters.fetch_add(1, Ordering::SeqCst);
         while self.completed.load(Ordering::SeqCst) < target {
             guard = self.cv.wait(guard).unwrap_or_else(|p| p.into_inner());
         }
         self.waiters.fetch_sub(1, Ordering::SeqCst);
-        guard
+        Ok(())
     }
 
-    fn fail(&self, err: Error) {
-        let mut slot = lock(&self.error);
-        if slot.is_none() {
-            *slot = Some(err);
-        }
+    fn fail(&self, message: String) {
+        self.failure.record(Error::StreamWork { stream: self.name.clone(), message });
     }
 }
 
@@ -153,11 +187,8 @@ fn run(op: Op, state: &State) {
         Op::Wait(event, generation) => event.wait_for(generation),
         Op::Run(work) => match catch_unwind(AssertUnwindSafe(work)) {
             Ok(Ok(())) => {}
-            Ok(Err(err)) => state.fail(Error::StreamWork { stream: state.name.clone(), message: err.to_string() }),
-            Err(panic) => state.fail(Error::StreamWork {
-                stream: state.name.clone(),
-                message: format!("host work panicked: {}", panic_message(&panic)),
-            }),
+            Ok(Err(err)) => state.fail(err.to_string()),
+            Err(panic) => state.fail(format!("host work panicked: {}", panic_message(&panic))),
         },
         Op::Signal(signal) => signal.set(),
     }
@@ -182,8 +213,9 @@ impl WorkQueue {
             submitted: AtomicU64::new(0),
             completed: AtomicU64::new(0),
             waiters: AtomicUsize::new(0),
-            error: Mutex::new(None),
+            lock: Mutex::new(()),
             cv: Condvar::new(),
+            failure: Arc::default(),
             closed: AtomicBool::new(false),
         });
         let worker_state = state.clone();
@@ -191,6 +223,7 @@ impl WorkQueue {
             .name(format!("gpuport {name}"))
             .spawn(move || {
                 gpuport_core::release::mark_restricted_thread();
+                WORKER_OF.with(|w| w.set(worker_state.id()));
                 for op in rx {
                     run(op, &worker_state);
                     worker_state.complete_one();
@@ -259,7 +292,7 @@ impl WorkQueue {
 
     /// Records `event` at the end of the queue.
     pub fn record(&self, event: &Arc<EventState>) -> Result<()> {
-        let generation = event.begin_record()?;
+        let generation = event.begin_record(self.state.id())?;
         self.push(Op::Record(event.clone(), generation))
     }
 
@@ -275,6 +308,9 @@ impl WorkQueue {
     /// Queues a no-op and blocks until the worker reaches it, i.e. until everything queued
     /// before it by this thread has run.
     pub fn flush(&self) -> Result<()> {
+        if current_queue() == self.state.id() {
+            return Err(Error::would_deadlock(format!("a blocking read or write of {}", self.state.name)));
+        }
         let signal = Arc::new(Signal::default());
         // Not refused on a closed queue: callers flush to make sure work they queued with
         // borrowed pointers has run before they return.
@@ -291,22 +327,36 @@ impl WorkQueue {
     /// Blocks until everything submitted before the call has run, then returns (and clears)
     /// the first error of queued work.
     pub fn synchronize(&self) -> Result<()> {
-        match self.state.wait_until(self.state.submitted.load(Ordering::SeqCst)).take() {
+        self.state.wait_until(self.state.submitted.load(Ordering::SeqCst), "synchronize")?;
+        match lock(&self.state.failure.first).take() {
             Some(err) => Err(err),
             None => Ok(()),
         }
     }
 
     /// A handle that can wait for this queue's work without keeping the queue open: it
-    /// lives as long as the worker still has work, even after every stream handle is gone
-    /// (a device-wide synchronize must wait for destroyed streams' pending work too).
+    /// waits while the worker still has work, even after every stream handle is gone (a
+    /// device-wide synchronize must wait for destroyed streams' pending work too), and it
+    /// keeps the first error of that work until a device-wide synchronize reports it.
     pub fn tracker(&self) -> QueueTracker {
-        QueueTracker(Arc::downgrade(&self.state))
+        QueueTracker { state: Arc::downgrade(&self.state), failure: self.state.failure.clone() }
     }
 }
 
-/// Synchronizes every queue, returning the first error (all are waited for).
-pub fn synchronize_all<'a>(queues: impl IntoIterator<Item = &'a QueueTracker>) -> Result<()> {
+impl Drop for WorkQueue {
+    fn drop(&mut self) {
+        // No handle can synchronize this queue any more: its error now belongs to the
+        // device's trackers alone.
+        self.state.failure.orphaned.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Synchronizes every queue, returning the first error (all are waited for). Refused at
+/// once from a host callback of one of them, which could never be waited for.
+pub fn synchronize_all<'a>(queues: impl IntoIterator<Item = &'a QueueTracker> + Clone) -> Result<()> {
+    if queues.clone().into_iter().any(QueueTracker::is_current) {
+        return Err(Error::would_deadlock("a device-wide synchronize from a host callback of one of its streams"));
+    }
     let mut first = Ok(());
     for queue in queues {
         let result = queue.synchronize();
@@ -317,28 +367,35 @@ pub fn synchronize_all<'a>(queues: impl IntoIterator<Item = &'a QueueTracker>) -
     first
 }
 
-/// Waits for a queue's work; see [`WorkQueue::tracker`].
+/// Waits for a queue's work and reports its errors; see [`WorkQueue::tracker`].
 #[derive(Clone)]
-pub struct QueueTracker(Weak<State>);
+pub struct QueueTracker {
+    state: Weak<State>,
+    failure: Arc<Failure>,
+}
 
 impl QueueTracker {
-    /// True while the queue's worker may still run work.
+    /// True while the tracker still matters: the queue's worker may still run work, or an
+    /// error of its work has not been reported yet.
     pub fn is_live(&self) -> bool {
-        self.0.strong_count() > 0
+        self.state.strong_count() > 0 || lock(&self.failure.first).is_some()
     }
 
-    /// Blocks until everything submitted to the queue so far has run. Reports a failure
-    /// of the queue's work without clearing it: the stream's own `synchronize` still
-    /// reports it (and clears it). Returns at once for a queue whose worker has exited.
+    /// True when the calling thread is this queue's worker (a host callback of it).
+    pub fn is_current(&self) -> bool {
+        current_queue() == self.state.as_ptr() as usize
+    }
+
+    /// Blocks until everything submitted to the queue so far has run, then reports the
+    /// first failure of its work. While a handle of the queue lives the failure stays (the
+    /// stream's own `synchronize` reports and clears it: errors are sticky); once every
+    /// handle is gone this is the only reporter, and the failure is cleared here.
     pub fn synchronize(&self) -> Result<()> {
-        let Some(state) = self.0.upgrade() else { return Ok(()) };
-        let guard = state.wait_until(state.submitted.load(Ordering::SeqCst));
-        match guard.as_ref() {
-            None => Ok(()),
-            Some(Error::StreamWork { stream, message }) => {
-                Err(Error::StreamWork { stream: stream.clone(), message: message.clone() })
-            }
-            Some(other) => Err(Error::StreamWork { stream: state.name.clone(), message: other.to_string() }),
+        if let Some(state) = self.state.upgrade() {
+            state.wait_until(state.submitted.load(Ordering::SeqCst), "a device-wide synchronize")?;
         }
+        let mut first = lock(&self.failure.first);
+        let failure = if self.failure.orphaned.load(Ordering::SeqCst) { first.take() } else { first.clone() };
+        failure.map_or(Ok(()), Err)
     }
 }

@@ -140,6 +140,22 @@ impl QueueStream {
         unsafe { self.queue().fill(d, len, value, Some(dst.clone())) }
     }
 
+    /// A synchronous `Device::memset` with CUDA's semantics: queued on this stream (the
+    /// legacy default stream) after the work already there, and returns once it has run —
+    /// so it never races work already queued on the stream. Errors of earlier work stay
+    /// with the stream.
+    pub fn memset_blocking(
+        &self,
+        dst: &Buffer,
+        offset: usize,
+        len: usize,
+        value: u8,
+        resolve: impl Resolve,
+    ) -> Result<()> {
+        self.memset(dst, offset, len, value, resolve)?;
+        self.queue().flush()
+    }
+
     /// `Stream::write`: queued after the work already queued; returns once it has run.
     pub fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize, resolve: impl Resolve) -> Result<()> {
         let d = resolve(dst, dst_offset, src.len())?;
@@ -170,9 +186,7 @@ impl QueueStream {
 
     /// `Stream::wait`: a destroyed event is refused.
     pub fn wait(&self, event: &QueueEvent) -> Result<()> {
-        if event.state().is_destroyed() {
-            return Err(Error::invalid_handle("waiting on a destroyed event"));
-        }
+        event.state().check_live("wait")?;
         self.queue().wait(event.state())
     }
 

@@ -13,7 +13,7 @@ use gpuport_core::{
     Stream, StreamFlags,
 };
 use gpuport_queue::memory::{host_buffer, PointerRegistry};
-use gpuport_queue::{host_resolver, kernels, DeviceQueues, QueueEvent, QueueStream};
+use gpuport_queue::{host_resolver, kernels, DeviceQueues, LazyStream, QueueEvent, QueueStream};
 
 /// Step 2: the backend names itself — a plugin kind, never a built-in one.
 pub const KIND: BackendKind = BackendKind::Plugin("tmpl");
@@ -62,7 +62,7 @@ impl Backend for TemplateBackend {
 struct Shared {
     id: DeviceId,
     queues: DeviceQueues,
-    legacy: OnceLock<TemplateStream>,
+    legacy: LazyStream<TemplateStream>,
 }
 
 /// Step 3: the device. Handles are cheap clones of one shared state.
@@ -75,7 +75,7 @@ impl TemplateDevice {
         DEVICE
             .get_or_init(|| {
                 let id = DeviceId::new(KIND, 0);
-                TemplateDevice(Arc::new(Shared { id, queues: DeviceQueues::default(), legacy: OnceLock::new() }))
+                TemplateDevice(Arc::new(Shared { id, queues: DeviceQueues::default(), legacy: LazyStream::new() }))
             })
             .clone()
     }
@@ -122,9 +122,8 @@ impl Device for TemplateDevice {
     }
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
         // Synchronous: ordered after the legacy default stream's work, then done.
-        let stream = self.default_stream(DefaultStream::Legacy)?;
-        Stream::memset(&stream, dst, offset, len, value)?;
-        stream.synchronize()
+        let legacy = self.default_stream(DefaultStream::Legacy)?;
+        legacy.0.memset_blocking(dst, offset, len, value, host_resolver("memset"))
     }
     fn create_stream(&self, flags: StreamFlags, _priority: i32) -> Result<TemplateStream> {
         Ok(self.stream(QueueStream::create(self.0.id, flags)?))
@@ -135,14 +134,8 @@ impl Device for TemplateDevice {
     fn default_stream(&self, which: DefaultStream) -> Result<TemplateStream> {
         match which {
             DefaultStream::Legacy => {
-                let stream = match self.0.legacy.get() {
-                    Some(s) => s.clone(),
-                    None => {
-                        let created = self.create_stream(StreamFlags::empty(), 0)?;
-                        self.0.legacy.get_or_init(|| created).clone()
-                    }
-                };
-                Ok(TemplateStream(stream.0.to_borrowed()))
+                let legacy = self.0.legacy.get_or_create(|| self.create_stream(StreamFlags::empty(), 0))?;
+                Ok(TemplateStream(legacy.0.to_borrowed()))
             }
             DefaultStream::PerThread => Err(Error::unsupported(KIND, "per-thread default streams")),
         }

@@ -76,9 +76,7 @@ pub(crate) fn load(dev: &Arc<DeviceCtx>, image: ModuleImage<'_>) -> Result<Modul
 }
 
 pub(crate) fn kernel(dev: &Arc<DeviceCtx>, module: &Module, name: &str) -> Result<Kernel> {
-    let CudaModule(inner) = module
-        .handle::<CudaModule>()
-        .ok_or_else(|| Error::mismatch("kernel lookup", gpuport_core::BackendKind::Cuda, module.device()))?;
+    let CudaModule(inner) = module.handle_on::<CudaModule>(dev.id, "kernel lookup")?;
     let cname = CString::new(name).map_err(|_| Error::invalid_argument("kernel name contains a NUL byte"))?;
     dev.bind()?;
     let api = &dev.driver.api;

@@ -343,16 +343,7 @@ impl Stream for CudaStream {
     }
 
     fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
-        let k = kernel
-            .handle::<CudaKernel>()
-            .ok_or_else(|| Error::mismatch("launch", BackendKind::Cuda, kernel.device()))?;
-        if kernel.device() != self.device_id() {
-            return Err(Error::invalid_argument(format!(
-                "kernel of {} launched on {}",
-                kernel.device(),
-                self.device_id()
-            )));
-        }
+        let k = kernel.handle_on::<CudaKernel>(self.device_id(), "launch")?;
         config.validate()?;
         let gpuport_driver::kernel_args::PackedArgs { mut values, mut keep } =
             gpuport_driver::kernel_args::pack_kernel_args(args, |b| self.own_memory(b, "launch"))?;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use gpuport_core::{Buffer, Result};
 use gpuport_queue::{QueueEvent, QueueStream};
 
-use crate::{ExtBackend, Shared, KIND};
+use crate::{ExtBackend, Shared};
 
 /// A stream of an ext device.
 #[derive(Clone)]
@@ -39,6 +39,6 @@ impl ExtStream {
     }
 }
 
-gpuport_queue::impl_queue_stream!(ExtStream, ExtBackend, KIND, queue, |this, op| this.resolve(op));
+gpuport_queue::impl_queue_stream!(ExtStream, ExtBackend, queue, |this, op| this.resolve(op));
 
 gpuport_queue::impl_queue_event!(ExtEvent, ExtBackend);

@@ -1,7 +1,6 @@
 //! Host streams: `gpuport-queue`'s streams over host-accessible memory (host, or another
 //! backend's pinned or managed memory).
 
-use gpuport_core::BackendKind;
 use gpuport_queue::{host_resolver, QueueStream};
 
 use crate::HostBackend;
@@ -10,4 +9,4 @@ use crate::HostBackend;
 #[derive(Clone)]
 pub struct HostStream(pub(crate) QueueStream);
 
-gpuport_queue::impl_queue_stream!(HostStream, HostBackend, BackendKind::Host, 0, |this, op| host_resolver(op));
+gpuport_queue::impl_queue_stream!(HostStream, HostBackend, 0, |this, op| host_resolver(op));

@@ -69,9 +69,7 @@ pub(crate) fn load(dev: &Arc<DeviceCtx>, image: ModuleImage<'_>) -> Result<Modul
 }
 
 pub(crate) fn kernel(dev: &Arc<DeviceCtx>, module: &Module, name: &str) -> Result<Kernel> {
-    let RocmModule(inner) = module
-        .handle::<RocmModule>()
-        .ok_or_else(|| Error::mismatch("kernel lookup", gpuport_core::BackendKind::Rocm, module.device()))?;
+    let RocmModule(inner) = module.handle_on::<RocmModule>(dev.id, "kernel lookup")?;
     let cname = CString::new(name).map_err(|_| Error::invalid_argument("kernel name contains a NUL byte"))?;
     dev.bind()?;
     let api = &dev.rt.api;

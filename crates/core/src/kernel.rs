@@ -76,6 +76,29 @@ impl Module {
     pub fn handle<T: Any>(&self) -> Option<&T> {
         self.handle.downcast_ref()
     }
+    /// The backend's handle for use on `device` (see [`Kernel::handle_on`]).
+    pub fn handle_on<T: Any>(&self, device: DeviceId, operation: &'static str) -> Result<&T> {
+        checked(&self.handle, self.device, device, operation)
+    }
+}
+
+/// The handle of a module or kernel of `found`, checked for use on `device`: the same
+/// device and the backend's own handle type, else `BackendMismatch`. Two software
+/// backends may share a handle type, so the type alone proves nothing.
+fn checked<'h, T: Any>(
+    handle: &'h Handle,
+    found: DeviceId,
+    device: DeviceId,
+    operation: &'static str,
+) -> Result<&'h T> {
+    match handle.downcast_ref() {
+        Some(h) if found == device => Ok(h),
+        _ => Err(Error::BackendMismatch {
+            operation,
+            expected: format!("a module or kernel of {device}"),
+            found: found.to_string(),
+        }),
+    }
 }
 
 /// A kernel function of a loaded module.
@@ -109,6 +132,12 @@ impl Kernel {
     /// another backend.
     pub fn handle<T: Any>(&self) -> Option<&T> {
         self.handle.downcast_ref()
+    }
+    /// The backend's handle for use on `device`: `BackendMismatch` unless the kernel was
+    /// looked up on `device` and its handle is of type `T`. Backends call this before
+    /// every launch.
+    pub fn handle_on<T: Any>(&self, device: DeviceId, operation: &'static str) -> Result<&T> {
+        checked(&self.handle, self.device, device, operation)
     }
 }
 

@@ -56,11 +56,10 @@ pub fn load_module(kind: BackendKind, device: DeviceId, image: gpuport_core::Mod
     }
 }
 
-/// `Device::kernel` for a software device of `kind`; a module of another backend is
-/// `BackendMismatch`.
+/// `Device::kernel` for a software device of `kind`; a module of another device or backend
+/// is `BackendMismatch`.
 pub fn kernel(kind: BackendKind, device: DeviceId, module: &Module, name: &str) -> Result<Kernel> {
-    let HostModule(table) =
-        module.handle::<HostModule>().ok_or_else(|| Error::mismatch("kernel lookup", kind, module.device()))?;
+    let HostModule(table) = module.handle_on::<HostModule>(device, "kernel lookup")?;
     let f = table
         .get(name)
         .ok_or_else(|| Error::invalid_argument(format!("{kind} module has no kernel named {name:?}")))?;

@@ -74,11 +74,11 @@ macro_rules! impl_queue_event {
 /// Implements `gpuport_core::Stream` for a type holding a [`QueueStream`] in field
 /// `$field`, whose event type wraps [`QueueEvent`] in field `0`: every method forwards,
 /// passing `$resolve` (an expression of `self` and the operation's name `$op`, giving the
-/// backend's [`Resolve`] function) and `$kind` for launch mismatches.
-/// `impl_queue_stream!(MyStream, MyBackend, KIND, 0, |self, op| host_resolver(op))`.
+/// backend's [`Resolve`] function).
+/// `impl_queue_stream!(MyStream, MyBackend, 0, |self, op| host_resolver(op))`.
 #[macro_export]
 macro_rules! impl_queue_stream {
-    ($stream:ty, $backend:ty, $kind:expr, $field:tt, |$this:ident, $op:ident| $resolve:expr) => {
+    ($stream:ty, $backend:ty, $field:tt, |$this:ident, $op:ident| $resolve:expr) => {
         impl $crate::__core::Stream for $stream {
             type Backend = $backend;
 
@@ -147,7 +147,7 @@ macro_rules! impl_queue_stream {
                 args: &[$crate::__core::KernelArg],
             ) -> $crate::__core::Result<()> {
                 let ($this, $op) = (self, "launch");
-                self.$field.launch($kind, kernel, config, args, $resolve)
+                self.$field.launch(kernel, config, args, $resolve)
             }
             fn query(&self) -> $crate::__core::Result<bool> {
                 self.$field.query()

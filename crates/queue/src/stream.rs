@@ -7,8 +7,7 @@
 use std::sync::Arc;
 
 use gpuport_core::{
-    check_copy, BackendKind, Buffer, DeviceId, Error, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result,
-    StreamFlags,
+    check_copy, Buffer, DeviceId, Error, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result, StreamFlags,
 };
 
 use crate::event::QueueEvent;
@@ -202,14 +201,12 @@ impl QueueStream {
     /// `BackendMismatch` (for `kind`).
     pub fn launch(
         &self,
-        kind: BackendKind,
         kernel: &Kernel,
         config: &LaunchConfig,
         args: &[KernelArg],
         resolve: impl Resolve,
     ) -> Result<()> {
-        let HostKernel(f) =
-            *kernel.handle::<HostKernel>().ok_or_else(|| Error::mismatch("launch", kind, kernel.device()))?;
+        let HostKernel(f) = *kernel.handle_on::<HostKernel>(self.device_id(), "launch")?;
         config.validate()?;
         let (resolved, keep) = resolve_args(args, resolve)?;
         let config = *config;

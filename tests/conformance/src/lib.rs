@@ -52,6 +52,13 @@ pub enum Need {
     TwoDevices,
     /// Stream-ordered allocation (`alloc_async` not `Unsupported`).
     StreamOrderedAlloc,
+    /// Raw handles the backend checks (`wrap_event` refuses an unknown handle), so a
+    /// stale handle can be used safely to see that it is refused. Vendor runtimes whose
+    /// handles are pointers cannot check them.
+    CheckedHandles,
+    /// Another device or backend that loads `gpuport-queue`'s registered modules (the
+    /// host, ext), to make a module and kernel the target must refuse.
+    ForeignModules,
 }
 
 /// What the suite runs against: the devices of one backend.
@@ -67,6 +74,10 @@ pub struct Target {
     pub foreign: Vec<AnyDevice>,
     /// Whether the first device has stream-ordered allocation.
     pub alloc_async: bool,
+    /// Whether the first device refuses raw handles it does not know ([`Need::CheckedHandles`]).
+    pub checked_handles: bool,
+    /// Whether another device can load a registered module ([`Need::ForeignModules`]).
+    pub foreign_modules: bool,
 }
 
 impl fmt::Debug for Target {
@@ -93,6 +104,12 @@ impl Target {
             Need::TwoDevices if self.devices.len() < 2 => Some(format!("{} has one device", self.backend)),
             Need::StreamOrderedAlloc if !self.alloc_async => {
                 Some(format!("{} has no stream-ordered allocation (alloc_async is Unsupported)", self.backend))
+            }
+            Need::CheckedHandles if !self.checked_handles => {
+                Some(format!("{} cannot check raw handles (wrap_event accepts an unknown one)", self.backend))
+            }
+            Need::ForeignModules if !self.foreign_modules => {
+                Some("no other device here loads registered modules".to_owned())
             }
             _ => None,
         })
@@ -227,14 +244,23 @@ pub fn open_target(rt: &Runtime, backend: &str, kernel: Option<TestKernel>) -> R
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("opening {backend}: {e}"))?;
     let alloc_async = probe_alloc_async(&devices[0]).map_err(|e| format!("probing {backend}: {e}"))?;
-    let foreign = rt
+    let foreign: Vec<AnyDevice> = rt
         .reports()
         .iter()
         .filter(|r| r.name != backend && r.is_available())
         .filter_map(|r| rt.device(&format!("{}:0", r.name)).ok())
         .collect();
-    Ok(Target { backend: backend.to_owned(), devices, kernel, foreign, alloc_async })
+    // SAFETY: a handle no backend hands out; a backend that accepts it without checking
+    // only stores it in a borrowed wrapper, which is dropped unused.
+    let checked_handles = matches!(unsafe { devices[0].wrap_event(UNKNOWN_HANDLE) }, Err(Error::InvalidHandle { .. }));
+    let image = registered_fill_kernel().image;
+    let foreign_modules = foreign.iter().chain(devices.iter().skip(1)).any(|d| d.load_module(image).is_ok());
+    Ok(Target { backend: backend.to_owned(), devices, kernel, foreign, alloc_async, checked_handles, foreign_modules })
 }
+
+/// A raw handle value no backend gives out (high, odd, never a valid pointer to an
+/// aligned object), to probe whether a backend checks handles.
+const UNKNOWN_HANDLE: usize = usize::MAX - 0xF0F0;
 
 fn probe_alloc_async(dev: &AnyDevice) -> gpuport::Result<bool> {
     let stream = dev.create_stream(StreamFlags::NON_BLOCKING, 0)?;

@@ -2,7 +2,8 @@
 //! backends named in `GPUPORT_CONFORMANCE_BACKENDS` (comma-separated; default `host`; `all`
 //! = every built-in port, unavailable ones reported and ignored). A backend that is named
 //! explicitly but unavailable fails the run with its reason — it never passes silently. A
-//! case a backend cannot run is reported as ignored, with the reason as its kind.
+//! case a backend cannot run is reported as ignored, with the reason as its kind. Cases run
+//! one at a time: some provoke device-wide errors on purpose.
 
 use std::sync::Arc;
 
@@ -11,7 +12,10 @@ use gpuport_conformance::{builtin_ports, open_target, register, run_case, CASES}
 use libtest_mimic::{Arguments, Failed, Trial};
 
 fn main() {
-    let args = Arguments::from_args();
+    let mut args = Arguments::from_args();
+    // Cases provoke device-wide errors (a failing callback is reported by every
+    // Device::synchronize until cleared), so they run one at a time.
+    args.test_threads.get_or_insert(1);
     let ports = builtin_ports();
     for port in &ports {
         if let Err(failure) = register(port) {

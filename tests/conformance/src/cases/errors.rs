@@ -1,7 +1,11 @@
-use gpuport::{BackendKind, Buffer, BufferDesc, DeviceId, DynDevice, DynStream, Error, EventFlags, MemoryKind};
+use std::time::{Duration, Instant};
 
-use super::stream;
-use crate::{ensure_err, Outcome, Target};
+use gpuport::{
+    BackendKind, Buffer, BufferDesc, DeviceId, DynDevice, DynEvent, DynStream, Error, EventFlags, MemoryKind,
+};
+
+use super::{read_all, stream, Gate, OpenOnDrop};
+use crate::{ensure, ensure_err, Outcome, Target};
 
 /// Memory of a backend the target cannot reach.
 fn foreign_buffer() -> Buffer {
@@ -56,5 +60,72 @@ pub fn bad_arguments(t: &Target) -> Outcome {
         Error::InvalidArgument { .. } | Error::Unsupported { .. } | Error::Vendor { .. },
         "loading garbage modules"
     );
+    Ok(())
+}
+
+/// A host callback that panics: the device reports it without clearing it while the
+/// stream lives (sticky), the stream's next `synchronize` reports it once and clears it,
+/// and work queued after the callback still runs.
+pub fn host_callback_panic_is_reported(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    let b = dev.alloc(256)?;
+    s.host_callback(Box::new(|| panic!("conformance: a host callback panics on purpose")))?;
+    s.memset(&b, 0, 256, 0x42)?;
+    ensure_err!(dev.synchronize(), Error::StreamWork { .. }, "Device::synchronize after a panicking host callback");
+    ensure_err!(dev.synchronize(), Error::StreamWork { .. }, "a second Device::synchronize (errors are sticky)");
+    ensure_err!(s.synchronize(), Error::StreamWork { .. }, "Stream::synchronize after a panicking host callback");
+    s.synchronize()?; // reported once by the stream, which clears it
+    dev.synchronize()?;
+    ensure!(read_all(&s, &b)? == vec![0x42; 256], "work queued after the panicking callback did not run");
+    Ok(())
+}
+
+/// An error of work on a stream that is then dropped reaches the next
+/// `Device::synchronize`, whether the stream still had work queued when it was dropped
+/// or had long finished; that report is its only one, so it is cleared there.
+pub fn dropped_stream_error_is_reported(t: &Target) -> Outcome {
+    let dev = t.device();
+    // Dropped while busy: the failing callback runs after the last handle is gone.
+    let busy = stream(dev)?;
+    let gate = Gate::default();
+    let _open = OpenOnDrop(gate.clone());
+    gate.block(&busy)?;
+    busy.host_callback(Box::new(|| panic!("conformance: work of a stream dropped while busy fails")))?;
+    drop(busy);
+    gate.open();
+    ensure_err!(dev.synchronize(), Error::StreamWork { .. }, "Device::synchronize after a busy stream was dropped");
+    dev.synchronize()?;
+    // Dropped when idle: the failure happened before the drop, and the stream has gone.
+    let idle = stream(dev)?;
+    idle.host_callback(Box::new(|| panic!("conformance: work of a stream dropped when idle fails")))?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !idle.query()? {
+        ensure!(Instant::now() < deadline, "the failing callback never completed");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(idle);
+    std::thread::sleep(Duration::from_millis(20)); // let any worker of the stream exit
+    ensure_err!(dev.synchronize(), Error::StreamWork { .. }, "Device::synchronize after an idle stream was dropped");
+    dev.synchronize()?;
+    Ok(())
+}
+
+/// An event whose owner is gone is refused by every operation, not answered.
+pub fn destroyed_event_is_refused(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    let owner = dev.create_event(EventFlags::empty())?;
+    s.record(&owner)?;
+    owner.synchronize()?;
+    // SAFETY: the handle is live here; the backend checks handles (Need::CheckedHandles),
+    // so using the wrapper after the owner is gone must be refused, not trusted.
+    let stale = unsafe { dev.wrap_event(owner.raw_handle()) }?;
+    drop(owner);
+    ensure_err!(stale.query(), Error::InvalidHandle { .. }, "query of a destroyed event");
+    ensure_err!(stale.synchronize(), Error::InvalidHandle { .. }, "synchronize of a destroyed event");
+    ensure_err!(s.record(&stale), Error::InvalidHandle { .. }, "recording a destroyed event");
+    ensure_err!(s.wait(&stale), Error::InvalidHandle { .. }, "waiting on a destroyed event");
+    s.synchronize()?;
     Ok(())
 }

@@ -48,3 +48,37 @@ pub fn bad_launches(t: &Target) -> Outcome {
     s.synchronize()?;
     Ok(())
 }
+
+/// A module or kernel made by another backend (or device) is refused by lookup and launch,
+/// even when that backend uses the same kind of handle.
+pub fn foreign_modules_and_kernels_refused(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    let b = dev.alloc(64)?;
+    let foreign = crate::registered_fill_kernel();
+    let mut others: Vec<&gpuport::AnyDevice> = t.foreign.iter().collect();
+    others.extend(t.devices.iter().skip(1));
+    let mut tried = 0;
+    for other in others {
+        let Ok(module) = other.load_module(foreign.image) else { continue };
+        tried += 1;
+        ensure_err!(
+            dev.kernel(&module, foreign.name),
+            Error::BackendMismatch { .. },
+            format!("a kernel lookup in a module of {}", other.id())
+        );
+        let kernel = other.kernel(&module, foreign.name)?;
+        ensure_err!(
+            s.launch(
+                &kernel,
+                &LaunchConfig::for_items(1, 1)?,
+                &[KernelArg::buffer(&b), KernelArg::scalar(1u32), KernelArg::scalar(1u32)]
+            ),
+            Error::BackendMismatch { .. },
+            format!("launching a kernel of {}", other.id())
+        );
+    }
+    ensure!(tried > 0, "no other device could load a module to test with");
+    s.synchronize()?;
+    Ok(())
+}

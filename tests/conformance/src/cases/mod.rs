@@ -7,8 +7,10 @@ use gpuport::{AnyDevice, AnyStream, Buffer, DynDevice, DynStream, StreamFlags};
 
 use crate::{Case, Failure, Need};
 
+mod arrays;
 mod concurrency;
 mod copies;
+mod device;
 mod errors;
 mod events;
 mod handles;
@@ -42,10 +44,50 @@ pub const CASES: &[Case] = &[
     Case { name: "concurrency::many_threads", run: concurrency::many_threads, needs: &[] },
     Case { name: "handles::foreign_stream_not_destroyed", run: handles::foreign_stream, needs: &[] },
     Case { name: "handles::foreign_event_not_destroyed", run: handles::foreign_event, needs: &[] },
+    Case {
+        name: "device::synchronize_waits_for_every_stream",
+        run: device::synchronize_waits_for_every_stream,
+        needs: &[],
+    },
+    Case {
+        name: "device::memset_ordered_after_legacy_stream",
+        run: device::memset_ordered_after_legacy_stream,
+        needs: &[],
+    },
+    Case {
+        name: "device::synchronize_from_own_callback_is_refused",
+        run: device::synchronize_from_own_callback_is_refused,
+        needs: &[],
+    },
+    Case {
+        name: "handles::ordering_through_wrapped_handles",
+        run: handles::ordering_through_wrapped_handles,
+        needs: &[],
+    },
+    Case { name: "handles::pinned_visible_after_event", run: handles::pinned_visible_after_event, needs: &[] },
+    Case { name: "errors::host_callback_panic_is_reported", run: errors::host_callback_panic_is_reported, needs: &[] },
+    Case {
+        name: "errors::dropped_stream_error_is_reported",
+        run: errors::dropped_stream_error_is_reported,
+        needs: &[],
+    },
+    Case {
+        name: "errors::destroyed_event_is_refused",
+        run: errors::destroyed_event_is_refused,
+        needs: &[Need::CheckedHandles],
+    },
     Case { name: "errors::backend_mismatch", run: errors::backend_mismatch, needs: &[] },
     Case { name: "errors::bad_arguments", run: errors::bad_arguments, needs: &[] },
     Case { name: "kernels::launch_fill", run: kernels::launch_fill, needs: &[Need::Kernel] },
     Case { name: "kernels::bad_launches", run: kernels::bad_launches, needs: &[Need::Kernel] },
+    Case {
+        name: "kernels::foreign_modules_and_kernels_refused",
+        run: kernels::foreign_modules_and_kernels_refused,
+        needs: &[Need::ForeignModules],
+    },
+    Case { name: "arrays::round_trip_and_views", run: arrays::round_trip_and_views, needs: &[] },
+    Case { name: "arrays::copy_engine_across_devices", run: arrays::copy_engine_across_devices, needs: &[] },
+    Case { name: "arrays::pending_work_orders_streams", run: arrays::pending_work_orders_streams, needs: &[] },
 ];
 
 /// A recognisable byte pattern of `n` bytes.
@@ -96,5 +138,21 @@ pub(crate) struct OpenOnDrop(pub Gate);
 impl Drop for OpenOnDrop {
     fn drop(&mut self) {
         self.0.open();
+    }
+}
+
+/// Runs `f` on a thread of its own and fails the case if it has not returned within 30 s:
+/// a call that must not hang is checked without hanging the suite.
+pub(crate) fn within<T: Send + 'static>(
+    what: &str,
+    f: impl FnOnce() -> gpuport::Result<T> + Send + 'static,
+) -> Result<T, Failure> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(result) => Ok(result?),
+        Err(_) => Err(Failure::new(format!("{what} did not return within 30 s"))),
     }
 }

@@ -1,0 +1,108 @@
+//! Device-wide operations: synchronize, the synchronous memset, and blocking calls made
+//! from inside a stream's own work.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use gpuport::{DefaultStream, DynDevice, DynEvent, DynStream, Error, EventFlags};
+
+use super::{pattern, read_all, stream, within, Gate, OpenOnDrop};
+use crate::{ensure, Failure, Outcome, Target};
+
+/// `Device::synchronize` while stream A is blocked and stream B waits on A's event: it
+/// must not return before both have finished, and afterwards both results are there.
+pub fn synchronize_waits_for_every_stream(t: &Target) -> Outcome {
+    let dev = t.device();
+    let (a, b) = (stream(dev)?, stream(dev)?);
+    let n = 1 << 16;
+    let src = dev.alloc(n)?;
+    let mid = dev.alloc(n)?;
+    let dst = dev.alloc(n)?;
+    let data = pattern(n, 31);
+    a.write(&data, &src, 0)?;
+    let gate = Gate::default();
+    let _open = OpenOnDrop(gate.clone());
+    let ev = dev.create_event(EventFlags::DISABLE_TIMING)?;
+    gate.block(&a)?;
+    a.copy(&src, 0, &mid, 0, n)?;
+    a.record(&ev)?;
+    b.wait(&ev)?;
+    b.copy(&mid, 0, &dst, 0, n)?;
+    let (tx, rx) = mpsc::channel();
+    let waiter = dev.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(waiter.synchronize());
+    });
+    match rx.recv_timeout(Duration::from_millis(50)) {
+        Err(mpsc::RecvTimeoutError::Timeout) => {}
+        Ok(result) => {
+            return Err(Failure::new(format!(
+                "Device::synchronize returned ({result:?}) while a stream was still blocked"
+            )))
+        }
+        Err(e) => return Err(Failure::new(format!("the synchronizing thread died: {e}"))),
+    }
+    gate.open();
+    rx.recv_timeout(Duration::from_secs(30)).map_err(|_| Failure::new("Device::synchronize never returned"))??;
+    ensure!(a.query()? && b.query()?, "streams report pending work after Device::synchronize");
+    let check = stream(dev)?;
+    ensure!(read_all(&check, &dst)? == data, "B's copy had not run when Device::synchronize returned");
+    Ok(())
+}
+
+/// The synchronous `Device::memset` is ordered after work already queued on the legacy
+/// default stream (as `cuMemsetD8` is), without the caller synchronizing first.
+pub fn memset_ordered_after_legacy_stream(t: &Target) -> Outcome {
+    let dev = t.device();
+    let legacy = dev.default_stream(DefaultStream::Legacy)?;
+    let n = 4096;
+    let b = dev.alloc(n)?;
+    let gate = Gate::default();
+    let _open = OpenOnDrop(gate.clone());
+    gate.block(&legacy)?;
+    legacy.memset(&b, 0, n, 1)?;
+    let (tx, rx) = mpsc::channel();
+    let (setter, target) = (dev.clone(), b.clone());
+    std::thread::spawn(move || {
+        let _ = tx.send(setter.memset(&target, 0, n, 2));
+    });
+    // Give an unordered memset every chance to run before the queued one.
+    if let Ok(result) = rx.recv_timeout(Duration::from_millis(50)) {
+        result?;
+        return Err(Failure::new("Device::memset returned while the legacy stream's earlier work was still blocked"));
+    }
+    gate.open();
+    rx.recv_timeout(Duration::from_secs(30)).map_err(|_| Failure::new("Device::memset never returned"))??;
+    ensure!(read_all(&legacy, &b)? == vec![2u8; n], "Device::memset ran before the legacy stream's earlier memset");
+    Ok(())
+}
+
+/// Blocking calls from a host callback that would wait for that callback: a clear
+/// error, never a hang.
+pub fn synchronize_from_own_callback_is_refused(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    let ev = dev.create_event(EventFlags::DISABLE_TIMING)?;
+    let (tx, rx) = mpsc::channel();
+    let (own, own_ev, own_dev) = (s.clone(), ev.clone(), dev.clone());
+    s.host_callback(Box::new(move || {
+        let results = [
+            ("Stream::synchronize", own.synchronize()),
+            ("Event::synchronize", own_ev.synchronize()),
+            ("Device::synchronize", own_dev.synchronize()),
+        ];
+        let _ = tx.send(results);
+    }))?;
+    s.record(&ev)?;
+    let results = rx.recv_timeout(Duration::from_secs(30)).map_err(|_| {
+        Failure::new("a host callback synchronizing its own stream hung (it must get Error::WouldDeadlock)")
+    })?;
+    for (call, result) in results {
+        ensure!(
+            matches!(result, Err(Error::WouldDeadlock { .. })),
+            "{call} from the stream's own callback gave {result:?}, expected Error::WouldDeadlock"
+        );
+    }
+    within("synchronizing after the refused calls", move || s.synchronize())?;
+    Ok(())
+}

@@ -12,12 +12,20 @@ pub fn one_stream_in_order(t: &Target) -> Outcome {
     let bufs = (0..32).map(|_| dev.alloc(n)).collect::<Result<Vec<_>, _>>()?;
     let data = pattern(n, 1);
     s.write(&data, &bufs[0], 0)?;
-    // A chain: each copy reads what the previous one wrote; a memset between clobbers the
-    // source only after it was copied.
+    // Everything below is queued behind a closed gate, so work that escapes the stream's
+    // order runs before the work it should follow, every time.
+    let gate = Gate::default();
+    let _open = OpenOnDrop(gate.clone());
+    gate.block(&s)?;
+    // A chain: each copy overwrites a memset of its destination and reads what the previous
+    // copy wrote; a memset after it clobbers the source only once it was copied.
     for i in 1..bufs.len() {
+        s.memset(&bufs[i], 0, n, 0x11)?;
         s.copy(&bufs[i - 1], 0, &bufs[i], 0, n)?;
         s.memset(&bufs[i - 1], 0, n, 0xCC)?;
     }
+    std::thread::sleep(std::time::Duration::from_millis(10));
+    gate.open();
     s.synchronize()?;
     ensure!(read_all(&s, bufs.last().unwrap())? == data, "the copy chain lost data: ops ran out of order");
     ensure!(read_all(&s, &bufs[0])? == vec![0xCC; n], "the memset after the first copy did not run last");

@@ -1,0 +1,179 @@
+//! The mutants' device: the port template's device, with the device-level flaws.
+
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+use gpuport_core::{
+    BackendKind, Buffer, DefaultStream, Device, DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, Kernel,
+    MemoryKind, Module, ModuleImage, PointerAttributes, Result, StreamFlags,
+};
+use gpuport_queue::kernels::{self, HostKernel};
+use gpuport_queue::memory::{host_buffer, PointerRegistry};
+use gpuport_queue::{host_resolver, DeviceQueues, LazyStream, QueueEvent, QueueStream};
+
+use crate::flaw;
+use crate::stream::{MutantEvent, MutantStream, StreamInner};
+use crate::{MutantBackend, MUTANTS};
+
+/// The most one allocation may take (1 GiB).
+const CAPACITY: u64 = 1 << 30;
+
+/// Every live allocation of every mutant device, for `pointer_attributes`.
+static MEMORY: PointerRegistry = PointerRegistry::new();
+
+pub(crate) fn kind<const F: u8>() -> BackendKind {
+    BackendKind::Plugin(MUTANTS[F as usize].name)
+}
+
+pub(crate) fn id<const F: u8>(ordinal: u32) -> DeviceId {
+    DeviceId::new(kind::<F>(), ordinal)
+}
+
+/// What every handle of one mutant device shares.
+pub(crate) struct Shared {
+    id: DeviceId,
+    queues: DeviceQueues,
+    /// The device's streams, for the mutant whose synchronize sees only live ones.
+    streams: Mutex<Vec<Weak<StreamInner>>>,
+    legacy: LazyStream<Arc<StreamInner>>,
+}
+
+/// The device of mutant `F` (`mut-…:0`).
+#[derive(Clone)]
+pub struct MutantDevice<const F: u8>(Arc<Shared>);
+
+impl<const F: u8> MutantDevice<F> {
+    pub(crate) fn shared() -> Self {
+        // A static in a generic function is one for every `F`: index it by `F`.
+        static DEVICES: [OnceLock<Arc<Shared>>; MUTANTS.len()] = [const { OnceLock::new() }; MUTANTS.len()];
+        let shared = DEVICES[F as usize].get_or_init(|| {
+            Arc::new(Shared {
+                id: id::<F>(0),
+                queues: DeviceQueues::default(),
+                streams: Mutex::default(),
+                legacy: LazyStream::new(),
+            })
+        });
+        MutantDevice(shared.clone())
+    }
+
+    fn new_stream(&self, flags: StreamFlags) -> Result<Arc<StreamInner>> {
+        let main = QueueStream::create(self.0.id, flags)?;
+        self.0.queues.track(&main);
+        // The out-of-order mutant runs each stream on two queues in turn.
+        let second = if F == flaw::OUT_OF_ORDER {
+            let second = QueueStream::create(self.0.id, flags)?;
+            self.0.queues.track(&second);
+            Some(second)
+        } else {
+            None
+        };
+        let inner = Arc::new(StreamInner::new(main, second, false));
+        self.0.streams.lock().unwrap_or_else(|p| p.into_inner()).push(Arc::downgrade(&inner));
+        Ok(inner)
+    }
+
+    fn synchronize_live_streams(&self) -> Result<()> {
+        let live: Vec<Arc<StreamInner>> =
+            self.0.streams.lock().unwrap_or_else(|p| p.into_inner()).iter().filter_map(Weak::upgrade).collect();
+        live.iter().try_for_each(|s| s.main().queue().tracker().synchronize())
+    }
+}
+
+impl<const F: u8> Device for MutantDevice<F> {
+    type Backend = MutantBackend<F>;
+
+    fn id(&self) -> DeviceId {
+        self.0.id
+    }
+    fn info(&self) -> Result<DeviceInfo> {
+        Ok(DeviceInfo {
+            id: self.0.id,
+            name: format!("gpuport mutant that breaks a rule: {}", MUTANTS[F as usize].breaks),
+            total_memory: CAPACITY,
+            compute_capability: None,
+            arch: Some(std::env::consts::ARCH.into()),
+            multiprocessors: Some(1),
+            pci_bus_id: None,
+            uuid: None,
+        })
+    }
+    fn alloc(&self, bytes: usize) -> Result<Buffer> {
+        host_buffer(&MEMORY, self.0.id, bytes, MemoryKind::Device, CAPACITY)
+    }
+    fn alloc_async(&self, bytes: usize, stream: &MutantStream<F>) -> Result<Buffer> {
+        if gpuport_core::Stream::device_id(stream) != self.0.id {
+            return Err(Error::invalid_argument("a stream of another device"));
+        }
+        self.alloc(bytes)
+    }
+    fn alloc_pinned(&self, bytes: usize, _flags: HostAllocFlags) -> Result<Buffer> {
+        host_buffer(&MEMORY, self.0.id, bytes, MemoryKind::PinnedHost, CAPACITY)
+    }
+    fn alloc_managed(&self, _bytes: usize) -> Result<Buffer> {
+        Err(Error::unsupported(kind::<F>(), "managed memory"))
+    }
+    fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
+        let legacy = self.0.legacy.get_or_create(|| self.new_stream(StreamFlags::empty()))?;
+        legacy.main().memset_blocking(dst, offset, len, value, host_resolver("memset"))
+    }
+    fn create_stream(&self, flags: StreamFlags, _priority: i32) -> Result<MutantStream<F>> {
+        Ok(MutantStream::new(self.new_stream(flags)?))
+    }
+    fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        Ok((0, 0))
+    }
+    fn default_stream(&self, which: DefaultStream) -> Result<MutantStream<F>> {
+        match which {
+            DefaultStream::Legacy => {
+                let legacy = self.0.legacy.get_or_create(|| self.new_stream(StreamFlags::empty()))?;
+                Ok(MutantStream::new(Arc::new(legacy.to_borrowed())))
+            }
+            DefaultStream::PerThread => Err(Error::unsupported(kind::<F>(), "per-thread default streams")),
+        }
+    }
+    unsafe fn wrap_stream(&self, raw: usize) -> Result<MutantStream<F>> {
+        let wrapped = QueueStream::from_raw(self.0.id, raw)?;
+        // The flawed wrapper destroys the stream it borrows when it drops.
+        Ok(MutantStream::new(Arc::new(StreamInner::new(wrapped, None, F == flaw::WRAPPED_STREAM_DESTROYED))))
+    }
+    fn create_event(&self, flags: EventFlags) -> Result<MutantEvent<F>> {
+        if flags.contains(EventFlags::INTERPROCESS) {
+            return Err(Error::unsupported(kind::<F>(), "interprocess events"));
+        }
+        Ok(MutantEvent::new(QueueEvent::create(self.0.id, flags), false))
+    }
+    unsafe fn wrap_event(&self, raw: usize) -> Result<MutantEvent<F>> {
+        Ok(MutantEvent::new(QueueEvent::from_raw(self.0.id, raw)?, F == flaw::OWNED_WRAPPED_EVENT))
+    }
+    fn synchronize(&self) -> Result<()> {
+        match F {
+            flaw::SYNC_AT_ONCE => Ok(()),
+            flaw::LOST_DROPPED_ERRORS => self.synchronize_live_streams(),
+            _ => self.0.queues.synchronize(),
+        }
+    }
+    fn can_access_peer(&self, _peer: &Self) -> Result<bool> {
+        Ok(true)
+    }
+    fn enable_peer_access(&self, _peer: &Self) -> Result<()> {
+        Ok(())
+    }
+    fn pointer_attributes(&self, addr: u64) -> Result<PointerAttributes> {
+        if F == flaw::WRONG_ATTRIBUTES {
+            return Ok(PointerAttributes::unregistered());
+        }
+        Ok(MEMORY.attributes(addr))
+    }
+    fn load_module(&self, image: ModuleImage<'_>) -> Result<Module> {
+        kernels::load_module(kind::<F>(), self.0.id, image)
+    }
+    fn kernel(&self, module: &Module, name: &str) -> Result<Kernel> {
+        if F == flaw::FOREIGN_KERNELS {
+            // Looks the kernel up on whatever device the module came from, and claims it.
+            let theirs = kernels::kernel(kind::<F>(), module.device(), module, name)?;
+            let HostKernel(f) = *theirs.handle_on::<HostKernel>(module.device(), "kernel lookup")?;
+            return Ok(Kernel::new(self.0.id, name, HostKernel(f)));
+        }
+        kernels::kernel(kind::<F>(), self.0.id, module, name)
+    }
+}

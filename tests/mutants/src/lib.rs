@@ -1,0 +1,204 @@
+//! # gpuport-mutants
+//!
+//! The conformance suite's mutation check. Each mutant is a port built like
+//! `examples/port-template` (a correct software device over `gpuport-queue`) that breaks
+//! exactly one rule of the contract; [`MUTANTS`] lists them with the case that must catch
+//! each. `tests/mutation_check.rs` runs every mutant through the suite's public entry
+//! point (`gpuport_conformance::run_port`), each in a process of its own, and fails if a
+//! mutant passes, or fails anywhere but in its named case, or if the unbroken control
+//! fails. A suite that a broken port passes proves nothing to a vendor.
+//!
+//! The generic parameter `F` of every type is the mutant's index in [`MUTANTS`]; `0` is the
+//! control, which breaks nothing.
+
+mod device;
+mod stream;
+
+use gpuport_core::{Backend, BackendKind, DeviceInfo, DlDeviceType, DlpackDevices, Error, LoadOptions, Result};
+
+pub use device::MutantDevice;
+pub use stream::{MutantEvent, MutantStream};
+
+/// One broken port.
+#[derive(Debug, Clone, Copy)]
+pub struct Mutant {
+    /// Its backend name (device strings `name:0`).
+    pub name: &'static str,
+    /// The rule it breaks, in words.
+    pub breaks: &'static str,
+    /// The conformance case that must fail for it (`group::name`); empty for the control.
+    pub caught_by: &'static str,
+}
+
+/// Every mutant, by index (the types' parameter `F`). Index 0 is the control.
+pub const MUTANTS: &[Mutant] = &[
+    Mutant { name: "mut-control", breaks: "nothing (the control: must pass every case)", caught_by: "" },
+    Mutant {
+        name: "mut-sync-at-once",
+        breaks: "Device::synchronize returns at once without waiting",
+        caught_by: "device::synchronize_waits_for_every_stream",
+    },
+    Mutant {
+        name: "mut-foreign-kernels",
+        breaks: "accepts another backend's module when looking up a kernel",
+        caught_by: "kernels::foreign_modules_and_kernels_refused",
+    },
+    Mutant {
+        name: "mut-lost-panics",
+        breaks: "a panicking host callback is swallowed, not reported",
+        caught_by: "errors::host_callback_panic_is_reported",
+    },
+    Mutant {
+        name: "mut-lost-dropped-errors",
+        breaks: "Device::synchronize looks only at live streams: a dropped stream's error is lost",
+        caught_by: "errors::dropped_stream_error_is_reported",
+    },
+    Mutant { name: "mut-noop-wait", breaks: "Stream::wait does nothing", caught_by: "ordering::cross_stream_event" },
+    Mutant {
+        name: "mut-query-always-done",
+        breaks: "Stream::query and Event::query always say done",
+        caught_by: "ordering::stream_query",
+    },
+    Mutant {
+        name: "mut-copy-ignores-offset",
+        breaks: "Stream::copy ignores the source offset",
+        caught_by: "copies::every_copy_kind",
+    },
+    Mutant {
+        name: "mut-out-of-order",
+        breaks: "a stream's work runs on two queues in turn, so out of order",
+        caught_by: "ordering::one_stream_in_order",
+    },
+    Mutant {
+        name: "mut-wrapped-stream-destroyed",
+        breaks: "dropping a wrapped (borrowed) stream destroys the stream",
+        caught_by: "handles::foreign_stream_not_destroyed",
+    },
+    Mutant {
+        name: "mut-fake-elapsed",
+        breaks: "Event::elapsed_ms answers 1 ms without measuring",
+        caught_by: "events::elapsed_time",
+    },
+    Mutant {
+        name: "mut-wrong-attributes",
+        breaks: "pointer_attributes knows no address",
+        caught_by: "memory::pointer_attributes",
+    },
+    Mutant {
+        name: "mut-owned-wrapped-event",
+        breaks: "a wrapped event claims to own its event",
+        caught_by: "handles::foreign_event_not_destroyed",
+    },
+];
+
+/// The flaws, as the indices the types are instantiated with.
+pub(crate) mod flaw {
+    pub const SYNC_AT_ONCE: u8 = 1;
+    pub const FOREIGN_KERNELS: u8 = 2;
+    pub const LOST_PANICS: u8 = 3;
+    pub const LOST_DROPPED_ERRORS: u8 = 4;
+    pub const NOOP_WAIT: u8 = 5;
+    pub const QUERY_ALWAYS_DONE: u8 = 6;
+    pub const COPY_IGNORES_OFFSET: u8 = 7;
+    pub const OUT_OF_ORDER: u8 = 8;
+    pub const WRAPPED_STREAM_DESTROYED: u8 = 9;
+    pub const FAKE_ELAPSED: u8 = 10;
+    pub const WRONG_ATTRIBUTES: u8 = 11;
+    pub const OWNED_WRAPPED_EVENT: u8 = 12;
+}
+
+/// The backend of mutant `F`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MutantBackend<const F: u8>;
+
+impl<const F: u8> Backend for MutantBackend<F> {
+    const KIND: BackendKind = BackendKind::Plugin(MUTANTS[F as usize].name);
+    const DLPACK: DlpackDevices =
+        DlpackDevices { device: DlDeviceType::CPU, pinned_host: Some(DlDeviceType::CPU), managed: None };
+    type Device = MutantDevice<F>;
+    type Stream = MutantStream<F>;
+    type Event = MutantEvent<F>;
+
+    fn load(_opts: &LoadOptions) -> Result<Self> {
+        Ok(MutantBackend)
+    }
+    fn version(&self) -> String {
+        format!("gpuport-mutants {} ({})", env!("CARGO_PKG_VERSION"), MUTANTS[F as usize].breaks)
+    }
+    fn devices(&self) -> Result<Vec<DeviceInfo>> {
+        Ok(vec![gpuport_core::Device::info(&MutantDevice::<F>::shared())?])
+    }
+    fn open(&self, ordinal: u32) -> Result<MutantDevice<F>> {
+        if ordinal != 0 {
+            return Err(Error::DeviceNotFound {
+                device: device::id::<F>(ordinal),
+                backend: Self::KIND.to_string(),
+                count: 1,
+            });
+        }
+        Ok(MutantDevice::shared())
+    }
+}
+
+/// Evaluates `$body` with `$b` bound to mutant `$index`'s backend (each index is its own
+/// type): `Some(value)`, or `None` for an index past [`MUTANTS`].
+#[macro_export]
+macro_rules! with_mutant {
+    ($index:expr, |$b:ident| $body:expr) => {
+        match $index {
+            0 => {
+                let $b = $crate::MutantBackend::<0>;
+                Some($body)
+            }
+            1 => {
+                let $b = $crate::MutantBackend::<1>;
+                Some($body)
+            }
+            2 => {
+                let $b = $crate::MutantBackend::<2>;
+                Some($body)
+            }
+            3 => {
+                let $b = $crate::MutantBackend::<3>;
+                Some($body)
+            }
+            4 => {
+                let $b = $crate::MutantBackend::<4>;
+                Some($body)
+            }
+            5 => {
+                let $b = $crate::MutantBackend::<5>;
+                Some($body)
+            }
+            6 => {
+                let $b = $crate::MutantBackend::<6>;
+                Some($body)
+            }
+            7 => {
+                let $b = $crate::MutantBackend::<7>;
+                Some($body)
+            }
+            8 => {
+                let $b = $crate::MutantBackend::<8>;
+                Some($body)
+            }
+            9 => {
+                let $b = $crate::MutantBackend::<9>;
+                Some($body)
+            }
+            10 => {
+                let $b = $crate::MutantBackend::<10>;
+                Some($body)
+            }
+            11 => {
+                let $b = $crate::MutantBackend::<11>;
+                Some($body)
+            }
+            12 => {
+                let $b = $crate::MutantBackend::<12>;
+                Some($body)
+            }
+            _ => None,
+        }
+    };
+}

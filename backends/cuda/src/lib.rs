@@ -2,7 +2,7 @@
 //!
 //! NVIDIA GPUs through the CUDA **driver** API, loaded at run time with `libloading`:
 //! building needs no CUDA toolkit, driver or GPU. Three layers, as in cudarc:
-//! [`sys`] (gpuport's function table over cudarc's ABI types), [`result`] (each status
+//! `sys` (gpuport's function table over cudarc's ABI types), `result` (each status
 //! checked and mapped to `gpuport_core::Error` with the driver's own name and text), and
 //! the trait implementations ([`CudaBackend`], [`CudaDevice`], [`CudaStream`],
 //! [`CudaEvent`]).
@@ -17,12 +17,12 @@
 mod context;
 mod device;
 mod event;
-pub mod loader;
+mod loader;
 mod memory;
 mod module;
-pub mod result;
+mod result;
 mod stream;
-pub mod sys;
+mod sys;
 
 use std::ffi::c_int;
 use std::sync::Arc;
@@ -31,7 +31,7 @@ use gpuport_core::{Backend, BackendKind, DeviceInfo, DlDeviceType, DlpackDevices
 
 pub use device::CudaDevice;
 pub use event::CudaEvent;
-pub use memory::decode_pointer;
+pub use loader::{format_version, DEFAULT_NAMES, LIBRARY_ENV};
 pub use module::{CudaKernel, CudaModule};
 pub use stream::CudaStream;
 
@@ -84,4 +84,11 @@ impl Backend for CudaBackend {
     fn open(&self, ordinal: u32) -> Result<CudaDevice> {
         Ok(CudaDevice { ctx: context::DeviceCtx::open(&self.driver, ordinal)? })
     }
+}
+
+/// The entry points the backend needs to load (a missing one makes it unavailable, with
+/// `MissingSymbol`); others resolve lazily and are `Unsupported` where missing. Vendor
+/// declarations stay private to this crate; only their names are public.
+pub fn required_symbols() -> &'static [&'static str] {
+    sys::Api::REQUIRED
 }

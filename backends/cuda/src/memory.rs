@@ -120,7 +120,12 @@ pub fn alloc_async(
     dev.bind()?;
     let mut ptr: CUdeviceptr = 0;
     // SAFETY: valid out-pointer; `stream` is live (the caller holds it); the context is current.
-    check_alloc(&dev.driver.api, unsafe { alloc(&mut ptr, bytes, stream) }, "cuMemAllocAsync", dev.id, bytes)?;
+    let status = unsafe { alloc(&mut ptr, bytes, stream) };
+    if status == sys::ERROR_NOT_SUPPORTED {
+        // A driver that has the call, on a device without memory pools.
+        return Err(Error::unsupported("cuda", format!("stream-ordered allocation on {} (no memory pools)", dev.id)));
+    }
+    check_alloc(&dev.driver.api, status, "cuMemAllocAsync", dev.id, bytes)?;
     owned(dev, ptr, bytes, MemoryKind::Device, Kind::StreamOrdered { stream, errors, alive })
 }
 
@@ -160,7 +165,7 @@ pub fn alloc_managed(dev: &Arc<DeviceCtx>, bytes: usize) -> Result<Buffer> {
 }
 
 /// Decodes `cuPointerGetAttributes` answers.
-pub fn decode_pointer(
+pub(crate) fn decode_pointer(
     memory_type: c_uint,
     ordinal: c_int,
     managed: bool,

@@ -29,10 +29,6 @@ pub type Status = u32;
 pub const SUCCESS: Status = 0;
 /// `CUDA_ERROR_INVALID_VALUE`.
 pub const ERROR_INVALID_VALUE: Status = 1;
-/// `CUDA_ERROR_OUT_OF_MEMORY`.
-pub const ERROR_OUT_OF_MEMORY: Status = 2;
-/// `CUDA_ERROR_NOT_INITIALIZED`.
-pub const ERROR_NOT_INITIALIZED: Status = 3;
 /// `CUDA_ERROR_NO_DEVICE`.
 pub const ERROR_NO_DEVICE: Status = 100;
 /// `CUDA_ERROR_INVALID_DEVICE`.
@@ -43,7 +39,7 @@ pub const ERROR_NOT_FOUND: Status = 500;
 pub const ERROR_NOT_READY: Status = 600;
 /// `CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED`.
 pub const ERROR_PEER_ACCESS_ALREADY_ENABLED: Status = 704;
-/// `CUDA_ERROR_NOT_SUPPORTED`.
+/// `CUDA_ERROR_NOT_SUPPORTED` (e.g. `cuMemAllocAsync` on a device without memory pools).
 pub const ERROR_NOT_SUPPORTED: Status = 801;
 
 /// `CU_STREAM_LEGACY`: the legacy default stream handle.

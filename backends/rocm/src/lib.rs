@@ -1,8 +1,8 @@
 //! # gpuport-rocm
 //!
 //! AMD GPUs through the HIP runtime API, loaded at run time with `libloading`: building
-//! needs no ROCm. Three layers: [`sys`] (gpuport's own declarations of the HIP subset it
-//! uses), [`result`] (`hipError_t` → `gpuport_core::Error` with `hipGetErrorName` /
+//! needs no ROCm. Three layers: `sys` (gpuport's own declarations of the HIP subset it
+//! uses), `result` (`hipError_t` → `gpuport_core::Error` with `hipGetErrorName` /
 //! `hipGetErrorString`), and the trait implementations ([`RocmBackend`], [`RocmDevice`],
 //! [`RocmStream`], [`RocmEvent`]).
 //!
@@ -13,16 +13,18 @@
 //! stream-ordered allocation is `Unsupported` without the first two, and host callbacks
 //! fall back to `hipStreamAddCallback` (ROCm 5.2 has no `hipLaunchHostFunc`).
 
+#[cfg(all(test, feature = "hip-sys"))]
+mod abi_check;
 mod bundle;
 mod context;
 mod device;
 mod event;
-pub mod loader;
+mod loader;
 mod memory;
 mod module;
-pub mod result;
+mod result;
 mod stream;
-pub mod sys;
+mod sys;
 
 use std::ffi::c_int;
 use std::sync::Arc;
@@ -32,7 +34,7 @@ use gpuport_core::{Backend, BackendKind, DeviceInfo, DlDeviceType, DlpackDevices
 pub use bundle::offload_bundle;
 pub use device::RocmDevice;
 pub use event::RocmEvent;
-pub use memory::decode_pointer;
+pub use loader::{format_version, DEFAULT_NAMES, LIBRARY_ENV};
 pub use module::{RocmKernel, RocmModule};
 pub use stream::RocmStream;
 
@@ -81,4 +83,11 @@ impl Backend for RocmBackend {
     fn open(&self, ordinal: u32) -> Result<RocmDevice> {
         Ok(RocmDevice { ctx: context::DeviceCtx::open(&self.rt, ordinal)? })
     }
+}
+
+/// The entry points the backend needs to load (a missing one makes it unavailable, with
+/// `MissingSymbol`); others resolve lazily and are `Unsupported` where missing. Vendor
+/// declarations stay private to this crate; only their names are public.
+pub fn required_symbols() -> &'static [&'static str] {
+    sys::Api::REQUIRED
 }

@@ -156,7 +156,7 @@ pub fn alloc_managed(dev: &Arc<DeviceCtx>, bytes: usize) -> Result<Buffer> {
 }
 
 /// Decodes a `hipPointerAttribute_t` from a runtime of major version `major`.
-pub fn decode_pointer(major: u32, attrs: &hipPointerAttribute_t) -> PointerAttributes {
+pub(crate) fn decode_pointer(major: u32, attrs: &hipPointerAttribute_t) -> PointerAttributes {
     let (memory, host_accessible) = match sys::decode_memory_type(major, attrs.memoryType) {
         _ if attrs.isManaged != 0 => (MemoryKind::Managed, true),
         Some(MemoryType::Host) => (MemoryKind::PinnedHost, true),

@@ -292,6 +292,28 @@ pub unsafe trait Element: Copy + Send + Sync + 'static {
     const DTYPE: DType;
 }
 
+/// The bytes of a slice of plain-old-data elements.
+pub fn as_bytes<T: Element>(data: &[T]) -> &[u8] {
+    // SAFETY: `T: Element` is plain old data without padding; the byte slice covers exactly
+    // the same memory and lifetime.
+    unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
+}
+
+/// The bytes of a mutable slice of plain-old-data elements (any bytes written are valid
+/// elements).
+pub fn as_bytes_mut<T: Element>(data: &mut [T]) -> &mut [u8] {
+    // SAFETY: as in `as_bytes`; every bit pattern is a valid `T`, so writes through the
+    // bytes cannot make an invalid value.
+    unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
+}
+
+/// `n` zero elements (all-zero bytes are a valid value of every [`Element`]).
+pub fn zeroed_vec<T: Element>(n: usize) -> Vec<T> {
+    // SAFETY: `T: Element` is plain old data: the all-zero bit pattern is a valid value.
+    let zero: T = unsafe { std::mem::zeroed() };
+    vec![zero; n]
+}
+
 macro_rules! element {
     ($($t:ty => $d:ident),*) => {
         // SAFETY: primitive integers and floats are plain old data of the matching width.

@@ -20,7 +20,7 @@ pub mod release;
 mod traits;
 
 pub use dlpack_device::{DlDeviceType, DlpackDevices};
-pub use dtype::{DType, DTypeCode, Element};
+pub use dtype::{as_bytes, as_bytes_mut, zeroed_vec, DType, DTypeCode, Element};
 pub use error::{Error, LoadAttempt, Result};
 pub use flags::{DefaultStream, EventFlags, HostAllocFlags, Ownership, StreamFlags};
 pub use id::{BackendKind, DeviceId, DeviceSpec};

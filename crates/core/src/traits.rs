@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use crate::dlpack_device::DlpackDevices;
+use crate::dtype::{as_bytes, as_bytes_mut, zeroed_vec, Element};
 use crate::error::Result;
 use crate::flags::{DefaultStream, EventFlags, HostAllocFlags, Ownership, StreamFlags};
 use crate::id::{BackendKind, DeviceId};
@@ -157,6 +158,16 @@ pub trait Stream: Clone + Send + Sync + 'static {
     /// Copies from `src` into host bytes after the work already queued; returns once the
     /// bytes are in `dst`.
     fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8]) -> Result<()>;
+    /// Typed [`Stream::write`]: `src`'s elements into `dst` at byte offset `dst_offset`.
+    fn write_slice<T: Element>(&self, src: &[T], dst: &Buffer, dst_offset: usize) -> Result<()> {
+        self.write(as_bytes(src), dst, dst_offset)
+    }
+    /// Typed [`Stream::read`]: `len` elements of `src` from byte offset `src_offset`.
+    fn read_vec<T: Element>(&self, src: &Buffer, src_offset: usize, len: usize) -> Result<Vec<T>> {
+        let mut out = zeroed_vec::<T>(len);
+        self.read(src, src_offset, as_bytes_mut(&mut out))?;
+        Ok(out)
+    }
 
     /// Records `event` at the current end of this stream.
     fn record(&self, event: &<Self::Backend as Backend>::Event) -> Result<()>;

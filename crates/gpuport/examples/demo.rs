@@ -7,7 +7,7 @@
 
 use std::process::ExitCode;
 
-use gpuport::{AnyDevice, Array, DType, DynDevice, DynEvent, DynStream, EventFlags, Runtime, StreamFlags};
+use gpuport::{AnyDevice, Array, DType, EventFlags, Runtime, StreamFlags};
 
 fn pipeline(dev: &AnyDevice) -> gpuport::Result<()> {
     const N: usize = 16 << 20; // 16 Mi f32 = 64 MiB

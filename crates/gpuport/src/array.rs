@@ -3,11 +3,12 @@
 //! share its pending work.
 
 use std::fmt;
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
-use gpuport_core::{Buffer, DType, DefaultStream, DeviceId, Element, Error, Layout, Result};
+use gpuport_core::{as_bytes, Buffer, DType, DefaultStream, DeviceId, Element, Error, Layout, Result};
 
-use crate::dynamic::{AnyDevice, AnyStream, DynDevice, DynStream};
+use crate::dynamic::{AnyDevice, AnyStream};
 use crate::pending::{Access, PendingWork};
 
 /// An allocation and the work pending on it, shared by every view.
@@ -64,8 +65,20 @@ impl Array {
         Ok(a)
     }
 
-    /// A C-contiguous array on `device` holding `data` (row-major for `shape`).
+    /// A C-contiguous array on `device` holding `data` (row-major for `shape`), uploaded
+    /// on the device's legacy default stream.
     pub fn from_slice<T: Element>(device: &AnyDevice, data: &[T], shape: &[usize]) -> Result<Self> {
+        Self::from_slice_on(device, data, shape, &device.default_stream(DefaultStream::Legacy)?)
+    }
+
+    /// [`Array::from_slice`], uploaded on `stream` (a stream of `device`): the upload is
+    /// ordered after the work already queued there and has completed on return.
+    pub fn from_slice_on<T: Element>(
+        device: &AnyDevice,
+        data: &[T],
+        shape: &[usize],
+        stream: &AnyStream,
+    ) -> Result<Self> {
         let layout = Layout::contiguous(shape)?;
         if layout.numel() != data.len() {
             return Err(Error::invalid_argument(format!(
@@ -75,7 +88,7 @@ impl Array {
             )));
         }
         let a = Self::empty(device, shape, T::DTYPE)?;
-        a.default_stream()?.write(as_bytes(data), a.buffer(), 0)?;
+        stream.write(as_bytes(data), a.buffer(), 0)?;
         Ok(a)
     }
 
@@ -209,6 +222,24 @@ impl Array {
         self.view(layout, first)
     }
 
+    /// `a.range(axis, 2..5)`, `a.range(axis, ..3)`, `a.range(axis, 4..)`: a slice with
+    /// step 1 along `axis`, written as a Rust range.
+    pub fn range(&self, axis: usize, range: impl RangeBounds<usize>) -> Result<Array> {
+        let start = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s.checked_add(1).ok_or_else(|| Error::invalid_argument("range start overflows"))?,
+            Bound::Unbounded => 0,
+        };
+        let stop = match range.end_bound() {
+            Bound::Included(&e) => {
+                Some(e.checked_add(1).ok_or_else(|| Error::invalid_argument("range end overflows"))?)
+            }
+            Bound::Excluded(&e) => Some(e),
+            Bound::Unbounded => None,
+        };
+        self.slice(axis, start, stop, 1)
+    }
+
     /// The array with its axes reordered.
     pub fn permute(&self, axes: &[usize]) -> Result<Array> {
         self.view(self.layout.permute(axes)?, 0)
@@ -232,10 +263,16 @@ impl Array {
     }
 
     /// Copies the elements to the host in row-major order (gathering strided layouts),
-    /// after pending writes.
+    /// after pending writes, on the device's legacy default stream.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.to_vec_on(&self.default_stream()?)
+    }
+
+    /// [`Array::to_vec`] on `stream` (a stream of the array's device), ordered after the
+    /// array's pending writes and the stream's own work.
+    pub fn to_vec_on<T: Element>(&self, stream: &AnyStream) -> Result<Vec<T>> {
         self.check_dtype::<T>()?;
-        let bytes = self.to_bytes()?;
+        let bytes = self.to_bytes_on(stream)?;
         Ok(bytes
             .chunks_exact(std::mem::size_of::<T>())
             // SAFETY: each chunk holds exactly one `T`, which is plain old data; read unaligned.
@@ -246,7 +283,13 @@ impl Array {
     /// The elements' bytes in row-major order (gathering strided layouts), after pending
     /// writes.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let (span_start, raw) = self.read_span()?;
+        self.to_bytes_on(&self.default_stream()?)
+    }
+
+    /// [`Array::to_bytes`] on `stream` (a stream of the array's device).
+    pub fn to_bytes_on(&self, stream: &AnyStream) -> Result<Vec<u8>> {
+        self.wait_pending(stream, Access::Read)?;
+        let (span_start, raw) = self.read_span_on(stream)?;
         let item = self.dtype.itemsize()?;
         let mut out = Vec::with_capacity(self.nbytes());
         self.layout.for_each_offset(|o| {
@@ -260,6 +303,11 @@ impl Array {
     /// of the span that are not elements of this view are preserved). Ordered after pending
     /// reads and writes; the write has completed on return.
     pub fn copy_from_bytes(&self, bytes: &[u8]) -> Result<()> {
+        self.copy_from_bytes_on(bytes, &self.default_stream()?)
+    }
+
+    /// [`Array::copy_from_bytes`] on `stream` (a stream of the array's device).
+    pub fn copy_from_bytes_on(&self, bytes: &[u8], stream: &AnyStream) -> Result<()> {
         if self.read_only {
             return Err(Error::invalid_argument("the array is read-only"));
         }
@@ -270,12 +318,11 @@ impl Array {
                 self.nbytes()
             )));
         }
-        let stream = self.default_stream()?;
-        self.wait_pending(&stream, Access::Write)?;
+        self.wait_pending(stream, Access::Write)?;
         if self.layout.is_c_contiguous() {
             return stream.write(bytes, self.buffer(), self.offset);
         }
-        let (span_start, mut raw) = self.read_span_on(&stream)?;
+        let (span_start, mut raw) = self.read_span_on(stream)?;
         let item = self.dtype.itemsize()?;
         let mut next = bytes.chunks_exact(item);
         self.layout.for_each_offset(|o| {
@@ -287,16 +334,8 @@ impl Array {
         stream.write(&raw, self.buffer(), (self.offset as isize + span_start) as usize)
     }
 
-    /// Reads the bytes the layout spans, after pending writes; returns the span's start
-    /// relative to element 0.
-    fn read_span(&self) -> Result<(isize, Vec<u8>)> {
-        let stream = self.default_stream()?;
-        self.wait_pending(&stream, Access::Read)?;
-        self.read_span_on(&stream)
-    }
-
     /// Reads the span on `stream` (already ordered after pending work); the read has
-    /// completed on return.
+    /// completed on return. Returns the span's start relative to element 0.
     fn read_span_on(&self, stream: &AnyStream) -> Result<(isize, Vec<u8>)> {
         let span = self.layout.span(self.dtype.itemsize()?)?;
         let mut raw = vec![0u8; span.len()];
@@ -309,8 +348,21 @@ impl Array {
 
     /// Overwrites the elements from `data` (row-major), scattering into strided layouts.
     pub fn copy_from_slice<T: Element>(&self, data: &[T]) -> Result<()> {
+        self.copy_from_slice_on(data, &self.default_stream()?)
+    }
+
+    /// [`Array::copy_from_slice`] on `stream` (a stream of the array's device).
+    pub fn copy_from_slice_on<T: Element>(&self, data: &[T], stream: &AnyStream) -> Result<()> {
         self.check_dtype::<T>()?;
-        self.copy_from_bytes(as_bytes(data))
+        self.copy_from_bytes_on(as_bytes(data), stream)
+    }
+
+    /// A C-contiguous copy of the array on `device` (any device: the copy engine picks the
+    /// route), complete on return.
+    pub fn to_device(&self, device: &AnyDevice) -> Result<Array> {
+        let copy = Array::empty(device, self.shape(), self.dtype)?;
+        crate::copy::copy(self, &copy)?;
+        Ok(copy)
     }
 
     fn check_dtype<T: Element>(&self) -> Result<()> {
@@ -319,13 +371,6 @@ impl Array {
         }
         Ok(())
     }
-}
-
-/// The bytes of a slice of plain-old-data elements.
-pub fn as_bytes<T: Element>(data: &[T]) -> &[u8] {
-    // SAFETY: `T: Element` is plain old data without padding; the byte slice covers exactly
-    // the same memory and lifetime.
-    unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
 }
 
 #[cfg(test)]

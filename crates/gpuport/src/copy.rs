@@ -25,7 +25,7 @@
 use gpuport_core::{DefaultStream, Error, EventFlags, Layout, Result};
 
 use crate::array::Array;
-use crate::dynamic::{AnyStream, DynDevice, DynEvent, DynStream};
+use crate::dynamic::AnyStream;
 use crate::pending::Access;
 
 /// Which route a copy took.

@@ -5,16 +5,22 @@
 //!
 //! Built-in backends get their own enum variant (a direct `match`, no vtable); backends
 //! registered at run time live behind the `Plugin` variant's `Arc<dyn …>`.
+//!
+//! The `Any*` enums also have every method of their twin trait as an inherent method, so
+//! using them needs no import from here; import these traits to write code generic over
+//! handle types of the dynamic tier.
 
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
 use enum_dispatch::enum_dispatch;
+
+pub use crate::runtime::DynBackend;
 use gpuport_core::{
-    Backend, Buffer, DefaultStream, Device, DeviceId, DeviceInfo, DlpackDevices, Error, Event, EventFlags,
-    HostAllocFlags, HostCallback, Kernel, KernelArg, LaunchConfig, Module, ModuleImage, Ownership, PointerAttributes,
-    Result, Stream, StreamFlags,
+    as_bytes, as_bytes_mut, zeroed_vec, Backend, Buffer, DefaultStream, Device, DeviceId, DeviceInfo, DlpackDevices,
+    Element, Error, Event, EventFlags, HostAllocFlags, HostCallback, Kernel, KernelArg, LaunchConfig, Module,
+    ModuleImage, Ownership, PointerAttributes, Result, Stream, StreamFlags,
 };
 use gpuport_cuda::{CudaDevice, CudaEvent, CudaStream};
 use gpuport_host::{HostDevice, HostEvent, HostStream};
@@ -136,8 +142,11 @@ pub trait DynEvent: Send + Sync + 'static {
 macro_rules! plugin_handle {
     ($name:ident, $tr:ident, $doc:literal) => {
         #[doc = $doc]
+        ///
+        /// Made only by the `*_into_any` functions, which give a built-in backend's handle
+        /// its own variant: one device never has two representations.
         #[derive(Clone)]
-        pub struct $name(pub Arc<dyn $tr>);
+        pub struct $name(Arc<dyn $tr>);
     };
 }
 plugin_handle!(PluginDevice, DynDevice, "A device of a backend registered at run time.");
@@ -184,6 +193,19 @@ pub enum AnyEvent {
     Rocm(RocmEvent),
     /// A backend registered at run time.
     Plugin(PluginEvent),
+}
+
+impl AnyStream {
+    /// Typed [`DynStream::write`]: `src`'s elements into `dst` at byte offset `dst_offset`.
+    pub fn write_slice<T: Element>(&self, src: &[T], dst: &Buffer, dst_offset: usize) -> Result<()> {
+        self.write(as_bytes(src), dst, dst_offset)
+    }
+    /// Typed [`DynStream::read`]: `len` elements of `src` from byte offset `src_offset`.
+    pub fn read_vec<T: Element>(&self, src: &Buffer, src_offset: usize, len: usize) -> Result<Vec<T>> {
+        let mut out = zeroed_vec::<T>(len);
+        self.read(src, src_offset, as_bytes_mut(&mut out))?;
+        Ok(out)
+    }
 }
 
 impl fmt::Debug for AnyDevice {
@@ -401,32 +423,54 @@ impl<E: Event> DynEvent for E {
     }
 }
 
-/// Forwards a twin trait from a plugin wrapper to its trait object.
-macro_rules! forward {
-    ($wrapper:ident: $tr:ident { $( $(#[$unsafe:ident])? fn $m:ident(&self $(, $a:ident: $t:ty)*) -> $r:ty; )* }) => {
+/// For one twin trait: forwards it from the plugin wrapper to its trait object, and gives
+/// the `Any*` enum the same methods as inherent ones, so callers need no trait import
+/// (and `use gpuport::*` brings no second trait whose methods collide with the core
+/// traits' on typed handles).
+macro_rules! twin {
+    ($tr:ident for $wrapper:ident, $any:ident { $( $(#[$unsafe:ident])? fn $m:ident(&self $(, $a:ident: $t:ty)*) -> $r:ty; )* }) => {
         impl $tr for $wrapper {
             $(
-                forward!(@one $($unsafe)? $m(&self $(, $a: $t)*) -> $r);
+                twin!(@forward $($unsafe)? $m(&self $(, $a: $t)*) -> $r);
             )*
             fn as_any(&self) -> &dyn Any {
                 self.0.as_any()
             }
         }
+        impl $any {
+            $(
+                twin!(@inherent $tr $($unsafe)? $m(&self $(, $a: $t)*) -> $r);
+            )*
+        }
     };
-    (@one unsafe $m:ident(&self $(, $a:ident: $t:ty)*) -> $r:ty) => {
+    (@forward unsafe $m:ident(&self $(, $a:ident: $t:ty)*) -> $r:ty) => {
         unsafe fn $m(&self $(, $a: $t)*) -> $r {
             // SAFETY: the caller upholds the trait method's contract, which is forwarded.
             unsafe { self.0.$m($($a),*) }
         }
     };
-    (@one $m:ident(&self $(, $a:ident: $t:ty)*) -> $r:ty) => {
+    (@forward $m:ident(&self $(, $a:ident: $t:ty)*) -> $r:ty) => {
         fn $m(&self $(, $a: $t)*) -> $r {
             self.0.$m($($a),*)
         }
     };
+    (@inherent $tr:ident unsafe $m:ident(&self $(, $a:ident: $t:ty)*) -> $r:ty) => {
+        #[doc = concat!("See [`", stringify!($tr), "::", stringify!($m), "`].\n\n# Safety\nAs for that method.")]
+        pub unsafe fn $m(&self $(, $a: $t)*) -> $r {
+            // SAFETY: the caller upholds the trait method's contract, which is forwarded.
+            unsafe { <Self as $tr>::$m(self $(, $a)*) }
+        }
+    };
+    (@inherent $tr:ident $m:ident(&self $(, $a:ident: $t:ty)*) -> $r:ty) => {
+        #[doc = concat!("See [`", stringify!($tr), "::", stringify!($m), "`].")]
+        #[inline]
+        pub fn $m(&self $(, $a: $t)*) -> $r {
+            <Self as $tr>::$m(self $(, $a)*)
+        }
+    };
 }
 
-forward!(PluginDevice: DynDevice {
+twin!(DynDevice for PluginDevice, AnyDevice {
     fn id(&self) -> DeviceId;
     fn info(&self) -> Result<DeviceInfo>;
     fn dlpack_devices(&self) -> DlpackDevices;
@@ -449,7 +493,7 @@ forward!(PluginDevice: DynDevice {
     fn kernel(&self, module: &Module, name: &str) -> Result<Kernel>;
 });
 
-forward!(PluginStream: DynStream {
+twin!(DynStream for PluginStream, AnyStream {
     fn device_id(&self) -> DeviceId;
     fn ownership(&self) -> Ownership;
     fn raw_handle(&self) -> usize;
@@ -467,7 +511,7 @@ forward!(PluginStream: DynStream {
     fn synchronize(&self) -> Result<()>;
 });
 
-forward!(PluginEvent: DynEvent {
+twin!(DynEvent for PluginEvent, AnyEvent {
     fn device_id(&self) -> DeviceId;
     fn ownership(&self) -> Ownership;
     fn raw_handle(&self) -> usize;

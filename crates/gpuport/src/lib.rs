@@ -16,7 +16,7 @@
 //! [`Stream`], [`Event`]); the host backend from `gpuport-host` as [`host`].
 //!
 //! ```
-//! use gpuport::{Runtime, Array, DynStream};
+//! use gpuport::{Runtime, Array};
 //! let rt = Runtime::discover();
 //! let dev = rt.device("host")?;
 //! let a = Array::from_slice(&dev, &[1.0f32, 2.0, 3.0], &[3])?;
@@ -26,23 +26,33 @@
 
 mod array;
 mod copy;
-mod dynamic;
+pub mod dynamic;
 mod mirror;
 mod pending;
 mod runtime;
 
-pub use array::{as_bytes, Array};
+pub use array::Array;
 pub use copy::{copy, CopyEngine, CopyRoute};
 pub use dynamic::{
-    device_into_any, event_into_any, stream_into_any, AnyDevice, AnyEvent, AnyStream, DynDevice, DynEvent, DynStream,
-    PluginDevice, PluginEvent, PluginStream,
+    device_into_any, event_into_any, stream_into_any, AnyDevice, AnyEvent, AnyStream, PluginDevice, PluginEvent,
+    PluginStream,
 };
 pub use gpuport_core::*;
 pub use mirror::{MirroredArray, SyncState};
 pub use pending::Access;
 pub use runtime::{
-    parse_backend_list, BackendReport, BackendStatus, DiscoverOptions, DynBackend, Runtime, BACKENDS_ENV, DEVICE_ENV,
+    parse_backend_list, BackendReport, BackendStatus, DiscoverOptions, Runtime, BACKENDS_ENV, DEVICE_ENV,
 };
+
+/// What most users import: `use gpuport::prelude::*;`. The static tier's traits (for
+/// typed handles such as `gpuport::host::HostDevice`) and the dynamic tier's handles
+/// (whose methods are inherent), with no two traits whose methods collide.
+pub mod prelude {
+    pub use crate::{Access, AnyDevice, AnyEvent, AnyStream, Array, CopyEngine, MirroredArray, Runtime};
+    pub use gpuport_core::{
+        Backend, Buffer, DType, DefaultStream, Device, Error, Event, EventFlags, Result, Stream, StreamFlags,
+    };
+}
 
 /// The CUDA backend.
 pub use gpuport_cuda as cuda;

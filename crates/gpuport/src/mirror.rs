@@ -11,7 +11,7 @@ use gpuport_core::{DType, Error, Result};
 
 use crate::array::Array;
 use crate::copy::CopyEngine;
-use crate::dynamic::{AnyDevice, DynDevice};
+use crate::dynamic::AnyDevice;
 use crate::pending::Access;
 
 /// Which side holds changes the other has not seen.

@@ -17,7 +17,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use gpuport_core::{DeviceId, Error, EventFlags, Result};
 
-use crate::dynamic::{AnyDevice, AnyEvent, AnyStream, DynDevice, DynEvent, DynStream};
+use crate::dynamic::{AnyDevice, AnyEvent, AnyStream};
 
 /// How work uses an array: a write conflicts with earlier reads and writes, a read only
 /// with earlier writes.

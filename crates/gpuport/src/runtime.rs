@@ -40,11 +40,24 @@ impl<B: Backend> DynBackend for B {
         Backend::version(self)
     }
     fn devices(&self) -> Result<Vec<DeviceInfo>> {
-        Backend::devices(self)
+        let devices = Backend::devices(self)?;
+        devices.iter().try_for_each(|d| check_kind::<B>(d.id))?;
+        Ok(devices)
     }
     fn open(&self, ordinal: u32) -> Result<AnyDevice> {
-        Backend::open(self, ordinal).map(device_into_any)
+        let device = Backend::open(self, ordinal)?;
+        check_kind::<B>(gpuport_core::Device::id(&device))?;
+        Ok(device_into_any(device))
     }
+}
+
+/// A backend hands out only its own devices: one device has one representation (a plugin
+/// cannot pass a built-in backend's device off as its own).
+fn check_kind<B: Backend>(id: DeviceId) -> Result<()> {
+    if id.kind != B::KIND {
+        return Err(Error::invalid_argument(format!("backend `{}` opened {id}, a device of another backend", B::KIND)));
+    }
+    Ok(())
 }
 
 fn load_as_dyn<B: Backend>(opts: &LoadOptions) -> Result<Arc<dyn DynBackend>> {
@@ -127,6 +140,8 @@ pub fn parse_backend_list(value: &str) -> Vec<String> {
 /// The backends of this process, discovered at run time.
 pub struct Runtime {
     reports: Vec<BackendReport>,
+    /// The `GPUPORT_BACKENDS` list (or options) discovery was limited to.
+    only: Option<Vec<String>>,
 }
 
 impl Runtime {
@@ -137,39 +152,41 @@ impl Runtime {
         Self::discover_with(&DiscoverOptions::from_env())
     }
 
-    /// [`Runtime::discover`] with explicit options.
+    /// [`Runtime::discover`] with explicit options. A backend left out by the options is
+    /// never loaded (its library is not even opened). The host is always present: it is
+    /// the device every program can fall back on.
     pub fn discover_with(opts: &DiscoverOptions) -> Runtime {
-        let wanted = |name: &str| opts.backends.as_ref().is_none_or(|list| list.iter().any(|n| n == name));
+        let wanted =
+            |name: &str| name == "host" || opts.backends.as_ref().is_none_or(|list| list.iter().any(|n| n == name));
         let mut reports = Vec::new();
+        for kind in BackendKind::BUILTIN {
+            if wanted(kind.name()) {
+                reports.push(Self::report(kind.name().to_owned(), load_builtin(kind, &LoadOptions::default())));
+            }
+        }
         let plugins: Vec<Arc<dyn DynBackend>> = PLUGINS.read().unwrap_or_else(|p| p.into_inner()).clone();
-        let candidates = BackendKind::BUILTIN
-            .into_iter()
-            .map(|kind| (kind.name().to_owned(), load_builtin(kind, &LoadOptions::default())))
-            .chain(plugins.into_iter().map(|p| (p.kind().name().to_owned(), Ok(p))));
-        for (name, loaded) in candidates {
-            if !wanted(&name) {
-                continue;
+        for plugin in plugins {
+            let name = plugin.kind().name().to_owned();
+            if wanted(&name) {
+                reports.push(Self::report(name, Ok(plugin)));
             }
-            reports.push(Self::report(name, loaded));
         }
-        if let Some(list) = &opts.backends {
-            for name in list {
-                if !reports.iter().any(|r| &r.name == name) {
-                    reports.push(BackendReport {
+        for name in opts.backends.iter().flatten() {
+            if !reports.iter().any(|r| &r.name == name) {
+                reports.push(BackendReport {
+                    name: name.clone(),
+                    status: BackendStatus::Unavailable(Error::BackendUnavailable {
                         name: name.clone(),
-                        status: BackendStatus::Unavailable(Error::BackendUnavailable {
-                            name: name.clone(),
-                            reason: format!(
-                                "{BACKENDS_ENV} names a backend this build does not have (known: {})",
-                                Self::known_names().join(", ")
-                            ),
-                        }),
-                        backend: None,
-                    });
-                }
+                        reason: format!(
+                            "{BACKENDS_ENV} names a backend this build does not have (known: {})",
+                            Self::known_names().join(", ")
+                        ),
+                    }),
+                    backend: None,
+                });
             }
         }
-        Runtime { reports }
+        Runtime { reports, only: opts.backends.clone() }
     }
 
     fn report(name: String, loaded: Result<Arc<dyn DynBackend>>) -> BackendReport {
@@ -238,7 +255,12 @@ impl Runtime {
         let spec = DeviceSpec::parse(spec)?;
         let report = self.report_for(&spec.backend).ok_or_else(|| Error::BackendUnavailable {
             name: spec.backend.clone(),
-            reason: format!("no such backend in this runtime (known: {})", Self::known_names().join(", ")),
+            reason: match &self.only {
+                Some(only) if Self::known_names().contains(&spec.backend) => {
+                    format!("left out by {BACKENDS_ENV}={}", only.join(","))
+                }
+                _ => format!("no such backend in this runtime (known: {})", Self::known_names().join(", ")),
+            },
         })?;
         match (&report.status, &report.backend) {
             (BackendStatus::Available { .. }, Some(b)) => b.open(spec.ordinal),
@@ -256,6 +278,22 @@ impl Runtime {
         match std::env::var(DEVICE_ENV) {
             Ok(spec) if !spec.trim().is_empty() => self.device(spec.trim()),
             _ => self.device("host"),
+        }
+    }
+
+    /// The best device to run on: `GPUPORT_DEVICE` when set (an error if it cannot be
+    /// opened — a device asked for by name is never silently replaced), else device 0 of
+    /// the first available GPU backend (CUDA, then ROCm), else the host.
+    pub fn best_device(&self) -> Result<AnyDevice> {
+        if matches!(std::env::var(DEVICE_ENV), Ok(spec) if !spec.trim().is_empty()) {
+            return self.default_device();
+        }
+        let gpu = [BackendKind::Cuda, BackendKind::Rocm]
+            .into_iter()
+            .find(|kind| self.report_for(kind.name()).is_some_and(BackendReport::is_available));
+        match gpu {
+            Some(kind) => self.device(&format!("{}:0", kind.name())),
+            None => self.device("host"),
         }
     }
 }
@@ -301,8 +339,6 @@ impl fmt::Display for Runtime {
 mod tests {
     use super::*;
 
-    use crate::dynamic::DynDevice;
-
     #[test]
     fn host_is_always_available() {
         let rt = Runtime::discover_with(&DiscoverOptions::default());
@@ -325,11 +361,16 @@ mod tests {
     fn backend_filter_limits_and_reports_unknown_names() {
         assert_eq!(parse_backend_list(" Host , ,cuda"), vec!["host", "cuda"]);
         let rt = Runtime::discover_with(&DiscoverOptions { backends: Some(vec!["bogus".into()]) });
-        assert!(rt.report_for("host").is_none(), "host was not asked for");
+        assert!(rt.report_for("host").unwrap().is_available(), "the host is always present");
+        assert!(rt.report_for("cuda").is_none() && rt.report_for("rocm").is_none());
         let bogus = rt.report_for("bogus").unwrap();
         assert!(!bogus.is_available());
         assert!(rt.to_string().contains("bogus  unavailable"), "{rt}");
-        assert!(rt.device("host").is_err());
+        assert_eq!(rt.device("host").unwrap().id(), DeviceId::HOST);
+        let err = rt.device("cuda:0").unwrap_err().to_string();
+        assert!(err.contains("left out by GPUPORT_BACKENDS=bogus"), "{err}");
+        let err = rt.device("nosuch:0").unwrap_err().to_string();
+        assert!(err.contains("no such backend"), "{err}");
     }
 
     #[test]

@@ -7,9 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{bytes, devices};
-use gpuport::{
-    copy, Access, Array, CopyEngine, CopyRoute, DType, DefaultStream, DynDevice, DynStream, Error, Layout, StreamFlags,
-};
+use gpuport::{copy, Access, Array, CopyEngine, CopyRoute, DType, DefaultStream, Error, Layout, StreamFlags};
 use proptest::prelude::*;
 
 const CHUNK: usize = 1000;

@@ -8,7 +8,7 @@ use std::sync::mpsc::{channel, Sender};
 use std::time::{Duration, Instant};
 
 use common::devices;
-use gpuport::{Access, AnyDevice, AnyStream, Array, DType, DynDevice, DynStream, StreamFlags};
+use gpuport::{Access, AnyDevice, AnyStream, Array, DType, StreamFlags};
 
 /// A stream held by a host callback until the returned sender fires (or 30 s pass).
 fn held_stream(dev: &AnyDevice) -> (AnyStream, Sender<()>) {

@@ -23,5 +23,5 @@ fn is_reached_through_the_facade_like_any_device() {
     let dev = Runtime::discover().device("tmpl:0").unwrap();
     let a = gpuport::Array::from_slice(&dev, &[1u32, 2, 3], &[3]).unwrap();
     assert_eq!(a.to_vec::<u32>().unwrap(), vec![1, 2, 3]);
-    assert_eq!(gpuport::DynDevice::dlpack_devices(&dev).device, gpuport::DlDeviceType::CPU);
+    assert_eq!(dev.dlpack_devices().device, gpuport::DlDeviceType::CPU);
 }

@@ -25,7 +25,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use gpuport::{AnyDevice, DynDevice, Error, ModuleImage, Runtime, StreamFlags};
+use gpuport::{AnyDevice, Error, ModuleImage, Runtime, StreamFlags};
 
 mod cases;
 mod check;

@@ -1,7 +1,7 @@
 //! The facade's `Array` and copy engine on the target: the layer every interchange
 //! feature is built on must work on every backend, not only in the facade's own tests.
 
-use gpuport::{copy, Access, Array, DynDevice, DynStream, Element, Error};
+use gpuport::{copy, Access, Array, Element, Error};
 
 use super::{stream, Gate, OpenOnDrop};
 use crate::{ensure, Outcome, Target};

@@ -1,4 +1,4 @@
-use gpuport::{AnyDevice, Buffer, DynDevice, DynStream, Error, HostAllocFlags};
+use gpuport::{AnyDevice, Buffer, Error, HostAllocFlags};
 
 use super::{pattern, read_all, stream};
 use crate::{ensure, ensure_err, Failure, Outcome, Target};

@@ -1,8 +1,6 @@
 use std::time::{Duration, Instant};
 
-use gpuport::{
-    BackendKind, Buffer, BufferDesc, DeviceId, DynDevice, DynEvent, DynStream, Error, EventFlags, MemoryKind,
-};
+use gpuport::{BackendKind, Buffer, BufferDesc, DeviceId, Error, EventFlags, MemoryKind};
 
 use super::{read_all, stream, Gate, OpenOnDrop};
 use crate::{ensure, ensure_err, Outcome, Target};

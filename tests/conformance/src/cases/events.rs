@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use gpuport::{DynDevice, DynEvent, DynStream, Error, EventFlags};
+use gpuport::{Error, EventFlags};
 
 use super::{pattern, read_all, stream, Gate, OpenOnDrop};
 use crate::{ensure, ensure_err, Outcome, Target};

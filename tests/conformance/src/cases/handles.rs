@@ -1,4 +1,4 @@
-use gpuport::{DynDevice, DynEvent, DynStream, EventFlags, Ownership};
+use gpuport::{EventFlags, Ownership};
 
 use super::{pattern, read_all, stream, Gate, OpenOnDrop};
 use crate::{ensure, Outcome, Target};

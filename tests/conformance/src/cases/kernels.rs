@@ -1,4 +1,4 @@
-use gpuport::{DynDevice, DynStream, Error, KernelArg, LaunchConfig};
+use gpuport::{Error, KernelArg, LaunchConfig};
 
 use super::{read_all, stream};
 use crate::{ensure, ensure_err, Outcome, Target};

@@ -1,4 +1,4 @@
-use gpuport::{DynDevice, DynStream, Error, HostAllocFlags, MemoryKind};
+use gpuport::{Error, HostAllocFlags, MemoryKind};
 
 use super::{pattern, read_all, stream};
 use crate::{ensure, ensure_err, Outcome, Target};

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use gpuport::{AnyDevice, AnyStream, Buffer, DynDevice, DynStream, StreamFlags};
+use gpuport::{AnyDevice, AnyStream, Buffer, StreamFlags};
 
 use crate::{Case, Failure, Need};
 

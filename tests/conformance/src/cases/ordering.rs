@@ -1,6 +1,6 @@
 use std::sync::{Arc, Mutex};
 
-use gpuport::{DefaultStream, DynDevice, DynEvent, DynStream, Error, EventFlags};
+use gpuport::{DefaultStream, Error, EventFlags};
 
 use super::{pattern, read_all, stream, Gate, OpenOnDrop};
 use crate::{ensure, Outcome, Target};

@@ -1,12 +1,12 @@
-//! ABI cross-check: gpuport's own HIP declarations against hip-sys's bindgen output.
-//! Needs the `hip-sys` feature (links amdhip64, needs the ROCm headers):
-//! `HIP_PATH=/usr cargo test -p gpuport-rocm --features hip-sys --test abi`.
-#![cfg(feature = "hip-sys")]
+//! ABI cross-check: gpuport's own HIP declarations against hip-sys's bindgen output. A
+//! unit test module, because the declarations are private to this crate. Needs the
+//! `hip-sys` feature (links amdhip64, needs the ROCm headers):
+//! `HIP_PATH=/usr cargo test -p gpuport-rocm --features hip-sys --lib abi_check`.
 
 use std::mem::{offset_of, size_of};
 
+use crate::sys;
 use gpuport_core::{EventFlags, HostAllocFlags};
-use gpuport_rocm::sys;
 use hip_sys::hiprt as hip;
 
 #[test]

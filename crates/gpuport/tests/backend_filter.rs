@@ -1,0 +1,49 @@
+//! `GPUPORT_BACKENDS` is applied before any library is opened: a backend left out is never
+//! loaded. Its own test binary (one process, one test), because which libraries a process
+//! has mapped is process-wide.
+
+use gpuport::{BackendStatus, DiscoverOptions, Error, Runtime};
+
+/// The vendor runtime libraries this process has mapped, from `/proc/self/maps`.
+fn mapped_vendor_libraries() -> Vec<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let mut libs: Vec<String> = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|path| path.contains("libcuda.so") || path.contains("libamdhip64"))
+        .map(str::to_owned)
+        .collect();
+    libs.dedup();
+    libs
+}
+
+#[test]
+fn left_out_backends_are_never_opened() {
+    if !std::path::Path::new("/proc/self/maps").exists() {
+        eprintln!("no /proc/self/maps here: nothing to check");
+        return;
+    }
+    let only_host = Runtime::discover_with(&DiscoverOptions { backends: Some(vec!["host".into()]) });
+    assert!(only_host.report_for("host").is_some_and(|r| r.is_available()));
+    assert!(only_host.report_for("cuda").is_none() && only_host.report_for("rocm").is_none());
+    assert_eq!(mapped_vendor_libraries(), Vec::<String>::new(), "a left-out backend's library was opened");
+
+    // The check can fail: discovering every backend maps each runtime that is installed
+    // (CI installs Debian's HIP runtime).
+    let all = Runtime::discover_with(&DiscoverOptions::default());
+    // Loaded and kept: available, or loaded and answering "no device".
+    let opened = |name: &str| {
+        matches!(
+            all.report_for(name).map(|r| &r.status),
+            Some(BackendStatus::Available { .. } | BackendStatus::Unavailable(Error::NoDevice { .. }))
+        )
+    };
+    for (backend, lib) in [("cuda", "libcuda.so"), ("rocm", "libamdhip64")] {
+        if opened(backend) {
+            assert!(
+                mapped_vendor_libraries().iter().any(|l| l.contains(lib)),
+                "{backend} loaded but {lib} is not mapped: the check above proves nothing"
+            );
+        }
+    }
+}

@@ -11,8 +11,8 @@ use std::sync::{Arc, OnceLock};
 
 use gpuport_core::{Error, Result};
 
-use crate::result::describe;
 use crate::sys::{self, Api, Driver, Lookup, Optional};
+use gpuport_driver::status::no_device_detail;
 
 /// Variable naming an exact libcuda file.
 pub const LIBRARY_ENV: &str = "GPUPORT_CUDA_LIBRARY";
@@ -94,8 +94,8 @@ pub fn load(path: Option<&Path>) -> Result<Arc<Driver>> {
     match status {
         sys::SUCCESS => Ok(Arc::new(driver)),
         sys::ERROR_NO_DEVICE | sys::ERROR_INVALID_DEVICE => {
-            let (name, message) = describe(&driver.api, status);
-            Err(Error::NoDevice { backend: "cuda", detail: format!("{name}: {message}") })
+            let detail = no_device_detail(&driver.api, status, &format!("driver {}", format_version(version)));
+            Err(Error::NoDevice { backend: "cuda", detail })
         }
         _ => Err(crate::result::vendor(&driver.api, status, "cuInit")),
     }

@@ -11,8 +11,9 @@ use std::sync::{Arc, OnceLock};
 
 use gpuport_core::{Error, Result};
 
-use crate::result::{describe, vendor};
+use crate::result::vendor;
 use crate::sys::{self, Api, Runtime};
+use gpuport_driver::status::no_device_detail;
 
 /// Variable naming an exact libamdhip64 file.
 pub const LIBRARY_ENV: &str = "GPUPORT_HIP_LIBRARY";
@@ -77,8 +78,8 @@ pub fn load(path: Option<&Path>) -> Result<Arc<Runtime>> {
     // SAFETY: valid out-pointer.
     let count_status = unsafe { (rt.api.hipGetDeviceCount)(&mut count) };
     let no_device = |status| {
-        let (name, message) = describe(&rt.api, status);
-        Err(Error::NoDevice { backend: "rocm", detail: format!("{name}: {message}; runtime {}", format_version(rv)) })
+        let detail = no_device_detail(&rt.api, status, &format!("runtime {}", format_version(rv)));
+        Err(Error::NoDevice { backend: "rocm", detail })
     };
     match (status, count_status) {
         (sys::SUCCESS, sys::SUCCESS) if count > 0 => Ok(Arc::new(rt)),

@@ -20,7 +20,10 @@ pub struct LoadAttempt {
 
 impl fmt::Display for LoadAttempt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.name, self.error)
+        // dlerror usually starts with the file name already: say it once.
+        let error =
+            self.error.strip_prefix(self.name.as_str()).and_then(|e| e.strip_prefix(": ")).unwrap_or(&self.error);
+        write!(f, "{}: {error}", self.name)
     }
 }
 

@@ -26,6 +26,18 @@ pub fn fallback_names(status: u32, name: Option<String>, text: Option<String>, k
     (name.unwrap_or_else(|| format!("{kind}({status})")), text.unwrap_or_else(|| "unknown error".to_owned()))
 }
 
+/// The words for a "no device" reason: the status's name and description (once, when the
+/// runtime describes a status by its name alone, as HIP 5 does) and the runtime version:
+/// `hipErrorNoDevice: no ROCm-capable device is detected; runtime 5.2.21153`.
+pub fn no_device_detail<N: StatusNames>(names: &N, status: u32, version: &str) -> String {
+    let (name, message) = names.describe(status);
+    if message.is_empty() || message == name {
+        format!("{name}; {version}")
+    } else {
+        format!("{name}: {message}; {version}")
+    }
+}
+
 /// A `Vendor` error for a failed call.
 pub fn vendor_error<N: StatusNames>(names: &N, status: u32, call: &'static str) -> Error {
     let (name, message) = names.describe(status);

@@ -1,28 +1,61 @@
 //! # gpuport
 //!
 //! One GPU hardware-abstraction layer: a single build discovers at run time which vendor
-//! runtimes the machine has and drives them, and the CPU, through one set of traits.
+//! runtimes the machine has (NVIDIA CUDA, AMD ROCm — no SDK needed to build) and drives
+//! them, and the CPU, through one set of traits.
 //!
-//! - [`Runtime::discover`] reports every backend as available (with its devices) or
-//!   unavailable (with the reason); it never panics.
-//! - [`AnyDevice`], [`AnyStream`], [`AnyEvent`] dispatch over the built-in backends and
-//!   run-time plugins ([`Runtime::register_plugin`]); mixing backends is
-//!   [`Error::BackendMismatch`].
-//! - [`Array`] is an n-dimensional view of device memory with a dtype and a checked
-//!   layout; every view of one allocation shares its pending work (per-stream read and
-//!   write events), so work queued through any view orders correctly.
-//!
-//! The static, zero-cost tier is re-exported from `gpuport-core` ([`Backend`], [`Device`],
-//! [`Stream`], [`Event`]); the host backend from `gpuport-host` as [`host`].
+//! ## Quick start
 //!
 //! ```
-//! use gpuport::{Runtime, Array};
+//! use gpuport::prelude::*;
+//!
+//! # fn main() -> gpuport::Result<()> {
+//! // 1. Discover: every backend is available (with its devices) or says why not.
 //! let rt = Runtime::discover();
-//! let dev = rt.device("host")?;
-//! let a = Array::from_slice(&dev, &[1.0f32, 2.0, 3.0], &[3])?;
-//! assert_eq!(a.to_vec::<f32>()?, vec![1.0, 2.0, 3.0]);
-//! # Ok::<(), gpuport::Error>(())
+//! println!("{rt}");
+//!
+//! // 2. Pick a device: by name ("host", "cuda:1", "rocm:0", a plugin's "ext:0"), or the
+//! //    best one (GPUPORT_DEVICE, else the first GPU, else the host).
+//! let dev = rt.best_device()?;
+//!
+//! // 3. Streams and events: work is queued and runs asynchronously, in order per stream;
+//! //    an event recorded on one stream orders another.
+//! let (a, b) = (dev.create_stream(StreamFlags::NON_BLOCKING, 0)?, dev.create_stream(StreamFlags::NON_BLOCKING, 0)?);
+//! let done = dev.create_event(EventFlags::empty())?;
+//! let (src, dst) = (dev.alloc(1024)?, dev.alloc(1024)?);
+//! a.write_slice(&[1.0f32; 256], &src, 0)?;
+//! a.record(&done)?;
+//! b.wait(&done)?;
+//! b.copy(&src, 0, &dst, 0, 1024)?;
+//! assert_eq!(b.read_vec::<f32>(&dst, 0, 256)?, vec![1.0; 256]);
+//!
+//! // 4. Arrays: n-dimensional views with a dtype; views share the allocation's pending
+//! //    work, and the copy engine moves them between any two devices.
+//! let x = Array::from_slice(&dev, &[1u32, 2, 3, 4, 5, 6], &[2, 3])?;
+//! assert_eq!(x.range(1, 1..)?.to_vec::<u32>()?, vec![2, 3, 5, 6]);
+//! let on_host = x.to_device(&rt.device("host")?)?;
+//! assert_eq!(on_host.to_vec::<u32>()?, vec![1, 2, 3, 4, 5, 6]);
+//! # Ok(())
+//! # }
 //! ```
+//!
+//! ## Which traits to import
+//!
+//! `use gpuport::prelude::*` is enough for both tiers:
+//!
+//! - the **dynamic tier** — [`AnyDevice`], [`AnyStream`], [`AnyEvent`], what [`Runtime`]
+//!   hands out — has its methods inherent: no import needed. They dispatch over the
+//!   built-in backends and run-time plugins ([`Runtime::register_plugin`]); mixing
+//!   backends is [`Error::BackendMismatch`], never a panic. [`dynamic`] holds the
+//!   object-safe traits behind them, for code generic over handles.
+//! - the **static tier** — a typed backend such as [`host::HostBackend`], zero-cost —
+//!   uses the core traits [`Backend`], [`Device`], [`Stream`], [`Event`], which the
+//!   prelude brings.
+//!
+//! Plugins (the ext device, a vendor's port — see `docs/porting.md`) are registered
+//! before discovery: `Runtime::register_plugin(gpuport_ext::ExtBackend::load(&Default::default())?)`.
+//! `GPUPORT_BACKENDS=host,cuda` limits discovery (a left-out backend's library is never
+//! opened); `GPUPORT_DEVICE` names the default device.
 
 mod array;
 mod copy;
@@ -37,7 +70,13 @@ pub use dynamic::{
     device_into_any, event_into_any, stream_into_any, AnyDevice, AnyEvent, AnyStream, PluginDevice, PluginEvent,
     PluginStream,
 };
-pub use gpuport_core::*;
+pub use gpuport_core::{
+    as_bytes, as_bytes_mut, c_strides, check_copy, zeroed_vec, Backend, BackendKind, Buffer, BufferDesc, ByteSpan,
+    DType, DTypeCode, DefaultStream, Device, DeviceId, DeviceInfo, DeviceSpec, DlDeviceType, DlpackDevices, Element,
+    Error, Event, EventFlags, HostAllocFlags, HostCallback, Kernel, KernelArg, LaunchConfig, Layout, LoadAttempt,
+    LoadOptions, MemoryKind, Module, ModuleImage, Ownership, PointerAttributes, Release, Result, Scalar, Stream,
+    StreamFlags, MAX_NDIM,
+};
 pub use mirror::{MirroredArray, SyncState};
 pub use pending::Access;
 pub use runtime::{

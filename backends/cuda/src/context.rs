@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use gpuport_core::{BackendKind, DeviceId, Error, Result};
 use gpuport_driver::release::Deferred;
+use gpuport_driver::vendor_stream::DeviceStreams;
 
 use crate::result::check;
 use crate::sys::{CUcontext, CUdevice, Driver};
@@ -18,12 +19,14 @@ pub struct DeviceCtx {
     pub(crate) cu_device: CUdevice,
     pub(crate) ctx: CUcontext,
     pub(crate) total_memory: usize,
+    /// Its streams' kept errors and default streams.
+    pub(crate) streams: DeviceStreams<DeviceCtx>,
     /// Releases the primary context — never on a driver callback thread.
     _retained: Deferred<Retained>,
 }
 
-// SAFETY: a CUDA context handle may be used from any thread (the driver serialises), and
-// the struct is immutable after construction.
+// SAFETY: a CUDA context handle may be used from any thread (the driver serialises); the
+// struct is immutable after construction but for `streams`, which locks.
 unsafe impl Send for DeviceCtx {}
 // SAFETY: as above.
 unsafe impl Sync for DeviceCtx {}
@@ -74,7 +77,16 @@ impl DeviceCtx {
         // SAFETY: valid out-pointer; released in Drop.
         check(api, unsafe { (api.cuDevicePrimaryCtxRetain)(&mut ctx, cu_device) }, "cuDevicePrimaryCtxRetain")?;
         let retained = Deferred::new(Retained { driver: driver.clone(), id, cu_device });
-        let dev = Arc::new(DeviceCtx { driver: driver.clone(), id, cu_device, ctx, total_memory, _retained: retained });
+        let streams = DeviceStreams::default();
+        let dev = Arc::new(DeviceCtx {
+            driver: driver.clone(),
+            id,
+            cu_device,
+            ctx,
+            total_memory,
+            streams,
+            _retained: retained,
+        });
         if open.len() <= ordinal as usize {
             open.resize_with(ordinal as usize + 1, Weak::new);
         }

@@ -8,6 +8,8 @@ use gpuport_core::{
     ModuleImage, PointerAttributes, Result, StreamFlags,
 };
 
+use gpuport_driver::vendor_stream::VendorStream;
+
 use crate::context::DeviceCtx;
 use crate::event::CudaEvent;
 use crate::memory;
@@ -71,10 +73,11 @@ pub(crate) fn info(driver: &Driver, ordinal: u32) -> Result<DeviceInfo> {
 
 impl CudaDevice {
     fn check_stream(&self, stream: &CudaStream) -> Result<()> {
-        if !stream.same_device(self.ctx.id) {
+        if stream.0.device_id() != self.ctx.id {
             return Err(Error::invalid_argument(format!(
                 "a stream of {} used with {}",
-                stream.inner.dev.id, self.ctx.id
+                stream.0.device_id(),
+                self.ctx.id
             )));
         }
         Ok(())
@@ -95,8 +98,11 @@ impl Device for CudaDevice {
     }
     fn alloc_async(&self, bytes: usize, stream: &CudaStream) -> Result<Buffer> {
         self.check_stream(stream)?;
-        let alive = Arc::downgrade(&stream.inner);
-        memory::alloc_async(&self.ctx, bytes, stream.inner.raw, stream.inner.errors.clone(), alive)
+        let raw = stream.0.raw()?;
+        // A per-thread stream's free may run on another thread: it goes to the legacy
+        // stream, which every per-thread stream synchronizes with.
+        let free_on = if stream.0.is_per_thread() { sys::STREAM_LEGACY as sys::CUstream } else { raw };
+        memory::alloc_async(&self.ctx, bytes, raw, free_on, stream.0.errors().clone(), stream.0.downgrade())
     }
     fn alloc_pinned(&self, bytes: usize, flags: HostAllocFlags) -> Result<Buffer> {
         memory::alloc_pinned(&self.ctx, bytes, flags)
@@ -135,14 +141,17 @@ impl Device for CudaDevice {
         Ok((least, greatest))
     }
     fn default_stream(&self, which: DefaultStream) -> Result<CudaStream> {
-        let raw = match which {
-            DefaultStream::Legacy => sys::STREAM_LEGACY,
-            DefaultStream::PerThread => sys::STREAM_PER_THREAD,
-        };
-        Ok(CudaStream::from_parts(&self.ctx, raw as sys::CUstream, false, StreamFlags::empty(), 0))
+        // One stream state per device (legacy) or per thread (per-thread) while a handle
+        // lives; borrowed, so dropping a handle neither destroys nor synchronizes it.
+        Ok(CudaStream(match which {
+            DefaultStream::Legacy => VendorStream::legacy_default(&self.ctx, sys::STREAM_LEGACY as sys::CUstream),
+            DefaultStream::PerThread => {
+                VendorStream::per_thread_default(&self.ctx, sys::STREAM_PER_THREAD as sys::CUstream)
+            }
+        }))
     }
     unsafe fn wrap_stream(&self, raw: usize) -> Result<CudaStream> {
-        Ok(CudaStream::from_parts(&self.ctx, raw as sys::CUstream, false, StreamFlags::empty(), 0))
+        Ok(CudaStream(VendorStream::new(&self.ctx, raw as sys::CUstream, false, StreamFlags::empty(), 0)))
     }
     fn create_event(&self, flags: EventFlags) -> Result<CudaEvent> {
         CudaEvent::create(&self.ctx, flags)
@@ -154,10 +163,8 @@ impl Device for CudaDevice {
         Ok(CudaEvent::from_parts(&self.ctx, raw as sys::CUevent, false, EventFlags::empty()))
     }
     fn synchronize(&self) -> Result<()> {
-        self.ctx.bind()?;
-        let api = &self.ctx.driver.api;
-        // SAFETY: the context is current.
-        check(api, unsafe { (api.cuCtxSynchronize)() }, "cuCtxSynchronize")
+        // Waits for the context, then reports its streams' kept errors (sticky).
+        self.ctx.streams.synchronize(&*self.ctx)
     }
     fn can_access_peer(&self, peer: &Self) -> Result<bool> {
         if peer.ctx.id == self.ctx.id {

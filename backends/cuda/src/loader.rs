@@ -101,10 +101,18 @@ pub fn load(path: Option<&Path>) -> Result<Arc<Driver>> {
     }
 }
 
+static DRIVER: OnceLock<Result<Arc<Driver>>> = OnceLock::new();
+
+/// Whether this process has tried to load the driver (it is loaded at most once, by the
+/// first discovery or `Backend::load` that wants it — never when `GPUPORT_BACKENDS` leaves
+/// the backend out).
+pub fn load_attempted() -> bool {
+    DRIVER.get().is_some()
+}
+
 /// The process-wide driver: loaded once, from `GPUPORT_CUDA_LIBRARY` when set, else the
 /// default names. A failure is remembered and returned again.
 pub fn driver() -> Result<Arc<Driver>> {
-    static DRIVER: OnceLock<Result<Arc<Driver>>> = OnceLock::new();
     DRIVER
         .get_or_init(|| {
             let path = std::env::var_os(LIBRARY_ENV).filter(|p| !p.is_empty());

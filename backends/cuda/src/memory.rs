@@ -1,11 +1,13 @@
 //! Device, pinned and managed allocations, and pointer attributes.
 
 use std::ffi::{c_int, c_uint, c_void};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 
 use gpuport_core::{
     BackendKind, Buffer, BufferDesc, DeviceId, Error, HostAllocFlags, MemoryKind, PointerAttributes, Release, Result,
 };
+
+use gpuport_driver::vendor_stream::StreamErrors;
 
 use crate::context::DeviceCtx;
 use crate::result::{check, check_alloc};
@@ -19,7 +21,7 @@ enum Kind {
     /// synchronize.
     StreamOrdered {
         stream: CUstream,
-        errors: Arc<Mutex<Option<Error>>>,
+        errors: Arc<StreamErrors>,
         /// The stream's handle, weakly: a buffer parked on its own stream must not keep
         /// that stream alive (a cycle). Once the stream is gone, no work on it can still
         /// use the buffer (its drop waited for what it had parked), so the free goes to
@@ -57,7 +59,7 @@ impl Release for CudaRelease {
                 // `target` is the live allocating stream or the null stream.
                 let result = check(api, unsafe { free(addr as CUdeviceptr, target) }, "cuMemFreeAsync");
                 if let Err(e) = &result {
-                    errors.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e.clone());
+                    errors.record(e.clone());
                 }
                 result
             }
@@ -96,12 +98,14 @@ pub fn alloc(dev: &Arc<DeviceCtx>, bytes: usize) -> Result<Buffer> {
     owned(dev, ptr, bytes, MemoryKind::Device, Kind::Device)
 }
 
-/// `cuMemAllocAsync` on `stream`, freed with `cuMemFreeAsync` there.
+/// `cuMemAllocAsync` on `stream`, freed with `cuMemFreeAsync` on `free_on` (the same
+/// stream, or the legacy stream for a per-thread one).
 pub fn alloc_async(
     dev: &Arc<DeviceCtx>,
     bytes: usize,
     stream: CUstream,
-    errors: Arc<Mutex<Option<Error>>>,
+    free_on: CUstream,
+    errors: Arc<StreamErrors>,
     alive: Weak<dyn Send + Sync>,
 ) -> Result<Buffer> {
     let alloc = dev.driver.mem_alloc_async().ok_or_else(|| {
@@ -126,7 +130,7 @@ pub fn alloc_async(
         return Err(Error::unsupported("cuda", format!("stream-ordered allocation on {} (no memory pools)", dev.id)));
     }
     check_alloc(&dev.driver.api, status, "cuMemAllocAsync", dev.id, bytes)?;
-    owned(dev, ptr, bytes, MemoryKind::Device, Kind::StreamOrdered { stream, errors, alive })
+    owned(dev, ptr, bytes, MemoryKind::Device, Kind::StreamOrdered { stream: free_on, errors, alive })
 }
 
 /// `cuMemHostAlloc`; the flag bits are the driver's `CU_MEMHOSTALLOC_*`.

@@ -32,7 +32,6 @@ fn enum_values_match() {
         (sys::ATTR_COMPUTE_CAPABILITY_MAJOR, hip::hipDeviceAttribute_t::hipDeviceAttributeComputeCapabilityMajor),
         (sys::ATTR_COMPUTE_CAPABILITY_MINOR, hip::hipDeviceAttribute_t::hipDeviceAttributeComputeCapabilityMinor),
         (sys::ATTR_MULTIPROCESSOR_COUNT, hip::hipDeviceAttribute_t::hipDeviceAttributeMultiprocessorCount),
-        (sys::ATTR_GCN_ARCH, hip::hipDeviceAttribute_t::hipDeviceAttributeGcnArch),
     ] {
         assert_eq!(ours, theirs as i32, "{theirs:?}");
     }
@@ -55,6 +54,13 @@ fn flag_bits_match() {
     assert_eq!(HostAllocFlags::PORTABLE.bits(), hip::hipHostMallocPortable);
     assert_eq!(HostAllocFlags::DEVICE_MAP.bits(), hip::hipHostMallocMapped);
     assert_eq!(HostAllocFlags::WRITE_COMBINED.bits(), hip::hipHostMallocWriteCombined);
+}
+
+#[test]
+fn device_properties_layout_matches() {
+    // hip-sys is generated from ROCm 5 headers: the layout `hipGetDeviceProperties` writes.
+    assert_eq!(offset_of!(hip::hipDeviceProp_t, gcnArchName), sys::GCN_ARCH_NAME_OFFSET_R0000);
+    assert!(size_of::<hip::hipDeviceProp_t>() <= sys::DEVICE_PROP_BUFFER);
 }
 
 #[test]

@@ -8,6 +8,8 @@ use gpuport_core::{
     Module, ModuleImage, PointerAttributes, Result, StreamFlags,
 };
 
+use gpuport_driver::vendor_stream::VendorStream;
+
 use crate::context::DeviceCtx;
 use crate::event::RocmEvent;
 use crate::memory;
@@ -54,9 +56,7 @@ pub(crate) fn info(rt: &Runtime, ordinal: u32) -> Result<DeviceInfo> {
     let major = attribute(rt, dev, sys::ATTR_COMPUTE_CAPABILITY_MAJOR)?;
     let minor = attribute(rt, dev, sys::ATTR_COMPUTE_CAPABILITY_MINOR)?;
     let cus = attribute(rt, dev, sys::ATTR_MULTIPROCESSOR_COUNT)?;
-    // ROCm 5 answers the gfx number as an attribute; ROCm 6 dropped it (arch then unknown).
-    let arch =
-        if rt.major() < 6 { attribute(rt, dev, sys::ATTR_GCN_ARCH).ok().map(|n| format!("gfx{n}")) } else { None };
+    let arch = arch_name(rt, dev);
     Ok(DeviceInfo {
         id: DeviceId::new(BackendKind::Rocm, ordinal),
         name: c_text(&name),
@@ -69,12 +69,41 @@ pub(crate) fn info(rt: &Runtime, ordinal: u32) -> Result<DeviceInfo> {
     })
 }
 
+/// The device's architecture (`gfx90a`), from `gcnArchName` in the device properties: the
+/// ROCm 6 layout through `hipGetDevicePropertiesR0600` where the runtime is 6 or newer,
+/// else the ROCm 5 layout. (The `gcnArch` attribute is no help: ROCm 5.x does not answer
+/// it for newer chips and renders gfx90a as "gfx910".) `None` when neither call answers.
+fn arch_name(rt: &Runtime, dev: c_int) -> Option<String> {
+    let (get, offset) = match rt.device_properties_r0600() {
+        Some(get) if rt.major() >= 6 => (get, sys::GCN_ARCH_NAME_OFFSET_R0600),
+        _ => (rt.device_properties()?, sys::GCN_ARCH_NAME_OFFSET_R0000),
+    };
+    let mut props = vec![0u64; sys::DEVICE_PROP_BUFFER / 8];
+    // SAFETY: the buffer is 8-byte aligned and larger than either hipDeviceProp_t layout;
+    // the ordinal is in range.
+    if unsafe { get(props.as_mut_ptr().cast(), dev) } != sys::SUCCESS {
+        return None;
+    }
+    let bytes: Vec<u8> = props.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    decode_arch_name(&bytes, offset)
+}
+
+/// `gcnArchName` at `offset` of a device-properties buffer, without its feature suffix
+/// (`"gfx90a:sramecc+:xnack-"` → `"gfx90a"`).
+fn decode_arch_name(props: &[u8], offset: usize) -> Option<String> {
+    let field = props.get(offset..offset + 256)?;
+    let text = field.split(|&b| b == 0).next()?;
+    let name = std::str::from_utf8(text).ok()?.split(':').next()?.trim();
+    name.starts_with("gfx").then(|| name.to_owned())
+}
+
 impl RocmDevice {
     fn check_stream(&self, stream: &RocmStream) -> Result<()> {
-        if !stream.same_device(self.ctx.id) {
+        if stream.0.device_id() != self.ctx.id {
             return Err(Error::invalid_argument(format!(
                 "a stream of {} used with {}",
-                stream.inner.dev.id, self.ctx.id
+                stream.0.device_id(),
+                self.ctx.id
             )));
         }
         Ok(())
@@ -95,8 +124,8 @@ impl Device for RocmDevice {
     }
     fn alloc_async(&self, bytes: usize, stream: &RocmStream) -> Result<Buffer> {
         self.check_stream(stream)?;
-        let alive = Arc::downgrade(&stream.inner);
-        memory::alloc_async(&self.ctx, bytes, stream.inner.raw, stream.inner.errors.clone(), alive)
+        let raw = stream.0.raw()?;
+        memory::alloc_async(&self.ctx, bytes, raw, stream.0.errors().clone(), stream.0.downgrade())
     }
     fn alloc_pinned(&self, bytes: usize, flags: HostAllocFlags) -> Result<Buffer> {
         memory::alloc_pinned(&self.ctx, bytes, flags)
@@ -135,15 +164,19 @@ impl Device for RocmDevice {
     }
     fn default_stream(&self, which: DefaultStream) -> Result<RocmStream> {
         match which {
-            // The null stream.
-            DefaultStream::Legacy => {
-                Ok(RocmStream::from_parts(&self.ctx, std::ptr::null_mut(), false, StreamFlags::empty(), 0))
-            }
-            DefaultStream::PerThread => Err(Error::unsupported("rocm", "per-thread default streams")),
+            // The null stream: one stream state per device while a handle lives, borrowed.
+            DefaultStream::Legacy => Ok(RocmStream(VendorStream::legacy_default(&self.ctx, std::ptr::null_mut()))),
+            // ROCm reaches the per-thread default stream through a second, `_spt` twin of
+            // every entry point (5.x) or the `hipStreamPerThread` handle (newer runtimes);
+            // supporting it means a second function table that no AMD GPU here can test.
+            DefaultStream::PerThread => Err(Error::unsupported(
+                "rocm",
+                "the per-thread default stream (it needs the runtime's `_spt` entry points; use a created stream)",
+            )),
         }
     }
     unsafe fn wrap_stream(&self, raw: usize) -> Result<RocmStream> {
-        Ok(RocmStream::from_parts(&self.ctx, raw as sys::hipStream_t, false, StreamFlags::empty(), 0))
+        Ok(RocmStream(VendorStream::new(&self.ctx, raw as sys::hipStream_t, false, StreamFlags::empty(), 0)))
     }
     fn create_event(&self, flags: EventFlags) -> Result<RocmEvent> {
         RocmEvent::create(&self.ctx, flags)
@@ -155,10 +188,8 @@ impl Device for RocmDevice {
         Ok(RocmEvent::from_parts(&self.ctx, raw as sys::hipEvent_t, false, EventFlags::empty()))
     }
     fn synchronize(&self) -> Result<()> {
-        self.ctx.bind()?;
-        let api = &self.ctx.rt.api;
-        // SAFETY: the device is current.
-        check(api, unsafe { (api.hipDeviceSynchronize)() }, "hipDeviceSynchronize")
+        // Waits for the device, then reports its streams' kept errors (sticky).
+        self.ctx.streams.synchronize(&*self.ctx)
     }
     fn can_access_peer(&self, peer: &Self) -> Result<bool> {
         if peer.ctx.id == self.ctx.id {
@@ -192,5 +223,36 @@ impl Device for RocmDevice {
     }
     fn kernel(&self, module: &Module, name: &str) -> Result<Kernel> {
         crate::module::kernel(&self.ctx, module, name)
+    }
+}
+
+#[cfg(test)]
+mod arch_tests {
+    use super::*;
+
+    fn props_with(offset: usize, name: &str) -> Vec<u8> {
+        let mut props = vec![0u8; sys::DEVICE_PROP_BUFFER];
+        props[offset..offset + name.len()].copy_from_slice(name.as_bytes());
+        props
+    }
+
+    #[test]
+    fn arch_names_decode_from_both_layouts() {
+        let v5 = props_with(sys::GCN_ARCH_NAME_OFFSET_R0000, "gfx90a:sramecc+:xnack-");
+        assert_eq!(decode_arch_name(&v5, sys::GCN_ARCH_NAME_OFFSET_R0000).as_deref(), Some("gfx90a"));
+        let v6 = props_with(sys::GCN_ARCH_NAME_OFFSET_R0600, "gfx942:sramecc+:xnack-");
+        assert_eq!(decode_arch_name(&v6, sys::GCN_ARCH_NAME_OFFSET_R0600).as_deref(), Some("gfx942"));
+        // Read with the wrong layout, the field holds something else (here: nothing).
+        assert_eq!(decode_arch_name(&v6, sys::GCN_ARCH_NAME_OFFSET_R0000), None);
+        assert_eq!(decode_arch_name(&props_with(396, "gfx1100"), 396).as_deref(), Some("gfx1100"));
+        assert_eq!(decode_arch_name(&[0u8; 100], 396), None, "a short buffer is not read past its end");
+    }
+
+    #[test]
+    fn proc_address_versions_are_100_major_plus_minor() {
+        assert_eq!(sys::proc_address_version(60342134), 603);
+        assert_eq!(sys::proc_address_version(60100000), 601);
+        assert_eq!(sys::proc_address_version(50221153), 502);
+        assert_eq!(sys::proc_address_version(-1), 0);
     }
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use gpuport_core::{DeviceId, Error, Event, EventFlags, Ownership, Result};
 use gpuport_driver::release::Deferred;
+use gpuport_driver::vendor_stream::refuse_in_callback;
 
 use crate::context::DeviceCtx;
 use crate::result::{check, check_ready};
@@ -88,6 +89,7 @@ impl Event for RocmEvent {
         check_ready(self.api(), unsafe { (self.api().hipEventQuery)(self.inner.raw) }, "hipEventQuery")
     }
     fn synchronize(&self) -> Result<()> {
+        refuse_in_callback("Event::synchronize")?;
         self.inner.dev.bind()?;
         // SAFETY: live event.
         check(self.api(), unsafe { (self.api().hipEventSynchronize)(self.inner.raw) }, "hipEventSynchronize")

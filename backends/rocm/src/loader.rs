@@ -90,10 +90,18 @@ pub fn load(path: Option<&Path>) -> Result<Arc<Runtime>> {
     }
 }
 
+static RUNTIME: OnceLock<Result<Arc<Runtime>>> = OnceLock::new();
+
+/// Whether this process has tried to load the runtime (it is loaded at most once, by the
+/// first discovery or `Backend::load` that wants it — never when `GPUPORT_BACKENDS` leaves
+/// the backend out).
+pub fn load_attempted() -> bool {
+    RUNTIME.get().is_some()
+}
+
 /// The process-wide runtime: loaded once, from `GPUPORT_HIP_LIBRARY` when set, else the
 /// default names. A failure is remembered and returned again.
 pub fn runtime() -> Result<Arc<Runtime>> {
-    static RUNTIME: OnceLock<Result<Arc<Runtime>>> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
             let path = std::env::var_os(LIBRARY_ENV).filter(|p| !p.is_empty());

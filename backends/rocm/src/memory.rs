@@ -1,11 +1,13 @@
 //! Device, pinned and managed allocations, and pointer attributes.
 
 use std::ffi::{c_uint, c_void};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 
 use gpuport_core::{
     BackendKind, Buffer, BufferDesc, DeviceId, Error, HostAllocFlags, MemoryKind, PointerAttributes, Release, Result,
 };
+
+use gpuport_driver::vendor_stream::StreamErrors;
 
 use crate::context::DeviceCtx;
 use crate::result::{check, check_alloc};
@@ -18,7 +20,7 @@ enum Kind {
     /// synchronize.
     StreamOrdered {
         stream: hipStream_t,
-        errors: Arc<Mutex<Option<Error>>>,
+        errors: Arc<StreamErrors>,
         /// The stream's handle, weakly: a buffer parked on its own stream must not keep
         /// that stream alive (a cycle). Once the stream is gone, no work on it can still
         /// use the buffer (its drop waited for what it had parked), so the free goes to
@@ -57,7 +59,7 @@ impl Release for HipRelease {
                 // `target` is the live allocating stream or the null stream.
                 let result = check(api, unsafe { free(ptr, target) }, "hipFreeAsync");
                 if let Err(e) = &result {
-                    errors.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e.clone());
+                    errors.record(e.clone());
                 }
                 result
             }
@@ -100,7 +102,7 @@ pub fn alloc_async(
     dev: &Arc<DeviceCtx>,
     bytes: usize,
     stream: hipStream_t,
-    errors: Arc<Mutex<Option<Error>>>,
+    errors: Arc<StreamErrors>,
     alive: Weak<dyn Send + Sync>,
 ) -> Result<Buffer> {
     let rt = &dev.rt;

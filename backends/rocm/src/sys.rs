@@ -94,8 +94,16 @@ pub const ATTR_COMPUTE_CAPABILITY_MAJOR: c_int = 23;
 pub const ATTR_COMPUTE_CAPABILITY_MINOR: c_int = 61;
 /// `hipDeviceAttributeMultiprocessorCount` (compute units).
 pub const ATTR_MULTIPROCESSOR_COUNT: c_int = 63;
-/// `hipDeviceAttributeGcnArch` (ROCm 5 only: e.g. 906 for gfx906).
-pub const ATTR_GCN_ARCH: c_int = 10003;
+
+/// Where `gcnArchName` (`char[256]`, e.g. `"gfx90a:sramecc+:xnack-"`) lies in
+/// `hipDeviceProp_t`: ROCm 5's layout (`hipGetDeviceProperties`, and the unversioned
+/// export of ROCm 6 and later) and ROCm 6's (`hipGetDevicePropertiesR0600`).
+pub const GCN_ARCH_NAME_OFFSET_R0000: usize = 396;
+/// See [`GCN_ARCH_NAME_OFFSET_R0000`].
+pub const GCN_ARCH_NAME_OFFSET_R0600: usize = 1160;
+/// Bytes reserved for either `hipDeviceProp_t` (ROCm 6's is 1472 bytes); the runtime
+/// writes into a buffer of this size, 8-byte aligned.
+pub const DEVICE_PROP_BUFFER: usize = 4096;
 
 /// ROCm 5's `hipMemoryType` values.
 pub mod memory_type_v5 {
@@ -166,16 +174,25 @@ pub fn decode_memory_type(major: u32, value: c_int) -> Option<MemoryType> {
 
 type GetProcAddress = unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64, *mut c_int) -> Status;
 
+/// The version `hipGetProcAddress` takes: 100·major + minor (601 for HIP 6.1), from a
+/// `hipRuntimeGetVersion` value (major·10⁷ + minor·10⁵ + patch).
+pub(crate) fn proc_address_version(runtime_version: c_int) -> c_int {
+    let v = runtime_version.max(0);
+    100 * (v / 10_000_000) + (v / 100_000) % 100
+}
+
 /// Resolves one symbol: through `hipGetProcAddress` when given, else `dlsym`.
+/// `runtime_version` is `hipRuntimeGetVersion`'s value.
 ///
 /// # Safety
 /// The caller transmutes the result to the symbol's real function type.
 pub(crate) unsafe fn resolve(
     lib: &Library,
     gpa: Option<GetProcAddress>,
-    version: c_int,
+    runtime_version: c_int,
     name: &str,
 ) -> Option<*mut c_void> {
+    let version = proc_address_version(runtime_version);
     let cname = CString::new(name).ok()?;
     if let Some(gpa) = gpa {
         let mut pfn: *mut c_void = std::ptr::null_mut();
@@ -262,6 +279,9 @@ api! {
 type MallocAsync = unsafe extern "C" fn(*mut *mut c_void, usize, hipStream_t) -> Status;
 type FreeAsync = unsafe extern "C" fn(*mut c_void, hipStream_t) -> Status;
 type LaunchHostFunc = unsafe extern "C" fn(hipStream_t, hipHostFn_t, *mut c_void) -> Status;
+/// `hipGetDeviceProperties` / `hipGetDevicePropertiesR0600`: the struct is written through
+/// an untyped pointer into a buffer of [`DEVICE_PROP_BUFFER`] bytes.
+pub(crate) type GetDeviceProperties = unsafe extern "C" fn(*mut c_void, c_int) -> Status;
 
 /// The loaded runtime: library, table, lookup and versions.
 pub struct Runtime {
@@ -271,6 +291,8 @@ pub struct Runtime {
     malloc_async: OnceLock<Option<MallocAsync>>,
     free_async: OnceLock<Option<FreeAsync>>,
     launch_host_func: OnceLock<Option<LaunchHostFunc>>,
+    device_properties: OnceLock<Option<GetDeviceProperties>>,
+    device_properties_r0600: OnceLock<Option<GetDeviceProperties>>,
     /// `hipRuntimeGetVersion` (e.g. 50221153 for 5.2.21153).
     pub runtime_version: c_int,
     /// `hipDriverGetVersion`.
@@ -315,6 +337,8 @@ impl Runtime {
             malloc_async: OnceLock::new(),
             free_async: OnceLock::new(),
             launch_host_func: OnceLock::new(),
+            device_properties: OnceLock::new(),
+            device_properties_r0600: OnceLock::new(),
             runtime_version,
             driver_version,
             library,
@@ -329,6 +353,8 @@ impl Runtime {
     optional!(malloc_async, malloc_async, MallocAsync, "hipMallocAsync");
     optional!(free_async, free_async, FreeAsync, "hipFreeAsync");
     optional!(launch_host_func, launch_host_func, LaunchHostFunc, "hipLaunchHostFunc");
+    optional!(device_properties, device_properties, GetDeviceProperties, "hipGetDeviceProperties");
+    optional!(device_properties_r0600, device_properties_r0600, GetDeviceProperties, "hipGetDevicePropertiesR0600");
 }
 
 /// `hipGetProcAddress`, looked up with dlsym.

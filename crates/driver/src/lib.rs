@@ -12,6 +12,9 @@
 //! - [`release`]: the deferred-release thread (defined with `Buffer` in core, whose drop
 //!   obeys it): drops that may call a driver or foreign code never run on a driver
 //!   callback thread or a stream worker;
+//! - [`vendor_stream`]: the stream machinery of a vendor backend (ownership, parking,
+//!   kept errors reported by stream and device, the host-callback trampoline, default
+//!   streams, non-blocking drop), generic over the vendor's calls;
 //! - [`host_memory`]: the host's memory limit, which every host-side allocation is checked
 //!   against before the allocator is asked.
 //!
@@ -23,5 +26,6 @@ pub mod kernel_args;
 pub mod loading;
 pub mod parking;
 pub mod status;
+pub mod vendor_stream;
 
 pub use gpuport_core::release;

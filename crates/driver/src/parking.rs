@@ -73,6 +73,18 @@ impl<H: Copy> Parked<H> {
         }
     }
 
+    /// Takes every parked handle out, destroying the batches' events (a vendor destroys an
+    /// event whose work is pending once that work completes): the handles must then be
+    /// kept until the stream is known to have reached this point, by whoever takes them.
+    pub fn take_all<F: Fence<Handle = H>>(&mut self, fence: &F) -> Vec<Keep> {
+        let mut keep = std::mem::take(&mut self.open);
+        while let Some((handle, batch)) = self.sealed.pop_front() {
+            fence.destroy(handle);
+            keep.extend(batch);
+        }
+        keep
+    }
+
     /// True when nothing is parked.
     pub fn is_empty(&self) -> bool {
         self.open.is_empty() && self.sealed.is_empty()

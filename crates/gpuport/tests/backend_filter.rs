@@ -27,23 +27,20 @@ fn left_out_backends_are_never_opened() {
     assert!(only_host.report_for("host").is_some_and(|r| r.is_available()));
     assert!(only_host.report_for("cuda").is_none() && only_host.report_for("rocm").is_none());
     assert_eq!(mapped_vendor_libraries(), Vec::<String>::new(), "a left-out backend's library was opened");
+    assert!(!gpuport::cuda::load_attempted(), "the CUDA loader ran although cuda was left out");
+    assert!(!gpuport::rocm::load_attempted(), "the HIP loader ran although rocm was left out");
 
-    // The check can fail: discovering every backend maps each runtime that is installed
-    // (CI installs Debian's HIP runtime).
+    // The same checks see loading when it happens: discovering every backend runs both
+    // loaders (CI installs Debian's HIP runtime, which loads and answers "no device").
     let all = Runtime::discover_with(&DiscoverOptions::default());
-    // Loaded and kept: available, or loaded and answering "no device".
-    let opened = |name: &str| {
-        matches!(
+    assert!(gpuport::cuda::load_attempted() && gpuport::rocm::load_attempted());
+    let reached_runtime = |name: &str| {
+        !matches!(
             all.report_for(name).map(|r| &r.status),
-            Some(BackendStatus::Available { .. } | BackendStatus::Unavailable(Error::NoDevice { .. }))
+            Some(BackendStatus::Unavailable(Error::LibraryNotFound { .. }))
         )
     };
-    for (backend, lib) in [("cuda", "libcuda.so"), ("rocm", "libamdhip64")] {
-        if opened(backend) {
-            assert!(
-                mapped_vendor_libraries().iter().any(|l| l.contains(lib)),
-                "{backend} loaded but {lib} is not mapped: the check above proves nothing"
-            );
-        }
+    if std::env::var_os("GPUPORT_REQUIRE_HIP_RUNTIME").is_some() {
+        assert!(reached_runtime("rocm"), "CI's HIP runtime was not found: {:?}", all.report_for("rocm"));
     }
 }

@@ -1,0 +1,435 @@
+//! The stream machinery every vendor backend needs, written once and generic over the
+//! vendor's calls ([`VendorStreams`]): a stream handle with ownership, flags and priority;
+//! the handles its queued work keeps alive ([`crate::parking`]); the first error of work
+//! found outside a call (a panicking host callback, a failed stream-ordered free), kept
+//! for the stream's next synchronize and, sticky, for the device's; host callbacks run by
+//! one trampoline that never unwinds and never drops a handle on the driver's thread;
+//! blocking calls refused from inside a callback; the default streams handed out as one
+//! stream per device (legacy) and per thread (per-thread).
+//!
+//! A dropped stream handle never blocks and never synchronizes a stream it does not own:
+//! what its work still holds is released by a host callback queued behind that work
+//! (which hands the drop to the release thread).
+//!
+//! The vendor's `sys` tables and device queries stay in its backend crate; its `result`
+//! layer implements [`VendorStreams`] with one checked call per method.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::thread::ThreadId;
+
+use gpuport_core::release::Deferred;
+use gpuport_core::{DeviceId, Error, HostCallback, Ownership, Result, StreamFlags};
+
+use crate::parking::{Fence, Keep, Parked};
+
+/// The vendor calls the shared stream machinery makes, implemented by a backend's device
+/// context (each method one checked driver call, with the context made current).
+pub trait VendorStreams: Send + Sync + Sized + 'static {
+    /// The vendor's stream handle (`CUstream`, `hipStream_t`).
+    type Stream: Copy + PartialEq;
+    /// The vendor's event handle.
+    type Event: Copy;
+
+    /// The device.
+    fn device_id(&self) -> DeviceId;
+    /// Makes the device current on the calling thread.
+    fn bind(&self) -> Result<()>;
+    /// The raw value of a stream handle.
+    fn stream_raw(stream: Self::Stream) -> usize;
+    /// A new event without timing, recorded on `stream`.
+    fn fence_event(&self, stream: Self::Stream) -> Result<Self::Event>;
+    /// Whether the event's work has completed.
+    fn event_done(&self, event: Self::Event) -> Result<bool>;
+    /// Destroys an event (it may still be pending).
+    fn event_destroy(&self, event: Self::Event) -> Result<()>;
+    /// Whether all of the stream's work has completed.
+    fn stream_done(&self, stream: Self::Stream) -> Result<bool>;
+    /// Blocks until the stream's work has completed.
+    fn stream_synchronize(&self, stream: Self::Stream) -> Result<()>;
+    /// Blocks until all of the device's work has completed.
+    fn device_synchronize(&self) -> Result<()>;
+    /// Destroys a stream (its queued work still completes).
+    fn stream_destroy(&self, stream: Self::Stream) -> Result<()>;
+    /// Queues a host function on `stream` that calls [`run_host_callback`]`(user)` when
+    /// the stream reaches it. On an error, `user` was not handed over.
+    fn launch_host_callback(&self, stream: Self::Stream, user: *mut c_void) -> Result<()>;
+    /// The device's registry of stream errors and default streams.
+    fn streams(&self) -> &DeviceStreams<Self>;
+}
+
+/// The first error of one stream's work found outside a call, shared with its device.
+#[derive(Default)]
+pub struct StreamErrors {
+    first: Mutex<Option<Error>>,
+    /// Set when the stream's last handle is gone: the device is then its only reporter.
+    orphaned: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl StreamErrors {
+    /// Keeps `err` unless an earlier error is kept.
+    pub fn record(&self, err: Error) {
+        lock(&self.first).get_or_insert(err);
+    }
+
+    /// Reports and clears the kept error (the stream's synchronize).
+    fn take(&self) -> Result<()> {
+        lock(&self.first).take().map_or(Ok(()), Err)
+    }
+}
+
+/// What one device knows of its streams: their kept errors (dropped streams' included,
+/// until reported) and the default streams handed out.
+pub struct DeviceStreams<V: VendorStreams> {
+    errors: Mutex<Vec<Arc<StreamErrors>>>,
+    legacy: Mutex<Weak<Deferred<StreamState<V>>>>,
+    per_thread: Mutex<HashMap<ThreadId, Weak<Deferred<StreamState<V>>>>>,
+}
+
+impl<V: VendorStreams> Default for DeviceStreams<V> {
+    fn default() -> Self {
+        DeviceStreams { errors: Mutex::default(), legacy: Mutex::new(Weak::new()), per_thread: Mutex::default() }
+    }
+}
+
+impl<V: VendorStreams> DeviceStreams<V> {
+    fn track(&self, errors: &Arc<StreamErrors>) {
+        let mut all = lock(&self.errors);
+        // Forget streams that are gone and have nothing left to report.
+        all.retain(|e| !(e.orphaned.load(Ordering::SeqCst) && lock(&e.first).is_none()));
+        all.push(errors.clone());
+    }
+
+    /// `Device::synchronize`: waits for the device, then reports the first kept error of
+    /// its streams — without clearing it while the stream lives (sticky; the stream's own
+    /// synchronize clears it), clearing it for a dropped stream (reported once, here).
+    /// Refused from inside a host callback.
+    pub fn synchronize(&self, dev: &V) -> Result<()> {
+        refuse_in_callback("Device::synchronize")?;
+        dev.bind()?;
+        dev.device_synchronize()?;
+        let all: Vec<Arc<StreamErrors>> = lock(&self.errors).clone();
+        let mut first = Ok(());
+        for errors in all {
+            let mut kept = lock(&errors.first);
+            let err = if errors.orphaned.load(Ordering::SeqCst) { kept.take() } else { kept.clone() };
+            if let (Some(err), true) = (err, first.is_ok()) {
+                first = Err(err);
+            }
+        }
+        first
+    }
+}
+
+/// One vendor stream's state, shared by its handles.
+pub struct StreamState<V: VendorStreams> {
+    dev: Arc<V>,
+    raw: V::Stream,
+    owned: bool,
+    flags: StreamFlags,
+    priority: i32,
+    /// For the per-thread default stream: the only thread whose stream it is.
+    thread: Option<ThreadId>,
+    errors: Arc<StreamErrors>,
+    parked: Mutex<Parked<V::Event>>,
+}
+
+// SAFETY: vendor stream and event handles may be used from any thread (the per-thread
+// default stream checks its thread before use); the parked lists are behind a mutex.
+unsafe impl<V: VendorStreams> Send for StreamState<V> {}
+// SAFETY: as above.
+unsafe impl<V: VendorStreams> Sync for StreamState<V> {}
+
+/// The stream seen as a [`Fence`] for its parked batches.
+struct StreamFence<'a, V: VendorStreams>(&'a StreamState<V>);
+
+impl<V: VendorStreams> Fence for StreamFence<'_, V> {
+    type Handle = V::Event;
+    fn seal(&self) -> Result<V::Event> {
+        self.0.dev.fence_event(self.0.raw)
+    }
+    fn done(&self, event: V::Event) -> Result<bool> {
+        self.0.dev.event_done(event)
+    }
+    fn destroy(&self, event: V::Event) {
+        if let Err(e) = self.0.dev.event_destroy(event) {
+            log::warn!("{e}");
+        }
+    }
+}
+
+impl<V: VendorStreams> Drop for StreamState<V> {
+    fn drop(&mut self) {
+        self.errors.orphaned.store(true, Ordering::SeqCst);
+        if self.dev.bind().is_err() {
+            return;
+        }
+        let keep = lock(&self.parked).take_all(&StreamFence(self));
+        if !keep.is_empty() {
+            self.release_after_work(keep);
+        }
+        if self.owned {
+            if let Err(e) = self.dev.stream_destroy(self.raw) {
+                log::warn!("{e}");
+            }
+        }
+    }
+}
+
+impl<V: VendorStreams> StreamState<V> {
+    /// Releases `keep` once the stream's queued work has run, without blocking: a host
+    /// callback queued behind that work drops it (on the release thread). Where that is
+    /// impossible (the runtime refuses, or the per-thread stream of another thread), waits.
+    fn release_after_work(&self, keep: Vec<Keep>) {
+        let here = self.thread.is_none_or(|t| t == std::thread::current().id());
+        if here {
+            let user = Callback::boxed(Box::new(move || drop(keep)), self.errors.clone(), self.name());
+            match self.dev.launch_host_callback(self.raw, user) {
+                Ok(()) => {}
+                Err(e) => {
+                    // SAFETY: the runtime refused the callback, so `user` was not handed over.
+                    let refused = unsafe { Callback::reclaim(user) };
+                    log::warn!("releasing a dropped stream's buffers: {e}; waiting for the stream instead");
+                    if let Err(e) = self.dev.stream_synchronize(self.raw) {
+                        log::warn!("{e}");
+                    }
+                    drop(refused);
+                }
+            }
+        } else if let Err(e) = self.dev.device_synchronize() {
+            // The per-thread stream of another thread cannot be named from here.
+            log::warn!("releasing a dropped per-thread stream's buffers: {e}");
+        }
+    }
+
+    fn name(&self) -> String {
+        format!("{:#x} on {}", V::stream_raw(self.raw), self.dev.device_id())
+    }
+}
+
+/// A vendor stream handle: cheap to clone; an owned stream is destroyed (after its queued
+/// work) when its last handle drops, on an ordinary thread (never a driver callback's).
+pub struct VendorStream<V: VendorStreams> {
+    inner: Arc<Deferred<StreamState<V>>>,
+}
+
+impl<V: VendorStreams> Clone for VendorStream<V> {
+    fn clone(&self) -> Self {
+        VendorStream { inner: self.inner.clone() }
+    }
+}
+
+impl<V: VendorStreams> VendorStream<V> {
+    /// A handle to stream `raw` of `dev`; `owned` streams are destroyed with their last
+    /// handle.
+    pub fn new(dev: &Arc<V>, raw: V::Stream, owned: bool, flags: StreamFlags, priority: i32) -> Self {
+        Self::with_thread(dev, raw, owned, flags, priority, None)
+    }
+
+    fn with_thread(
+        dev: &Arc<V>,
+        raw: V::Stream,
+        owned: bool,
+        flags: StreamFlags,
+        priority: i32,
+        thread: Option<ThreadId>,
+    ) -> Self {
+        let errors = Arc::new(StreamErrors::default());
+        dev.streams().track(&errors);
+        let state =
+            StreamState { dev: dev.clone(), raw, owned, flags, priority, thread, errors, parked: Mutex::default() };
+        VendorStream { inner: Arc::new(Deferred::new(state)) }
+    }
+
+    /// The legacy default stream (`raw`): one stream per device while a handle to it
+    /// lives, borrowed.
+    pub fn legacy_default(dev: &Arc<V>, raw: V::Stream) -> Self {
+        let mut slot = lock(&dev.streams().legacy);
+        if let Some(inner) = slot.upgrade() {
+            return VendorStream { inner };
+        }
+        let stream = Self::new(dev, raw, false, StreamFlags::empty(), 0);
+        *slot = Arc::downgrade(&stream.inner);
+        stream
+    }
+
+    /// The calling thread's per-thread default stream (`raw`): one per thread while a
+    /// handle to it lives, borrowed, and refused on any other thread (the handle means
+    /// "the calling thread's stream").
+    pub fn per_thread_default(dev: &Arc<V>, raw: V::Stream) -> Self {
+        let thread = std::thread::current().id();
+        let mut all = lock(&dev.streams().per_thread);
+        all.retain(|_, weak| weak.strong_count() > 0);
+        if let Some(inner) = all.get(&thread).and_then(Weak::upgrade) {
+            return VendorStream { inner };
+        }
+        let stream = Self::with_thread(dev, raw, false, StreamFlags::empty(), 0, Some(thread));
+        all.insert(thread, Arc::downgrade(&stream.inner));
+        stream
+    }
+
+    /// The device context.
+    pub fn dev(&self) -> &Arc<V> {
+        &self.inner.dev
+    }
+    /// The vendor handle, once the calling thread may use it (not a host callback's; the
+    /// per-thread default stream only on its own thread) and the device is current.
+    pub fn raw(&self) -> Result<V::Stream> {
+        if IN_CALLBACK.with(Cell::get) {
+            return Err(Error::invalid_argument(format!(
+                "a call on a stream of {} inside a host callback (the driver forbids it; queue the work instead)",
+                self.inner.dev.device_id()
+            )));
+        }
+        if let Some(owner) = self.inner.thread {
+            if owner != std::thread::current().id() {
+                return Err(Error::invalid_argument(format!(
+                    "the per-thread default stream of {} belongs to the thread that asked for it; \
+                     ask for it again on this thread",
+                    self.inner.dev.device_id()
+                )));
+            }
+        }
+        self.inner.dev.bind()?;
+        Ok(self.inner.raw)
+    }
+    /// True for the per-thread default stream (a handle that means "the calling thread's
+    /// stream", so work that outlives the call must not name it from another thread).
+    pub fn is_per_thread(&self) -> bool {
+        self.inner.thread.is_some()
+    }
+    /// The vendor handle's value, without checks (for display and comparisons).
+    pub fn raw_value(&self) -> usize {
+        V::stream_raw(self.inner.raw)
+    }
+    /// Whether the handle owns the stream.
+    pub fn ownership(&self) -> Ownership {
+        Ownership::from_owned(self.inner.owned)
+    }
+    /// Creation flags.
+    pub fn flags(&self) -> StreamFlags {
+        self.inner.flags
+    }
+    /// Priority (after clamping).
+    pub fn priority(&self) -> i32 {
+        self.inner.priority
+    }
+    /// The device.
+    pub fn device_id(&self) -> DeviceId {
+        self.inner.dev.device_id()
+    }
+    /// The stream's kept errors (a stream-ordered free records its failure here).
+    pub fn errors(&self) -> &Arc<StreamErrors> {
+        &self.inner.errors
+    }
+    /// A weak reference to the stream's state, for buffers that must not keep their
+    /// stream alive (a buffer parked on its own stream would form a cycle).
+    pub fn downgrade(&self) -> Weak<dyn Send + Sync> {
+        let weak: Weak<Deferred<StreamState<V>>> = Arc::downgrade(&self.inner);
+        weak
+    }
+
+    /// Keeps the handles of work just queued alive until an event after it completes.
+    pub fn park(&self, items: impl IntoIterator<Item = Keep>) -> Result<()> {
+        lock(&self.inner.parked).park(items, &StreamFence(&self.inner))
+    }
+
+    /// `Stream::host_callback`: `f` runs on the driver's callback thread when the stream
+    /// reaches it, inside `catch_unwind` (a panic is kept as the stream's error), and what
+    /// it drops is released on the release thread.
+    pub fn host_callback(&self, f: HostCallback) -> Result<()> {
+        let raw = self.raw()?;
+        let user = Callback::boxed(f, self.inner.errors.clone(), self.inner.name());
+        self.inner.dev.launch_host_callback(raw, user).inspect_err(|_| {
+            // SAFETY: the runtime refused the callback, so `user` was not handed over.
+            drop(unsafe { Callback::reclaim(user) });
+        })
+    }
+
+    /// `Stream::query`.
+    pub fn query(&self) -> Result<bool> {
+        let raw = self.raw()?;
+        self.inner.dev.stream_done(raw)
+    }
+
+    /// `Stream::synchronize`: waits, releases what the work kept, and reports (once) the
+    /// first error of work found outside a call. Refused inside a host callback.
+    pub fn synchronize(&self) -> Result<()> {
+        refuse_in_callback("Stream::synchronize")?;
+        let raw = self.raw()?;
+        self.inner.dev.stream_synchronize(raw)?;
+        lock(&self.inner.parked).release_all(&StreamFence(&self.inner));
+        self.inner.errors.take()
+    }
+
+    /// True when both handles name one stream state.
+    pub fn same_stream(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+thread_local! {
+    /// Set while a host callback runs on this (driver-owned) thread.
+    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// `WouldDeadlock` inside a host callback: a vendor callback may make no driver call, and
+/// a blocking one would wait for the callback itself.
+pub fn refuse_in_callback(call: &str) -> Result<()> {
+    if IN_CALLBACK.with(Cell::get) {
+        return Err(Error::would_deadlock(format!("{call} inside a host callback")));
+    }
+    Ok(())
+}
+
+/// A host callback on its way through the driver.
+struct Callback {
+    f: HostCallback,
+    errors: Arc<StreamErrors>,
+    stream: String,
+}
+
+impl Callback {
+    fn boxed(f: HostCallback, errors: Arc<StreamErrors>, stream: String) -> *mut c_void {
+        Box::into_raw(Box::new(Callback { f, errors, stream })).cast()
+    }
+
+    /// # Safety
+    /// `user` came from [`Callback::boxed`] and was not handed to the driver.
+    unsafe fn reclaim(user: *mut c_void) -> Box<Callback> {
+        // SAFETY: per the contract, the box is still ours.
+        unsafe { Box::from_raw(user.cast::<Callback>()) }
+    }
+}
+
+/// The body of every vendor host-function trampoline (`extern "C" fn(user)`): runs the
+/// callback once, never unwinds, keeps a panic as the stream's error, refuses blocking
+/// calls made from it, and hands everything it drops to the release thread (the driver's
+/// callback thread may make no driver call).
+///
+/// # Safety
+/// `user` is the pointer a [`VendorStream`] handed to
+/// [`VendorStreams::launch_host_callback`], and the driver calls this once for it.
+pub unsafe fn run_host_callback(user: *mut c_void) {
+    // SAFETY: per the contract, `user` is a leaked `Box<Callback>` run exactly once.
+    let callback = unsafe { Callback::reclaim(user) };
+    let _ = catch_unwind(AssertUnwindSafe(move || {
+        crate::release::restricted(move || {
+            let Callback { f, errors, stream } = *callback;
+            IN_CALLBACK.with(|c| c.set(true));
+            let outcome = catch_unwind(AssertUnwindSafe(f));
+            IN_CALLBACK.with(|c| c.set(false));
+            if outcome.is_err() {
+                errors.record(Error::StreamWork { stream, message: "host callback panicked".into() });
+            }
+        })
+    }));
+}

@@ -60,17 +60,11 @@ impl HostDevice {
     }
 
     pub(crate) fn info_now() -> DeviceInfo {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let name = cpuinfo
-            .lines()
-            .find_map(|l| l.strip_prefix("model name"))
-            .and_then(|rest| rest.split_once(':'))
-            .map(|(_, v)| v.trim().to_owned())
-            .unwrap_or_else(|| format!("{} CPU", std::env::consts::ARCH));
         DeviceInfo {
             id: DeviceId::HOST,
-            name,
-            total_memory: host_memory::host_meminfo().0,
+            name: cpu_name(),
+            // 0 = unknown (shown as such), never a made-up size.
+            total_memory: host_memory::host_meminfo().map_or(0, |(total, _swap)| total),
             compute_capability: None,
             arch: Some(std::env::consts::ARCH.to_owned()),
             multiprocessors: std::thread::available_parallelism().ok().map(|n| n.get() as u32),
@@ -78,6 +72,42 @@ impl HostDevice {
             uuid: None,
         }
     }
+}
+
+/// The CPU's model name: the processor's own brand string (CPUID, no `/proc` needed) on
+/// x86, else `/proc/cpuinfo`'s, else the architecture's name.
+fn cpu_name() -> String {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__cpuid;
+        // CPUID leaves 0x8000_0002..=0x8000_0004 hold the 48-byte brand string where leaf
+        // 0x8000_0000 says they exist (every x86-64 processor has CPUID).
+        #[allow(unused_unsafe)]
+        // SAFETY: CPUID is available on every x86-64 processor and has no side effects.
+        let max = unsafe { __cpuid(0x8000_0000) }.eax;
+        if max >= 0x8000_0004 {
+            let mut brand = Vec::with_capacity(48);
+            for leaf in 0x8000_0002u32..=0x8000_0004 {
+                #[allow(unused_unsafe)]
+                // SAFETY: as above; the leaf exists.
+                let r = unsafe { __cpuid(leaf) };
+                for word in [r.eax, r.ebx, r.ecx, r.edx] {
+                    brand.extend_from_slice(&word.to_le_bytes());
+                }
+            }
+            let text = String::from_utf8_lossy(&brand).trim_matches(char::from(0)).trim().to_owned();
+            if !text.is_empty() {
+                return text;
+            }
+        }
+    }
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .and_then(|rest| rest.split_once(':'))
+        .map(|(_, v)| v.trim().to_owned())
+        .unwrap_or_else(|| format!("{} CPU", std::env::consts::ARCH))
 }
 
 impl Device for HostDevice {

@@ -31,7 +31,7 @@ pub struct DeviceInfo {
     pub id: DeviceId,
     /// Marketing or model name.
     pub name: String,
-    /// Total memory in bytes.
+    /// Total memory in bytes; 0 when the backend cannot tell.
     pub total_memory: u64,
     /// CUDA compute capability (major, minor).
     pub compute_capability: Option<(u32, u32)>,

@@ -2,20 +2,26 @@
 //! and vendors' pinned memory) is checked against before asking the allocator, since an
 //! over-committing kernel would accept an absurd request and kill the process later.
 
-/// `(MemTotal, SwapTotal)` in bytes from `/proc/meminfo`; `(u64::MAX / 2, 0)` where it
-/// cannot be read.
-pub fn host_meminfo() -> (u64, u64) {
-    let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|kb| kb.parse::<u64>().ok())
-            .map(|kb| kb.saturating_mul(1024))
-    };
-    match field("MemTotal:") {
-        Some(total) => (total, field("SwapTotal:").unwrap_or(0)),
-        None => (u64::MAX / 2, 0),
+/// `(total RAM, total swap)` in bytes, from `sysinfo(2)` (no `/proc` needed: containers
+/// and chroots often lack it); `None` where the system cannot say. Never a sentinel that
+/// could be shown as a size.
+pub fn host_meminfo() -> Option<(u64, u64)> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: an all-zero `sysinfo` is a valid value of this plain C struct.
+        let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is a valid, writable `struct sysinfo`.
+        if unsafe { libc::sysinfo(&mut info) } != 0 {
+            return None;
+        }
+        let unit = u64::from(info.mem_unit.max(1));
+        // `c_ulong` is 32 bits on 32-bit Linux: the conversion is not useless there.
+        #[allow(clippy::useless_conversion)]
+        Some((u64::from(info.totalram).saturating_mul(unit), u64::from(info.totalswap).saturating_mul(unit)))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
     }
 }
 
@@ -23,8 +29,25 @@ pub fn host_meminfo() -> (u64, u64) {
 /// per process, so allocation paths never read `/proc`.
 pub fn host_memory_limit() -> u64 {
     static LIMIT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *LIMIT.get_or_init(|| {
-        let (total, swap) = host_meminfo();
-        total.saturating_add(swap)
-    })
+    // Unknown: no limit of gpuport's own (the allocator still refuses what it cannot give).
+    *LIMIT.get_or_init(|| host_meminfo().map_or(u64::MAX, |(total, swap)| total.saturating_add(swap)))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn memory_is_read_without_proc() {
+        let (total, _swap) = super::host_meminfo().expect("sysinfo answers on Linux");
+        assert!(total >= 64 << 20 && total < 1 << 50, "an implausible RAM size: {total}");
+        // The same figure /proc/meminfo gives, where it is mounted (within a page's rounding).
+        if let Ok(text) = std::fs::read_to_string("/proc/meminfo") {
+            let kb: u64 = text
+                .lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|r| r.split_whitespace().next()?.parse().ok())
+                .expect("MemTotal");
+            assert!(total.abs_diff(kb * 1024) <= 1 << 20, "sysinfo {total} vs /proc {}", kb * 1024);
+        }
+    }
 }

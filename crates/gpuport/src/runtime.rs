@@ -306,13 +306,11 @@ impl fmt::Display for Runtime {
                 BackendStatus::Available { version, devices } => {
                     writeln!(f, "{:<6} available — {version}", report.name)?;
                     for d in devices {
-                        write!(
-                            f,
-                            "  {:<8} {} — {:.1} GiB",
-                            d.id.to_string(),
-                            d.name,
-                            d.total_memory as f64 / (1u64 << 30) as f64
-                        )?;
+                        write!(f, "  {:<8} {} — ", d.id.to_string(), d.name)?;
+                        match d.total_memory {
+                            0 => write!(f, "memory unknown")?,
+                            bytes => write!(f, "{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)?,
+                        }
                         if let Some((major, minor)) = d.compute_capability {
                             write!(f, ", sm_{major}{minor}")?;
                         }

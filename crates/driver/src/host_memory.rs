@@ -39,7 +39,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     fn memory_is_read_without_proc() {
         let (total, _swap) = super::host_meminfo().expect("sysinfo answers on Linux");
-        assert!(total >= 64 << 20 && total < 1 << 50, "an implausible RAM size: {total}");
+        assert!((64 << 20..1 << 50).contains(&total), "an implausible RAM size: {total}");
         // The same figure /proc/meminfo gives, where it is mounted (within a page's rounding).
         if let Ok(text) = std::fs::read_to_string("/proc/meminfo") {
             let kb: u64 = text

@@ -140,7 +140,9 @@ pub fn builtin_ports() -> Vec<Port> {
 }
 
 /// `fill_u32` as AMD code objects (built from `backends/rocm/kernels/fill_u32.cl` by its
-/// `build.sh`), in one offload bundle the runtime picks the device's architecture from.
+/// `build.sh`: GCN 5, CDNA 1–3 including MI300's gfx942, RDNA 2–4), in one offload bundle
+/// the runtime picks the device's architecture from. Launch it with at most 256
+/// work-items per block (its `max_flat_workgroup_size`).
 fn rocm_kernel() -> Option<TestKernel> {
     macro_rules! code_objects {
         ($($arch:literal),*) => {
@@ -149,7 +151,11 @@ fn rocm_kernel() -> Option<TestKernel> {
     }
     static BUNDLE: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
     let bundle = BUNDLE.get_or_init(|| {
-        gpuport::rocm::offload_bundle(&code_objects!("gfx900", "gfx906", "gfx908", "gfx90a", "gfx1030")).ok()
+        gpuport::rocm::offload_bundle(&code_objects!(
+            "gfx900", "gfx906", "gfx908", "gfx90a", "gfx1030", "gfx940", "gfx941", "gfx942", "gfx1100", "gfx1101",
+            "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1200", "gfx1201"
+        ))
+        .ok()
     });
     bundle.as_deref().map(|b| TestKernel { image: ModuleImage::HipCodeObject(b), name: "fill_u32" })
 }
@@ -375,4 +381,14 @@ pub fn run_port(port: &Port) -> Report {
         })
         .collect();
     Report { backend, cases }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_builtin_gpu_port_has_its_test_kernel() {
+        // A bundle that failed to build would silently skip ROCm's kernel cases.
+        assert!(super::rocm_kernel().is_some(), "the fill_u32 code objects do not bundle");
+        assert!(matches!(super::cuda_kernel().image, gpuport::ModuleImage::Ptx(_)));
+    }
 }

@@ -46,6 +46,7 @@ unsafe extern "C" fn host_fn(user: *mut c_void) {
 }
 
 impl VendorStreams for DeviceCtx {
+    const KIND: gpuport_core::BackendKind = gpuport_core::BackendKind::Cuda;
     type Stream = CUstream;
     type Event = CUevent;
 

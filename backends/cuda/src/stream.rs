@@ -3,8 +3,6 @@
 //! never blocks) over the driver's stream calls. Queued work keeps the buffers and kernels
 //! it touches alive until an event after it completes.
 
-use std::ffi::c_void;
-
 use gpuport_core::{
     BackendKind, Buffer, DeviceId, Error, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result, Stream,
     StreamFlags,
@@ -43,26 +41,6 @@ impl CudaStream {
     fn api(&self) -> &sys::Api {
         &self.0.dev().driver.api
     }
-
-    /// The device address for a range of a buffer this stream may touch: memory of any
-    /// CUDA device, or host-accessible memory (pageable copies are staged by the driver).
-    fn addr(&self, buffer: &Buffer, offset: usize, len: usize, op: &'static str) -> Result<CUdeviceptr> {
-        if buffer.device().kind == BackendKind::Cuda || buffer.is_host_accessible() {
-            return buffer.range_addr(offset, len);
-        }
-        Err(Error::BackendMismatch {
-            operation: op,
-            expected: "CUDA or host-accessible memory".into(),
-            found: format!("{:?} memory of {}", buffer.memory(), buffer.device()),
-        })
-    }
-
-    fn own_memory(&self, buffer: &Buffer, op: &'static str) -> Result<()> {
-        if buffer.device().kind != BackendKind::Cuda {
-            return Err(Error::mismatch(op, BackendKind::Cuda, buffer.device()));
-        }
-        Ok(())
-    }
 }
 
 impl Stream for CudaStream {
@@ -86,8 +64,8 @@ impl Stream for CudaStream {
 
     fn copy(&self, src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<()> {
         gpuport_core::check_copy(src, src_offset, dst, dst_offset, len)?;
-        let s = self.addr(src, src_offset, len, "copy")?;
-        let d = self.addr(dst, dst_offset, len, "copy")?;
+        let s = self.0.reachable_addr(src, src_offset, len, "copy")?;
+        let d = self.0.reachable_addr(dst, dst_offset, len, "copy")?;
         if len == 0 {
             return Ok(());
         }
@@ -117,7 +95,7 @@ impl Stream for CudaStream {
     }
 
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
-        self.own_memory(dst, "memset")?;
+        self.0.own_memory(dst, "memset")?;
         let d = dst.range_addr(offset, len)?;
         if len == 0 {
             return Ok(());
@@ -131,7 +109,7 @@ impl Stream for CudaStream {
 
     fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize) -> Result<()> {
         refuse_in_callback("a blocking Stream::write")?;
-        let d = self.addr(dst, dst_offset, src.len(), "write")?;
+        let d = self.0.reachable_addr(dst, dst_offset, src.len(), "write")?;
         if src.is_empty() {
             return Ok(());
         }
@@ -145,7 +123,7 @@ impl Stream for CudaStream {
 
     fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8]) -> Result<()> {
         refuse_in_callback("a blocking Stream::read")?;
-        let s = self.addr(src, src_offset, dst.len(), "read")?;
+        let s = self.0.reachable_addr(src, src_offset, dst.len(), "read")?;
         if dst.is_empty() {
             return Ok(());
         }
@@ -177,34 +155,29 @@ impl Stream for CudaStream {
 
     fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
         let k = kernel.handle_on::<CudaKernel>(self.device_id(), "launch")?;
-        config.validate()?;
-        let gpuport_driver::kernel_args::PackedArgs { mut values, mut keep } =
-            gpuport_driver::kernel_args::pack_kernel_args(args, |b| self.own_memory(b, "launch"))?;
-        keep.push(Keep::Kernel(kernel.clone()));
-        let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
-        let raw = self.0.raw()?;
         let api = self.api();
-        let [gx, gy, gz] = config.grid;
-        let [bx, by, bz] = config.block;
-        // SAFETY: `params` points at one value per kernel parameter, alive for the call (the
-        // driver copies them); the function belongs to this device's context.
-        let status = unsafe {
-            (api.cuLaunchKernel)(
-                k.func,
-                gx,
-                gy,
-                gz,
-                bx,
-                by,
-                bz,
-                config.shared_mem_bytes,
-                raw,
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        };
-        check(api, status, "cuLaunchKernel")?;
-        self.0.park(keep)
+        self.0.launch(kernel, config, args, |stream, params| {
+            let [gx, gy, gz] = config.grid;
+            let [bx, by, bz] = config.block;
+            // SAFETY: `params` points at one value per kernel parameter, alive for the call (the
+            // driver copies them); the function belongs to this device's context.
+            let status = unsafe {
+                (api.cuLaunchKernel)(
+                    k.func,
+                    gx,
+                    gy,
+                    gz,
+                    bx,
+                    by,
+                    bz,
+                    config.shared_mem_bytes,
+                    stream,
+                    params,
+                    std::ptr::null_mut(),
+                )
+            };
+            check(api, status, "cuLaunchKernel")
+        })
     }
 
     fn query(&self) -> Result<bool> {

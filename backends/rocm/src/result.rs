@@ -47,6 +47,7 @@ unsafe extern "C" fn stream_callback(_stream: hipStream_t, _status: Status, user
 }
 
 impl VendorStreams for DeviceCtx {
+    const KIND: gpuport_core::BackendKind = gpuport_core::BackendKind::Rocm;
     type Stream = hipStream_t;
     type Event = hipEvent_t;
 

@@ -6,7 +6,7 @@
 use std::ffi::{c_int, c_void};
 
 use gpuport_core::{
-    BackendKind, Buffer, DeviceId, Error, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result, Stream,
+    BackendKind, Buffer, DeviceId, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result, Stream,
     StreamFlags,
 };
 use gpuport_driver::parking::Keep;
@@ -43,26 +43,6 @@ impl RocmStream {
     fn api(&self) -> &sys::Api {
         &self.0.dev().rt.api
     }
-
-    /// The device address for a range of a buffer this stream may touch: memory of any
-    /// ROCm device, or host-accessible memory.
-    fn addr(&self, buffer: &Buffer, offset: usize, len: usize, op: &'static str) -> Result<u64> {
-        if buffer.device().kind == BackendKind::Rocm || buffer.is_host_accessible() {
-            return buffer.range_addr(offset, len);
-        }
-        Err(Error::BackendMismatch {
-            operation: op,
-            expected: "ROCm or host-accessible memory".into(),
-            found: format!("{:?} memory of {}", buffer.memory(), buffer.device()),
-        })
-    }
-
-    fn own_memory(&self, buffer: &Buffer, op: &'static str) -> Result<()> {
-        if buffer.device().kind != BackendKind::Rocm {
-            return Err(Error::mismatch(op, BackendKind::Rocm, buffer.device()));
-        }
-        Ok(())
-    }
 }
 
 fn ptr(addr: u64) -> *mut c_void {
@@ -90,8 +70,8 @@ impl Stream for RocmStream {
 
     fn copy(&self, src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<()> {
         gpuport_core::check_copy(src, src_offset, dst, dst_offset, len)?;
-        let s = self.addr(src, src_offset, len, "copy")?;
-        let d = self.addr(dst, dst_offset, len, "copy")?;
+        let s = self.0.reachable_addr(src, src_offset, len, "copy")?;
+        let d = self.0.reachable_addr(dst, dst_offset, len, "copy")?;
         if len == 0 {
             return Ok(());
         }
@@ -115,7 +95,7 @@ impl Stream for RocmStream {
     }
 
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
-        self.own_memory(dst, "memset")?;
+        self.0.own_memory(dst, "memset")?;
         let d = dst.range_addr(offset, len)?;
         if len == 0 {
             return Ok(());
@@ -129,7 +109,7 @@ impl Stream for RocmStream {
 
     fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize) -> Result<()> {
         refuse_in_callback("a blocking Stream::write")?;
-        let d = self.addr(dst, dst_offset, src.len(), "write")?;
+        let d = self.0.reachable_addr(dst, dst_offset, src.len(), "write")?;
         if src.is_empty() {
             return Ok(());
         }
@@ -143,7 +123,7 @@ impl Stream for RocmStream {
 
     fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8]) -> Result<()> {
         refuse_in_callback("a blocking Stream::read")?;
-        let s = self.addr(src, src_offset, dst.len(), "read")?;
+        let s = self.0.reachable_addr(src, src_offset, dst.len(), "read")?;
         if dst.is_empty() {
             return Ok(());
         }
@@ -176,34 +156,29 @@ impl Stream for RocmStream {
 
     fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
         let k = kernel.handle_on::<RocmKernel>(self.device_id(), "launch")?;
-        config.validate()?;
-        let gpuport_driver::kernel_args::PackedArgs { mut values, mut keep } =
-            gpuport_driver::kernel_args::pack_kernel_args(args, |b| self.own_memory(b, "launch"))?;
-        keep.push(Keep::Kernel(kernel.clone()));
-        let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
-        let raw = self.0.raw()?;
         let api = self.api();
-        let [gx, gy, gz] = config.grid;
-        let [bx, by, bz] = config.block;
-        // SAFETY: one value per kernel parameter, alive for the call (the runtime copies
-        // them); the function belongs to this device.
-        let status = unsafe {
-            (api.hipModuleLaunchKernel)(
-                k.func,
-                gx,
-                gy,
-                gz,
-                bx,
-                by,
-                bz,
-                config.shared_mem_bytes,
-                raw,
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        };
-        check(api, status, "hipModuleLaunchKernel")?;
-        self.0.park(keep)
+        self.0.launch(kernel, config, args, |stream, params| {
+            let [gx, gy, gz] = config.grid;
+            let [bx, by, bz] = config.block;
+            // SAFETY: one value per kernel parameter, alive for the call (the runtime copies
+            // them); the function belongs to this device.
+            let status = unsafe {
+                (api.hipModuleLaunchKernel)(
+                    k.func,
+                    gx,
+                    gy,
+                    gz,
+                    bx,
+                    by,
+                    bz,
+                    config.shared_mem_bytes,
+                    stream,
+                    params,
+                    std::ptr::null_mut(),
+                )
+            };
+            check(api, status, "hipModuleLaunchKernel")
+        })
     }
 
     fn query(&self) -> Result<bool> {

@@ -23,13 +23,18 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::ThreadId;
 
 use gpuport_core::release::Deferred;
-use gpuport_core::{DeviceId, Error, HostCallback, Ownership, Result, StreamFlags};
+use gpuport_core::{
+    BackendKind, Buffer, DeviceId, Error, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result, StreamFlags,
+};
 
+use crate::kernel_args::{pack_kernel_args, PackedArgs};
 use crate::parking::{Fence, Keep, Parked};
 
 /// The vendor calls the shared stream machinery makes, implemented by a backend's device
 /// context (each method one checked driver call, with the context made current).
 pub trait VendorStreams: Send + Sync + Sized + 'static {
+    /// The backend (`BackendKind::Cuda`, `BackendKind::Rocm`).
+    const KIND: BackendKind;
     /// The vendor's stream handle (`CUstream`, `hipStream_t`).
     type Stream: Copy + PartialEq;
     /// The vendor's event handle.
@@ -335,6 +340,48 @@ impl<V: VendorStreams> VendorStream<V> {
     pub fn downgrade(&self) -> Weak<dyn Send + Sync> {
         let weak: Weak<Deferred<StreamState<V>>> = Arc::downgrade(&self.inner);
         weak
+    }
+
+    /// The device address of `len` bytes at `offset` of a buffer this stream may copy to
+    /// or from: memory of any device of its backend, or host-accessible memory (pinned,
+    /// managed, another backend's pinned). Anything else is `BackendMismatch`.
+    pub fn reachable_addr(&self, buffer: &Buffer, offset: usize, len: usize, op: &'static str) -> Result<u64> {
+        if buffer.device().kind == V::KIND || buffer.is_host_accessible() {
+            return buffer.range_addr(offset, len);
+        }
+        Err(Error::BackendMismatch {
+            operation: op,
+            expected: format!("{} or host-accessible memory", V::KIND),
+            found: format!("{:?} memory of {}", buffer.memory(), buffer.device()),
+        })
+    }
+
+    /// `BackendMismatch` unless `buffer` is memory of this backend (memset targets, kernel
+    /// arguments).
+    pub fn own_memory(&self, buffer: &Buffer, op: &'static str) -> Result<()> {
+        if buffer.device().kind != V::KIND {
+            return Err(Error::mismatch(op, V::KIND, buffer.device()));
+        }
+        Ok(())
+    }
+
+    /// `Stream::launch`, all but the vendor call: checks the geometry, packs the arguments
+    /// (this backend's memory only), calls `vendor_launch(stream, params)` — `params` one
+    /// pointer per kernel parameter, alive for the call — and parks the buffers and the
+    /// kernel until the launch has run.
+    pub fn launch(
+        &self,
+        kernel: &Kernel,
+        config: &LaunchConfig,
+        args: &[KernelArg],
+        vendor_launch: impl FnOnce(V::Stream, *mut *mut c_void) -> Result<()>,
+    ) -> Result<()> {
+        config.validate()?;
+        let PackedArgs { mut values, mut keep } = pack_kernel_args(args, |b| self.own_memory(b, "launch"))?;
+        keep.push(Keep::Kernel(kernel.clone()));
+        let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
+        vendor_launch(self.raw()?, params.as_mut_ptr())?;
+        self.park(keep)
     }
 
     /// Keeps the handles of work just queued alive until an event after it completes.

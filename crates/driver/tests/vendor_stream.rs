@@ -38,6 +38,7 @@ impl Fake {
 }
 
 impl VendorStreams for Fake {
+    const KIND: gpuport_core::BackendKind = gpuport_core::BackendKind::Host;
     type Stream = usize;
     type Event = usize;
     fn device_id(&self) -> DeviceId {

@@ -197,8 +197,8 @@ impl QueueStream {
         }))
     }
 
-    /// `Stream::launch` of a registered Rust kernel; a kernel of another backend is
-    /// `BackendMismatch` (for `kind`).
+    /// `Stream::launch` of a registered Rust kernel; a kernel looked up on another device
+    /// or backend is `BackendMismatch`.
     pub fn launch(
         &self,
         kernel: &Kernel,

@@ -116,6 +116,16 @@ impl State {
         }
     }
 
+    /// Counts a marker complete and announces it, atomically for `query` and waiters.
+    fn complete_with(&self, announce: impl FnOnce()) {
+        let _guard = lock(&self.lock);
+        self.completed.fetch_add(1, Ordering::SeqCst);
+        announce();
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            self.cv.notify_all();
+        }
+    }
+
     /// Blocks until `completed >= target`. Refused from the queue's own worker (a host
     /// callback waiting for itself would never return).
     fn wait_until(&self, target: u64, what: &str) -> Result<()> {
@@ -172,25 +182,41 @@ pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
     });
 }
 
+/// Runs one operation and counts it complete. A marker (an event record, a flush's
+/// signal) is counted and announced in one step under the queue's lock, which `query`
+/// and `synchronize` also take: whoever sees the event complete sees the stream's work up
+/// to it counted, and whoever sees the count sees the event complete.
 fn run(op: Op, state: &State) {
-    match op {
+    let announce = match op {
         Op::Copy { src, dst, len, .. } => {
             // SAFETY: the enqueuer checked both ranges and keeps the memory alive (see
             // SendPtr).
-            unsafe { copy_bytes(src.0, dst.0, len) }
+            unsafe { copy_bytes(src.0, dst.0, len) };
+            None
         }
         Op::Fill { dst, len, value, .. } => {
             // SAFETY: as above, for one range.
-            unsafe { std::ptr::write_bytes(dst.0, value, len) }
+            unsafe { std::ptr::write_bytes(dst.0, value, len) };
+            None
         }
-        Op::Record(event, generation) => event.complete(generation),
-        Op::Wait(event, generation) => event.wait_for(generation),
-        Op::Run(work) => match catch_unwind(AssertUnwindSafe(work)) {
-            Ok(Ok(())) => {}
-            Ok(Err(err)) => state.fail(err.to_string()),
-            Err(panic) => state.fail(format!("host work panicked: {}", panic_message(&panic))),
-        },
-        Op::Signal(signal) => signal.set(),
+        Op::Wait(event, generation) => {
+            event.wait_for(generation);
+            None
+        }
+        Op::Run(work) => {
+            match catch_unwind(AssertUnwindSafe(work)) {
+                Ok(Ok(())) => {}
+                Ok(Err(err)) => state.fail(err.to_string()),
+                Err(panic) => state.fail(format!("host work panicked: {}", panic_message(&panic))),
+            }
+            None
+        }
+        marker @ (Op::Record(..) | Op::Signal(_)) => Some(marker),
+    };
+    match announce {
+        Some(Op::Record(event, generation)) => state.complete_with(|| event.complete(generation)),
+        Some(Op::Signal(signal)) => state.complete_with(|| signal.set()),
+        _ => state.complete_one(),
     }
 }
 
@@ -226,7 +252,6 @@ impl WorkQueue {
                 WORKER_OF.with(|w| w.set(worker_state.id()));
                 for op in rx {
                     run(op, &worker_state);
-                    worker_state.complete_one();
                 }
             })
             .map_err(|e| Error::invalid_argument(format!("cannot start the worker thread of {name}: {e}")))?;
@@ -321,6 +346,8 @@ impl WorkQueue {
 
     /// True when everything submitted has run.
     pub fn query(&self) -> bool {
+        // Under the lock a marker is counted and announced in: see `run`.
+        let _guard = lock(&self.state.lock);
         self.state.completed.load(Ordering::SeqCst) >= self.state.submitted.load(Ordering::SeqCst)
     }
 

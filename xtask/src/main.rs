@@ -7,10 +7,15 @@
 //! - `bench` — the benchmarks (release build); each prints ratios against a floor measured
 //!   in the same run.
 //! - `ci` — what `.ci/run` runs: `lint`, then `test --backend all`.
+//! - `gpu-bundle [--out DIR]` — one folder (default `gpu-bundle/`) with release test
+//!   binaries, the demo, the benchmarks and `run.sh`, to run every GPU check on a CUDA
+//!   machine without a Rust toolchain (see `gpu_bundle`).
 //!
 //! `test` also builds and tests `examples/port-template`, a device port kept outside the
 //! workspace (its own `Cargo.toml`), through the conformance suite's public entry point;
 //! `lint` checks it too.
+
+mod gpu_bundle;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, ExitCode, Stdio};
@@ -25,13 +30,14 @@ fn usage() -> ExitCode {
            test --backend NAME   workspace tests + conformance suite on NAME ({})\n  \
            lint                  cargo fmt --check, clippy -D warnings, rustdoc -D warnings\n  \
            bench                 benchmarks, as ratios against a floor measured in the same run\n  \
-           ci                    lint, then test --backend all (what .ci/run runs)",
+           ci                    lint, then test --backend all (what .ci/run runs)\n  \
+           gpu-bundle [--out DIR] release test binaries, demo, benches and run.sh for a CUDA machine",
         BACKENDS.join("|")
     );
     ExitCode::from(2)
 }
 
-fn cargo() -> Command {
+pub(crate) fn cargo() -> Command {
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
 }
 
@@ -155,6 +161,10 @@ fn lint() -> bool {
         && (hip_headers != Ok(true) || run(clippy_hip))
 }
 
+fn report(result: Result<(), String>) -> bool {
+    result.map_err(|e| eprintln!("xtask: {e}")).is_ok()
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -168,6 +178,8 @@ fn main() -> ExitCode {
             run(cmd)
         }
         ["ci"] => lint() && test("all"),
+        ["gpu-bundle"] => report(gpu_bundle::gpu_bundle(std::path::Path::new(gpu_bundle::DEFAULT_OUT))),
+        ["gpu-bundle", "--out", dir] => report(gpu_bundle::gpu_bundle(std::path::Path::new(dir))),
         _ => return usage(),
     };
     if ok {

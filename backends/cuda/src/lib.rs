@@ -31,7 +31,7 @@ use gpuport_core::{Backend, BackendKind, DeviceInfo, DlDeviceType, DlpackDevices
 
 pub use device::CudaDevice;
 pub use event::CudaEvent;
-pub use loader::{format_version, load_attempted, DEFAULT_NAMES, LIBRARY_ENV};
+pub use loader::{format_version, inspect_library, load_attempted, LibraryReport, DEFAULT_NAMES, LIBRARY_ENV};
 pub use module::{CudaKernel, CudaModule};
 pub use stream::CudaStream;
 

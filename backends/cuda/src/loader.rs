@@ -34,9 +34,64 @@ pub fn format_version(v: c_int) -> String {
     format!("{}.{}", v / 1000, (v % 1000) / 10)
 }
 
+type InitFn = unsafe extern "C" fn(std::ffi::c_uint) -> sys::Status;
+
+/// The library opened and checked, its symbols resolved, not yet initialised.
+struct Opened {
+    driver: Driver,
+    init: InitFn,
+}
+
 /// Loads the driver from `path`, or from the default names. Not cached: use
 /// [`driver`] for the process-wide instance.
 pub fn load(path: Option<&Path>) -> Result<Arc<Driver>> {
+    let Opened { driver, init } = open(path)?;
+    let version = driver.driver_version;
+    // SAFETY: cuInit(0) is the documented first call.
+    let status = unsafe { init(0) };
+    match status {
+        sys::SUCCESS => Ok(Arc::new(driver)),
+        sys::ERROR_NO_DEVICE | sys::ERROR_INVALID_DEVICE => {
+            let detail = no_device_detail(&driver.api, status, &format!("driver {}", format_version(version)));
+            Err(Error::NoDevice { backend: "cuda", detail })
+        }
+        _ => Err(crate::result::vendor(&driver.api, status, "cuInit")),
+    }
+}
+
+/// What gpuport finds in a CUDA driver library, without initialising the driver: for
+/// checking a driver on a machine without a GPU, or diagnosing one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LibraryReport {
+    /// The file opened.
+    pub library: String,
+    /// `cuDriverGetVersion` (12020 for CUDA 12.2).
+    pub driver_version: i32,
+    /// How symbols are looked up: `cuGetProcAddress_v2`, `cuGetProcAddress` or `dlsym`.
+    pub lookup: &'static str,
+    /// Every required symbol resolved (the load would not have succeeded otherwise).
+    pub required: usize,
+    /// Required symbols that `cuGetProcAddress` itself does not give (found by `dlsym`).
+    pub not_through_lookup: Vec<&'static str>,
+}
+
+/// Opens the driver at `path` (or the default names), resolves every required symbol and
+/// reports how, without calling `cuInit`. Errors as for loading: `LibraryNotFound`,
+/// `MissingSymbol`, `DriverTooOld`.
+pub fn inspect_library(path: Option<&Path>) -> Result<LibraryReport> {
+    let Opened { driver, .. } = open(path)?;
+    let version = driver.driver_version.min(sys::ABI_VERSION);
+    let not_through_lookup = Api::REQUIRED.iter().copied().filter(|base| !driver.lookup.finds(version, base)).collect();
+    Ok(LibraryReport {
+        library: driver.library.clone(),
+        driver_version: driver.driver_version,
+        lookup: driver.lookup.name(),
+        required: Api::REQUIRED.len(),
+        not_through_lookup,
+    })
+}
+
+fn open(path: Option<&Path>) -> Result<Opened> {
     let candidates: Vec<String> = match path {
         Some(p) => vec![p.to_string_lossy().into_owned()],
         None => DEFAULT_NAMES.iter().map(|s| s.to_string()).collect(),
@@ -48,9 +103,7 @@ pub fn load(path: Option<&Path>) -> Result<Arc<Driver>> {
     // cuInit first: a library without it is not a CUDA driver at all.
     // SAFETY: the symbols are looked up by name and only called with their documented
     // signatures below.
-    let init = unsafe { lib.get::<unsafe extern "C" fn(std::ffi::c_uint) -> sys::Status>(b"cuInit\0") }
-        .map(|s| *s)
-        .map_err(|_| missing("cuInit", &library, None))?;
+    let init = unsafe { lib.get::<InitFn>(b"cuInit\0") }.map(|s| *s).map_err(|_| missing("cuInit", &library, None))?;
     // SAFETY: as above.
     let get_version = unsafe { lib.get::<unsafe extern "C" fn(*mut c_int) -> sys::Status>(b"cuDriverGetVersion\0") }
         .map(|s| *s)
@@ -88,17 +141,7 @@ pub fn load(path: Option<&Path>) -> Result<Arc<Driver>> {
     let api = Api::resolve_all(&lib, &lookup, version.min(sys::ABI_VERSION))
         .map_err(|symbol| missing(symbol, &library, Some(version)))?;
     let driver = Driver { lib, lookup, api, optional: Optional::default(), driver_version: version, library };
-
-    // SAFETY: cuInit(0) is the documented first call.
-    let status = unsafe { init(0) };
-    match status {
-        sys::SUCCESS => Ok(Arc::new(driver)),
-        sys::ERROR_NO_DEVICE | sys::ERROR_INVALID_DEVICE => {
-            let detail = no_device_detail(&driver.api, status, &format!("driver {}", format_version(version)));
-            Err(Error::NoDevice { backend: "cuda", detail })
-        }
-        _ => Err(crate::result::vendor(&driver.api, status, "cuInit")),
-    }
+    Ok(Opened { driver, init })
 }
 
 static DRIVER: OnceLock<Result<Arc<Driver>>> = OnceLock::new();

@@ -108,6 +108,34 @@ pub(crate) unsafe fn resolve(
     unsafe { lib.get::<*mut c_void>(cexport.as_bytes_with_nul()) }.ok().map(|s| *s).filter(|p| !p.is_null())
 }
 
+impl Lookup {
+    /// The entry point used, for reports.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Lookup::V2(_) => "cuGetProcAddress_v2",
+            Lookup::V1(_) => "cuGetProcAddress",
+            Lookup::Dlsym => "dlsym",
+        }
+    }
+
+    /// Whether `base` resolves through `cuGetProcAddress` itself (no dlsym fallback).
+    pub(crate) fn finds(&self, version: c_int, base: &str) -> bool {
+        let Ok(cbase) = CString::new(base) else { return false };
+        let mut pfn: *mut c_void = std::ptr::null_mut();
+        let status = match self {
+            // SAFETY: documented signature of cuGetProcAddress_v2; valid out-pointers.
+            Lookup::V2(f) => unsafe {
+                let mut found: c_int = 0;
+                f(cbase.as_ptr(), &mut pfn, version, 0, &mut found)
+            },
+            // SAFETY: documented signature of cuGetProcAddress (v1); valid out-pointer.
+            Lookup::V1(f) => unsafe { f(cbase.as_ptr(), &mut pfn, version, 0) },
+            Lookup::Dlsym => ERROR_NOT_FOUND,
+        };
+        status == SUCCESS && !pfn.is_null()
+    }
+}
+
 macro_rules! api {
     ($( $field:ident = $base:literal / $export:literal : fn($($arg:ty),*); )*) => {
         /// The required driver entry points, resolved at load.

@@ -8,8 +8,8 @@ use gpuport_core::{Backend, DefaultStream, Device, LoadOptions, MemoryKind, Stre
 use gpuport_cuda::{CudaBackend, CudaDevice};
 
 fn device() -> CudaDevice {
-    let b = CudaBackend::load(&LoadOptions::default()).expect("a CUDA driver");
-    b.open(0).expect("CUDA device 0")
+    let b = CudaBackend::load(&LoadOptions::default()).unwrap_or_else(|e| panic!("no CUDA driver: {e}"));
+    b.open(0).unwrap_or_else(|e| panic!("no CUDA device 0: {e}"))
 }
 
 /// Blocks a stream until the returned closure is called.
@@ -88,4 +88,36 @@ fn info_is_complete() {
     assert!(info.multiprocessors.is_some_and(|n| n > 0));
     assert!(info.pci_bus_id.as_deref().is_some_and(|p| p.contains(':')));
     assert!(info.uuid.is_some());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --backend cuda"]
+fn the_per_thread_stream_is_refused_on_other_threads() {
+    let dev = device();
+    let pt = dev.default_stream(DefaultStream::PerThread).unwrap();
+    let again = dev.default_stream(DefaultStream::PerThread).unwrap();
+    assert_eq!(pt.raw_handle(), again.raw_handle());
+    let buf = dev.alloc(64).unwrap();
+    let elsewhere = std::thread::scope(|s| s.spawn(|| pt.memset(&buf, 0, 64, 1)).join().unwrap());
+    assert!(matches!(elsewhere, Err(gpuport_core::Error::InvalidArgument { .. })), "{elsewhere:?}");
+    pt.memset(&buf, 0, 64, 1).unwrap();
+    pt.synchronize().unwrap();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --backend cuda"]
+fn dropping_a_wrapped_stream_neither_waits_nor_destroys() {
+    let dev = device();
+    let owner = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    let open = gate(&owner);
+    // SAFETY: `owner` outlives the wrapper.
+    let wrapped = unsafe { dev.wrap_stream(owner.raw_handle()) }.unwrap();
+    let buf = dev.alloc(1 << 20).unwrap();
+    wrapped.memset(&buf, 0, 1 << 20, 5).unwrap(); // parks `buf` on the wrapper
+    drop(buf);
+    drop(wrapped); // must return at once: the owner is still gated
+    assert!(!owner.query().unwrap(), "the wrapper's drop waited for the stream");
+    open();
+    owner.synchronize().unwrap();
+    gpuport_core::release::flush();
 }

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# gpuport GPU bundle: runs every GPU check with the CUDA backend, on a machine with no Rust
+# toolchain and no network. `./run.sh LOGDIR` writes one log per part and LOGDIR/summary.txt,
+# and exits non-zero if any part failed or could not run (no CUDA GPU, no driver).
+# Everything it uses is inside this folder.
+set -u
+here="$(cd "$(dirname "$0")" && pwd)"
+logdir="${1:-}"
+if [ -z "$logdir" ]; then
+  echo "usage: $0 LOGDIR" >&2
+  exit 2
+fi
+mkdir -p "$logdir" || exit 2
+logdir="$(cd "$logdir" && pwd)"
+summary="$logdir/summary.txt"
+bin="$here/bin"
+
+unset GPUPORT_BACKENDS GPUPORT_DEVICE
+export RUST_BACKTRACE=1 GPUPORT_CONFORMANCE_BACKENDS=cuda
+
+# --- the machine -------------------------------------------------------------------------
+gpu="none found"; driver="unknown"; cuda="unknown"
+if command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi >"$logdir/nvidia-smi.log" 2>&1
+  gpu="$(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null | paste -sd ';' -)"
+  driver="$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)"
+  cuda="$(sed -n 's/.*CUDA Version: *\([0-9.]*\).*/\1/p' "$logdir/nvidia-smi.log" | head -1)"
+  [ -n "$gpu" ] || gpu="none found"
+fi
+{
+  echo "gpuport GPU bundle $(cat "$here/VERSION" 2>/dev/null)"
+  echo "date:    $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  echo "host:    $(uname -n) ($(uname -srm))"
+  echo "GPU:     ${gpu:-none found}"
+  echo "driver:  ${driver:-unknown}"
+  echo "CUDA:    ${cuda:-unknown}"
+  echo
+} >"$summary"
+
+status=0
+# run_part NAME COMMAND...: runs COMMAND with its output in LOGDIR/NAME.log, then adds a
+# line to the summary from libtest's `test result:` lines (or the exit code alone).
+run_part() {
+  local name="$1"; shift
+  local log="$logdir/$name.log"
+  echo "== $name: $*" | tee -a "$logdir/run.log"
+  ( cd "$here" && "$@" ) >"$log" 2>&1
+  local rc=$?
+  local passed failed ignored
+  passed=$(sed -n 's/^test result: .* \([0-9][0-9]*\) passed.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+  failed=$(sed -n 's/^test result: .* \([0-9][0-9]*\) failed.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+  ignored=$(sed -n 's/^test result: .* \([0-9][0-9]*\) ignored.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+  local result="PASS"
+  [ "$rc" -eq 0 ] || result="FAIL"
+  local why=""
+  if [ "$rc" -ne 0 ]; then
+    status=1
+    # An unavailable backend or device says why; name it in the summary.
+    why=$(grep -m1 -o -E "cuda: (no device|runtime library not found|required symbol|driver version)[^\"]*" "$log" || true)
+    if [ -n "$why" ]; then
+      result="UNAVAILABLE"
+    else
+      why=$(grep -m1 -E "panicked at|FAILED|error" "$log" || true)
+    fi
+  fi
+  printf '%-22s %-11s passed=%-4s failed=%-4s ignored=%-4s exit=%s\n' "$name" "$result" "$passed" "$failed" "$ignored" "$rc" >>"$summary"
+  [ -z "$why" ] || printf '    %s\n' "$why" >>"$summary"
+  if [ "$result" = "PASS" ] && [ "$passed" -eq 0 ] && grep -q '^test result:' "$log"; then
+    printf '    (ran no test)\n' >>"$summary"
+  fi
+}
+
+# skip_part NAME WHY: a part that cannot run here, said so (and failing the run).
+skip_part() {
+  printf '%-22s %-11s %s\n' "$1" "SKIPPED" "$2" >>"$summary"
+  status=1
+}
+
+# --- the parts ---------------------------------------------------------------------------
+# Discovery and the demo pipeline on cuda:0 (event-timed figures in its log).
+run_part demo env GPUPORT_DEVICE=cuda:0 "$bin/demo"
+# The whole conformance suite on `cuda`: a case skipped for lack of hardware is listed.
+run_part conformance "$bin/conformance" --test-threads=1
+# CUDA-only tests: unit tests, loading, GPU behaviour (default streams, managed memory, …).
+run_part cuda-unit "$bin/cuda-unit" --include-ignored
+run_part cuda-loading "$bin/cuda-loading" --include-ignored
+run_part cuda-gpu "$bin/cuda-gpu" --include-ignored --test-threads=1
+# The installed driver library: every required symbol through cuGetProcAddress.
+libcuda="$(ldconfig -p 2>/dev/null | sed -n 's/.*libcuda\.so\.1 (.*x86-64.*) => //p' | head -1)"
+if [ -n "$libcuda" ] && [ "$cuda" != "unknown" ] && [ -n "$cuda" ]; then
+  major="${cuda%%.*}"; minor="${cuda#*.}"; minor="${minor%%.*}"
+  run_part cuda-real-driver env GPUPORT_REAL_LIBCUDA="$libcuda" GPUPORT_REAL_LIBCUDA_VERSION="$((major * 1000 + minor * 10))" \
+    "$bin/cuda-real-driver" --ignored every_required_symbol
+else
+  skip_part cuda-real-driver "no libcuda.so.1 in the loader's cache, or nvidia-smi did not give the CUDA version"
+fi
+# Memory and race checks of the CUDA-only tests, where the machine has compute-sanitizer.
+if ! command -v compute-sanitizer >/dev/null 2>&1; then
+  skip_part sanitizer "compute-sanitizer is not installed here"
+elif [ "$gpu" = "none found" ]; then
+  skip_part sanitizer "no CUDA GPU"
+else
+  for tool in memcheck racecheck; do
+    run_part "sanitizer-$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
+      "$bin/cuda-gpu" --include-ignored --test-threads=1
+  done
+fi
+# Benchmarks (ratios against floors measured in the same run; they assert nothing).
+run_part bench-staged-copy "$bin/bench-staged-copy"
+# The Python wheel and interop tests go in python/ and tests/python/ once they exist.
+if ls "$here"/python/*.whl >/dev/null 2>&1; then
+  skip_part python "the bundle has a wheel but this run.sh predates the Python checks"
+fi
+
+echo >>"$summary"
+if [ "$status" -eq 0 ]; then echo "overall: PASS" >>"$summary"; else echo "overall: FAIL (see the parts above)" >>"$summary"; fi
+cat "$summary"
+exit "$status"

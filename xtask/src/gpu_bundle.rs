@@ -1,0 +1,163 @@
+//! `cargo xtask gpu-bundle [--out DIR]`: one self-contained folder that runs every GPU
+//! check on a CUDA machine that has no Rust toolchain and no network (DESIGN §12).
+//!
+//! It builds, here, the release (profile `bundle`: no debug info) test binaries of the conformance suite and of
+//! `gpuport-cuda` (unit, loading, GPU-only and real-driver tests), the demo, and the
+//! benchmark binaries; copies them into `DIR/bin` under stable names; and writes
+//! `DIR/run.sh` (`run.sh LOGDIR` runs them all with the CUDA backend, one log per part, a
+//! `summary.txt`, non-zero exit if anything failed or was unavailable). `DIR/python/` and
+//! `DIR/tests/python/` are where the wheel and the Python interop tests go once they exist.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The default output folder (ignored by git).
+pub const DEFAULT_OUT: &str = "gpu-bundle";
+
+const RUN_SH: &str = include_str!("../bundle/run.sh");
+const README: &str = include_str!("../bundle/README.md");
+
+/// What to build (with the `bundle` profile: release, no debug info), and how each artifact is named
+/// in the bundle: (package, target name, bundle name).
+const PARTS: &[(&str, &str, &str)] = &[
+    ("gpuport-conformance", "conformance", "conformance"),
+    ("gpuport-cuda", "gpuport_cuda", "cuda-unit"),
+    ("gpuport-cuda", "loading", "cuda-loading"),
+    ("gpuport-cuda", "gpu", "cuda-gpu"),
+    ("gpuport-cuda", "real_driver", "cuda-real-driver"),
+    ("gpuport", "demo", "demo"),
+    ("gpuport", "staged_copy", "bench-staged-copy"),
+];
+
+/// One built executable: its package, target name and path.
+struct Artifact {
+    package: String,
+    target: String,
+    executable: PathBuf,
+}
+
+/// The value of `"key":"…"` after `from` in one line of cargo's JSON (cargo writes one
+/// flat object per line and escapes no characters in these fields).
+fn field<'a>(line: &'a str, key: &str, from: usize) -> Option<&'a str> {
+    let pattern = format!("\"{key}\":\"");
+    let start = line[from..].find(&pattern)? + from + pattern.len();
+    let end = line[start..].find('"')? + start;
+    Some(&line[start..end])
+}
+
+fn artifacts(json: &str) -> Vec<Artifact> {
+    json.lines()
+        .filter(|l| l.contains("\"reason\":\"compiler-artifact\""))
+        .filter_map(|l| {
+            let executable = field(l, "executable", 0)?;
+            // `path+file:///…/backends/cuda#gpuport-cuda@0.1.0`, or `…/gpuport#0.1.0` when
+            // the package is named like its folder.
+            let (url, fragment) = field(l, "package_id", 0)?.rsplit_once('#')?;
+            let package = match fragment.split_once('@') {
+                Some((name, _)) => name,
+                None => url.rsplit('/').next()?,
+            }
+            .to_owned();
+            let target = field(l, "name", l.find("\"target\":")?)?.to_owned();
+            Some(Artifact { package, target, executable: PathBuf::from(executable) })
+        })
+        .collect()
+}
+
+/// Builds everything in one cargo call and returns the artifacts.
+fn build() -> Result<Vec<Artifact>, String> {
+    let mut cmd = crate::cargo();
+    cmd.args(["build", "--profile", "bundle", "--message-format=json-render-diagnostics"]);
+    cmd.args(["-p", "gpuport-conformance", "-p", "gpuport-cuda", "-p", "gpuport"]);
+    cmd.args(["--tests", "--example", "demo", "--bench", "staged_copy"]);
+    // A bundle must not depend on anything outside it: no -C target-cpu=native.
+    cmd.env_remove("RUSTFLAGS");
+    eprintln!("xtask: running {cmd:?}");
+    let out = cmd.stderr(Stdio::inherit()).output().map_err(|e| format!("could not start cargo: {e}"))?;
+    if !out.status.success() {
+        return Err("the release build failed".into());
+    }
+    Ok(artifacts(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Builds the bundle into `out` (emptied first).
+pub fn gpu_bundle(out: &Path) -> Result<(), String> {
+    let built = build()?;
+    if out.exists() {
+        fs::remove_dir_all(out).map_err(|e| format!("emptying {}: {e}", out.display()))?;
+    }
+    let bin = out.join("bin");
+    for dir in [bin.clone(), out.join("python"), out.join("tests/python")] {
+        fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    }
+    for (package, target, name) in PARTS {
+        let artifact = built
+            .iter()
+            .find(|a| a.package == *package && a.target == *target)
+            .ok_or_else(|| format!("the build gave no executable for {package} {target}"))?;
+        let dest = bin.join(name);
+        fs::copy(&artifact.executable, &dest)
+            .map_err(|e| format!("copying {} to {}: {e}", artifact.executable.display(), dest.display()))?;
+    }
+    write_executable(&out.join("run.sh"), RUN_SH)?;
+    fs::write(out.join("README.md"), README).map_err(|e| format!("writing README.md: {e}"))?;
+    let placeholder = "The Python wheel and its interop tests go here once they exist (a later issue).\n";
+    for dir in ["python", "tests/python"] {
+        fs::write(out.join(dir).join("PLACEHOLDER"), placeholder).map_err(|e| format!("writing {dir}: {e}"))?;
+    }
+    let version = Command::new("git").args(["describe", "--always", "--dirty"]).output().ok();
+    let version = version.filter(|o| o.status.success()).map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    fs::write(out.join("VERSION"), format!("{}\n", version.as_deref().unwrap_or("unknown")))
+        .map_err(|e| format!("writing VERSION: {e}"))?;
+    let size: u64 = walk(out).iter().filter_map(|p| p.metadata().ok()).map(|m| m.len()).sum();
+    println!(
+        "xtask: GPU bundle in {} ({:.1} MiB): copy it to a CUDA machine and run `./run.sh LOGDIR`",
+        out.display(),
+        size as f64 / (1 << 20) as f64
+    );
+    Ok(())
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+fn write_executable(path: &Path, text: &str) -> Result<(), String> {
+    fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o755))
+            .map_err(|e| format!("making {} executable: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn artifacts_are_read_from_cargo_json() {
+        let json = r#"{"reason":"compiler-artifact","package_id":"path+file:///w/backends/cuda#gpuport-cuda@0.1.0","manifest_path":"/w/backends/cuda/Cargo.toml","target":{"kind":["test"],"crate_types":["bin"],"name":"gpu","src_path":"/w/backends/cuda/tests/gpu.rs"},"profile":{"test":true},"executable":"/w/target/release/deps/gpu-123","fresh":true}
+{"reason":"compiler-artifact","package_id":"path+file:///w/crates/core#gpuport-core@0.1.0","target":{"kind":["lib"],"name":"gpuport_core"},"executable":null}
+{"reason":"compiler-artifact","package_id":"path+file:///w/crates/gpuport#0.1.0","target":{"kind":["example"],"name":"demo"},"executable":"/w/target/release/examples/demo"}
+{"reason":"build-finished","success":true}"#;
+        let found = artifacts(json);
+        assert_eq!(found.len(), 2);
+        assert_eq!((found[1].package.as_str(), found[1].target.as_str()), ("gpuport", "demo"));
+        assert_eq!(found[0].package, "gpuport-cuda");
+        assert_eq!(found[0].target, "gpu");
+        assert_eq!(found[0].executable, PathBuf::from("/w/target/release/deps/gpu-123"));
+    }
+}

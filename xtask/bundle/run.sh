@@ -57,6 +57,7 @@ run_part() {
     status=1
     # An unavailable backend or device says why; name it in the summary.
     why=$(grep -m1 -o -E "cuda: (no device|runtime library not found|required symbol|driver version)[^\"]*" "$log" || true)
+    [ -n "$why" ] || why=$(grep -m1 -o -E "(CuPy is not available|no CUDA device)[^\"]*" "$log" || true)
     if [ -n "$why" ]; then
       result="UNAVAILABLE"
     else
@@ -107,6 +108,25 @@ else
 fi
 # Benchmarks (ratios against floors measured in the same run; they assert nothing).
 run_part bench-staged-copy "$bin/bench-staged-copy"
+# CUDA bandwidth and latency through gpuport, and the same through CuPy in the same run.
+run_part bench-cuda "$bin/bench-cuda"
+python="$(command -v python3 || true)"
+if [ -z "$python" ]; then
+  skip_part bench-cupy "no python3 here"
+else
+  run_part bench-cupy "$python" "$here/bench/cupy_peer.py"
+fi
+if grep -q '^RESULT ' "$logdir/bench-cuda.log" 2>/dev/null && grep -q '^RESULT ' "$logdir/bench-cupy.log" 2>/dev/null; then
+  {
+    echo "gpuport vs CuPy, same GPU, same run (bandwidth: higher is better; latency: lower is better)"
+    printf '%-16s %12s %12s %8s\n' metric gpuport cupy ratio
+    awk 'FNR == NR && $1 == "RESULT" { peer[$2] = $3; next }
+         $1 == "RESULT" && ($2 in peer) && peer[$2] > 0 {
+           printf "%-16s %10.3f %s %10.3f %s %7.2fx\n", $2, $3, $4, peer[$2], $4, $3 / peer[$2] }' \
+      "$logdir/bench-cupy.log" "$logdir/bench-cuda.log"
+  } >"$logdir/bench-ratios.txt"
+  { echo; cat "$logdir/bench-ratios.txt"; } >>"$summary"
+fi
 # The Python wheel and interop tests go in python/ and tests/python/ once they exist.
 if ls "$here"/python/*.whl >/dev/null 2>&1; then
   skip_part python "the bundle has a wheel but this run.sh predates the Python checks"

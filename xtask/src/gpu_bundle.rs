@@ -17,6 +17,7 @@ pub const DEFAULT_OUT: &str = "gpu-bundle";
 
 const RUN_SH: &str = include_str!("../bundle/run.sh");
 const README: &str = include_str!("../bundle/README.md");
+const CUPY_PEER: &str = include_str!("../bundle/cupy_peer.py");
 
 /// What to build (with the `bundle` profile: release, no debug info), and how each artifact is named
 /// in the bundle: (package, target name, bundle name).
@@ -28,6 +29,7 @@ const PARTS: &[(&str, &str, &str)] = &[
     ("gpuport-cuda", "real_driver", "cuda-real-driver"),
     ("gpuport", "demo", "demo"),
     ("gpuport", "staged_copy", "bench-staged-copy"),
+    ("gpuport", "cuda_bandwidth", "bench-cuda"),
 ];
 
 /// One built executable: its package, target name and path.
@@ -70,7 +72,7 @@ fn build() -> Result<Vec<Artifact>, String> {
     let mut cmd = crate::cargo();
     cmd.args(["build", "--profile", "bundle", "--message-format=json-render-diagnostics"]);
     cmd.args(["-p", "gpuport-conformance", "-p", "gpuport-cuda", "-p", "gpuport"]);
-    cmd.args(["--tests", "--example", "demo", "--bench", "staged_copy"]);
+    cmd.args(["--tests", "--example", "demo", "--bench", "staged_copy", "--bench", "cuda_bandwidth"]);
     // A bundle must not depend on anything outside it: no -C target-cpu=native.
     cmd.env_remove("RUSTFLAGS");
     eprintln!("xtask: running {cmd:?}");
@@ -88,7 +90,7 @@ pub fn gpu_bundle(out: &Path) -> Result<(), String> {
         fs::remove_dir_all(out).map_err(|e| format!("emptying {}: {e}", out.display()))?;
     }
     let bin = out.join("bin");
-    for dir in [bin.clone(), out.join("python"), out.join("tests/python")] {
+    for dir in [bin.clone(), out.join("bench"), out.join("python"), out.join("tests/python")] {
         fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     }
     for (package, target, name) in PARTS {
@@ -102,6 +104,7 @@ pub fn gpu_bundle(out: &Path) -> Result<(), String> {
     }
     write_executable(&out.join("run.sh"), RUN_SH)?;
     fs::write(out.join("README.md"), README).map_err(|e| format!("writing README.md: {e}"))?;
+    fs::write(out.join("bench/cupy_peer.py"), CUPY_PEER).map_err(|e| format!("writing cupy_peer.py: {e}"))?;
     let placeholder = "The Python wheel and its interop tests go here once they exist (a later issue).\n";
     for dir in ["python", "tests/python"] {
         fs::write(out.join(dir).join("PLACEHOLDER"), placeholder).map_err(|e| format!("writing {dir}: {e}"))?;

@@ -160,42 +160,8 @@ fn rocm_kernel() -> Option<TestKernel> {
     bundle.as_deref().map(|b| TestKernel { image: ModuleImage::HipCodeObject(b), name: "fill_u32" })
 }
 
-/// `fill_u32` in PTX (ISA 7.0, sm_52: JIT-compiled by any driver ≥ 11.0 for newer GPUs).
-const FILL_U32_PTX: &str = r#"
-.version 7.0
-.target sm_52
-.address_size 64
-
-.visible .entry fill_u32(
-    .param .u64 fill_u32_param_0,
-    .param .u32 fill_u32_param_1,
-    .param .u32 fill_u32_param_2
-)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<7>;
-    .reg .b64 %rd<5>;
-
-    ld.param.u64 %rd1, [fill_u32_param_0];
-    ld.param.u32 %r1, [fill_u32_param_1];
-    ld.param.u32 %r2, [fill_u32_param_2];
-    mov.u32 %r3, %ctaid.x;
-    mov.u32 %r4, %ntid.x;
-    mov.u32 %r5, %tid.x;
-    mad.lo.s32 %r6, %r3, %r4, %r5;
-    setp.ge.u32 %p1, %r6, %r1;
-    @%p1 bra DONE;
-    cvta.to.global.u64 %rd2, %rd1;
-    mul.wide.u32 %rd3, %r6, 4;
-    add.s64 %rd4, %rd2, %rd3;
-    st.global.u32 [%rd4], %r2;
-DONE:
-    ret;
-}
-"#;
-
 fn cuda_kernel() -> TestKernel {
-    TestKernel { image: ModuleImage::Ptx(FILL_U32_PTX), name: "fill_u32" }
+    TestKernel { image: ModuleImage::Ptx(gpuport::cuda::FILL_U32_PTX), name: "fill_u32" }
 }
 
 fn register_ext() -> gpuport::Result<()> {

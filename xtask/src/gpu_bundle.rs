@@ -33,10 +33,10 @@ const PARTS: &[(&str, &str, &str)] = &[
 ];
 
 /// One built executable: its package, target name and path.
-struct Artifact {
-    package: String,
-    target: String,
-    executable: PathBuf,
+pub(crate) struct Artifact {
+    pub(crate) package: String,
+    pub(crate) target: String,
+    pub(crate) executable: PathBuf,
 }
 
 /// The value of `"key":"…"` after `from` in one line of cargo's JSON (cargo writes one
@@ -48,7 +48,7 @@ fn field<'a>(line: &'a str, key: &str, from: usize) -> Option<&'a str> {
     Some(&line[start..end])
 }
 
-fn artifacts(json: &str) -> Vec<Artifact> {
+pub(crate) fn artifacts(json: &str) -> Vec<Artifact> {
     json.lines()
         .filter(|l| l.contains("\"reason\":\"compiler-artifact\""))
         .filter_map(|l| {

@@ -10,12 +10,15 @@
 //! - `gpu-bundle [--out DIR]` — one folder (default `gpu-bundle/`) with release test
 //!   binaries, the demo, the benchmarks and `run.sh`, to run every GPU check on a CUDA
 //!   machine without a Rust toolchain (see `gpu_bundle`).
+//! - `rocm-sid-check [--root DIR] [--prepare]` — the ROCm loader against Debian sid's HIP 6 runtime in
+//!   a debootstrapped sid root (see `rocm_sid`).
 //!
 //! `test` also builds and tests `examples/port-template`, a device port kept outside the
 //! workspace (its own `Cargo.toml`), through the conformance suite's public entry point;
 //! `lint` checks it too.
 
 mod gpu_bundle;
+mod rocm_sid;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, ExitCode, Stdio};
@@ -31,7 +34,8 @@ fn usage() -> ExitCode {
            lint                  cargo fmt --check, clippy -D warnings, rustdoc -D warnings\n  \
            bench                 benchmarks, as ratios against a floor measured in the same run\n  \
            ci                    lint, then test --backend all (what .ci/run runs)\n  \
-           gpu-bundle [--out DIR] release test binaries, demo, benches and run.sh for a CUDA machine",
+           gpu-bundle [--out DIR] release test binaries, demo, benches and run.sh for a CUDA machine\n  \
+           rocm-sid-check [--root DIR] [--prepare] the ROCm loader against sid's HIP 6 runtime, in a debootstrapped root",
         BACKENDS.join("|")
     );
     ExitCode::from(2)
@@ -180,6 +184,11 @@ fn main() -> ExitCode {
         ["ci"] => lint() && test("all"),
         ["gpu-bundle"] => report(gpu_bundle::gpu_bundle(std::path::Path::new(gpu_bundle::DEFAULT_OUT))),
         ["gpu-bundle", "--out", dir] => report(gpu_bundle::gpu_bundle(std::path::Path::new(dir))),
+        ["rocm-sid-check", rest @ ..] => {
+            let prepare = rest.contains(&"--prepare");
+            let root = rest.windows(2).find(|w| w[0] == "--root").map(|w| std::path::Path::new(w[1]));
+            report(rocm_sid::rocm_sid_check(root, prepare))
+        }
         _ => return usage(),
     };
     if ok {

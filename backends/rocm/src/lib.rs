@@ -34,7 +34,7 @@ use gpuport_core::{Backend, BackendKind, DeviceInfo, DlDeviceType, DlpackDevices
 pub use bundle::offload_bundle;
 pub use device::RocmDevice;
 pub use event::RocmEvent;
-pub use loader::{format_version, load_attempted, DEFAULT_NAMES, LIBRARY_ENV};
+pub use loader::{format_version, inspect_library, load_attempted, LibraryReport, DEFAULT_NAMES, LIBRARY_ENV};
 pub use module::{RocmKernel, RocmModule};
 pub use stream::RocmStream;
 

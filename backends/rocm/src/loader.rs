@@ -37,39 +37,66 @@ fn missing(symbol: &str, library: &str, version: Option<c_int>) -> Error {
 
 type VersionFn = unsafe extern "C" fn(*mut c_int) -> sys::Status;
 
+type InitFn = unsafe extern "C" fn(c_uint) -> sys::Status;
+
+/// What gpuport finds in a HIP runtime library, without initialising it: for checking a
+/// runtime on a machine without an AMD GPU (CI checks Debian's 5.2 and sid's 6.4), or
+/// diagnosing one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LibraryReport {
+    /// The file opened.
+    pub library: String,
+    /// `hipRuntimeGetVersion` (e.g. 60443484 for 6.4.43484).
+    pub runtime_version: i32,
+    /// How symbols are looked up: `hipGetProcAddress` (ROCm ≥ 6.2) or `dlsym`.
+    pub lookup: &'static str,
+    /// Every required symbol resolved (the load would not have succeeded otherwise).
+    pub required: usize,
+    /// Required symbols `hipGetProcAddress` does not give (found by `dlsym`); all of them
+    /// when the runtime has no `hipGetProcAddress`.
+    pub not_through_lookup: Vec<&'static str>,
+    /// The `hipMemoryType` numbering pointer attributes are decoded with (5 or 6).
+    pub memory_type_numbering: u32,
+    /// Where the architecture name is read: `hipGetDevicePropertiesR0600`,
+    /// `hipGetDeviceProperties` (ROCm 5's layout), or `None` when neither resolves.
+    pub device_properties: Option<&'static str>,
+    /// Whether host callbacks use `hipLaunchHostFunc` (else `hipStreamAddCallback`).
+    pub launch_host_func: bool,
+    /// Whether stream-ordered allocation (`hipMallocAsync` / `hipFreeAsync`) resolves.
+    pub stream_ordered_alloc: bool,
+}
+
+/// Opens the runtime at `path` (or the default names), resolves every required symbol and
+/// reports the paths gpuport will take with it, without calling `hipInit`.
+pub fn inspect_library(path: Option<&Path>) -> Result<LibraryReport> {
+    let (rt, _init) = open(path)?;
+    let device_properties = match (rt.major() >= 6, rt.device_properties_r0600(), rt.device_properties()) {
+        (true, Some(_), _) => Some("hipGetDevicePropertiesR0600"),
+        (_, _, Some(_)) => Some("hipGetDeviceProperties"),
+        _ => None,
+    };
+    Ok(LibraryReport {
+        library: rt.library.clone(),
+        runtime_version: rt.runtime_version,
+        lookup: if rt.gpa.is_some() { "hipGetProcAddress" } else { "dlsym" },
+        required: Api::REQUIRED.len(),
+        not_through_lookup: Api::REQUIRED
+            .iter()
+            .copied()
+            .filter(|name| !rt.gpa.is_some_and(|gpa| sys::found_by_proc_address(gpa, rt.runtime_version, name)))
+            .collect(),
+        memory_type_numbering: if rt.major() >= 6 { 6 } else { 5 },
+        device_properties,
+        launch_host_func: rt.launch_host_func().is_some(),
+        stream_ordered_alloc: rt.malloc_async().is_some() && rt.free_async().is_some(),
+    })
+}
+
 /// Loads the runtime from `path`, or from the default names. Not cached: use [`runtime`]
 /// for the process-wide instance.
 pub fn load(path: Option<&Path>) -> Result<Arc<Runtime>> {
-    let candidates: Vec<String> = match path {
-        Some(p) => vec![p.to_string_lossy().into_owned()],
-        None => DEFAULT_NAMES.iter().map(|s| s.to_string()).collect(),
-    };
-    // SAFETY: the candidates are HIP runtime names or a path the user chose for it; loading
-    // runs the runtime's initialisers, which is what loading a runtime means.
-    let (lib, library) = unsafe { gpuport_driver::loading::open_library(&candidates, "rocm", LIBRARY_ENV) }?;
-
-    // hipInit and the version getters first: without them the file is not a HIP runtime.
-    // SAFETY: looked up by name; called only with their documented signatures.
-    let init = unsafe { lib.get::<unsafe extern "C" fn(c_uint) -> sys::Status>(b"hipInit\0") }
-        .map(|s| *s)
-        .map_err(|_| missing("hipInit", &library, None))?;
-    // SAFETY: as above.
-    let runtime_version = unsafe { lib.get::<VersionFn>(b"hipRuntimeGetVersion\0") }
-        .map(|s| *s)
-        .map_err(|_| missing("hipRuntimeGetVersion", &library, None))?;
-    // SAFETY: as above.
-    let driver_version = unsafe { lib.get::<VersionFn>(b"hipDriverGetVersion\0") }
-        .map(|s| *s)
-        .map_err(|_| missing("hipDriverGetVersion", &library, None))?;
-    let (mut rv, mut dv) = (0, 0);
-    // SAFETY: both may be called before hipInit; valid out-pointers. A failure leaves 0.
-    unsafe {
-        let _ = runtime_version(&mut rv);
-        let _ = driver_version(&mut dv);
-    }
-    let gpa = sys::get_proc_address(&lib);
-    let api = Api::resolve_all(&lib, gpa, rv).map_err(|symbol| missing(symbol, &library, Some(rv)))?;
-    let rt = Runtime::new(lib, gpa, api, rv, dv, library);
+    let (rt, init) = open(path)?;
+    let rv = rt.runtime_version;
 
     // SAFETY: hipInit(0) is the documented first call. Without a device the Debian runtime
     // answers hipErrorInvalidDevice here and hipErrorNoDevice from hipGetDeviceCount.
@@ -108,4 +135,38 @@ pub fn runtime() -> Result<Arc<Runtime>> {
             load(path.as_deref().map(Path::new))
         })
         .clone()
+}
+
+/// Opens the library, checks it is a HIP runtime and resolves the required symbols.
+fn open(path: Option<&Path>) -> Result<(Runtime, InitFn)> {
+    let candidates: Vec<String> = match path {
+        Some(p) => vec![p.to_string_lossy().into_owned()],
+        None => DEFAULT_NAMES.iter().map(|s| s.to_string()).collect(),
+    };
+    // SAFETY: the candidates are HIP runtime names or a path the user chose for it; loading
+    // runs the runtime's initialisers, which is what loading a runtime means.
+    let (lib, library) = unsafe { gpuport_driver::loading::open_library(&candidates, "rocm", LIBRARY_ENV) }?;
+
+    // hipInit and the version getters first: without them the file is not a HIP runtime.
+    // SAFETY: looked up by name; called only with their documented signatures.
+    let init =
+        unsafe { lib.get::<InitFn>(b"hipInit\0") }.map(|s| *s).map_err(|_| missing("hipInit", &library, None))?;
+    // SAFETY: as above.
+    let runtime_version = unsafe { lib.get::<VersionFn>(b"hipRuntimeGetVersion\0") }
+        .map(|s| *s)
+        .map_err(|_| missing("hipRuntimeGetVersion", &library, None))?;
+    // SAFETY: as above.
+    let driver_version = unsafe { lib.get::<VersionFn>(b"hipDriverGetVersion\0") }
+        .map(|s| *s)
+        .map_err(|_| missing("hipDriverGetVersion", &library, None))?;
+    let (mut rv, mut dv) = (0, 0);
+    // SAFETY: both may be called before hipInit; valid out-pointers. A failure leaves 0.
+    unsafe {
+        let _ = runtime_version(&mut rv);
+        let _ = driver_version(&mut dv);
+    }
+    let gpa = sys::get_proc_address(&lib);
+    let api = Api::resolve_all(&lib, gpa, rv).map_err(|symbol| missing(symbol, &library, Some(rv)))?;
+    let rt = Runtime::new(lib, gpa, api, rv, dv, library);
+    Ok((rt, init))
 }

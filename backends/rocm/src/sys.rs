@@ -181,6 +181,17 @@ pub(crate) fn proc_address_version(runtime_version: c_int) -> c_int {
     100 * (v / 10_000_000) + (v / 100_000) % 100
 }
 
+/// Whether `name` resolves through `hipGetProcAddress` itself (no `dlsym` fallback).
+pub(crate) fn found_by_proc_address(gpa: GetProcAddress, runtime_version: c_int, name: &str) -> bool {
+    let Ok(cname) = CString::new(name) else { return false };
+    let mut pfn: *mut c_void = std::ptr::null_mut();
+    let mut found: c_int = 0;
+    let version = proc_address_version(runtime_version);
+    // SAFETY: documented signature of hipGetProcAddress; valid out-pointers.
+    let status = unsafe { gpa(cname.as_ptr(), &mut pfn, version, 0, &mut found) };
+    status == SUCCESS && !pfn.is_null()
+}
+
 /// Resolves one symbol: through `hipGetProcAddress` when given, else `dlsym`.
 /// `runtime_version` is `hipRuntimeGetVersion`'s value.
 ///

@@ -81,7 +81,8 @@ pub struct LibraryReport {
 pub fn inspect_library(path: Option<&Path>) -> Result<LibraryReport> {
     let Opened { driver, .. } = open(path)?;
     let version = driver.driver_version.min(sys::ABI_VERSION);
-    let not_through_lookup = Api::REQUIRED.iter().copied().filter(|base| !driver.lookup.finds(version, base)).collect();
+    let not_through_lookup =
+        Api::REQUIRED.iter().copied().filter(|base| driver.lookup.get(version, base).is_none()).collect();
     Ok(LibraryReport {
         library: driver.library.clone(),
         driver_version: driver.driver_version,

@@ -87,20 +87,8 @@ pub(crate) unsafe fn resolve(
     base: &str,
     export: &str,
 ) -> Option<*mut c_void> {
-    let mut pfn: *mut c_void = std::ptr::null_mut();
-    let cbase = CString::new(base).ok()?;
-    let status = match lookup {
-        // SAFETY: documented signature of cuGetProcAddress_v2; `pfn` and `status` are valid.
-        Lookup::V2(f) => unsafe {
-            let mut found: c_int = 0;
-            f(cbase.as_ptr(), &mut pfn, version, 0, &mut found)
-        },
-        // SAFETY: documented signature of cuGetProcAddress (v1); `pfn` is valid.
-        Lookup::V1(f) => unsafe { f(cbase.as_ptr(), &mut pfn, version, 0) },
-        Lookup::Dlsym => ERROR_NOT_FOUND,
-    };
-    if status == SUCCESS && !pfn.is_null() {
-        return Some(pfn);
+    if let Some(p) = lookup.get(version, base) {
+        return Some(p);
     }
     let cexport = CString::new(export).ok()?;
     // SAFETY: looking up a symbol by name; the pointer is only used after the caller's
@@ -118,9 +106,9 @@ impl Lookup {
         }
     }
 
-    /// Whether `base` resolves through `cuGetProcAddress` itself (no dlsym fallback).
-    pub(crate) fn finds(&self, version: c_int, base: &str) -> bool {
-        let Ok(cbase) = CString::new(base) else { return false };
+    /// `base` through `cuGetProcAddress` itself (no dlsym fallback), if it gives it.
+    pub(crate) fn get(&self, version: c_int, base: &str) -> Option<*mut c_void> {
+        let cbase = CString::new(base).ok()?;
         let mut pfn: *mut c_void = std::ptr::null_mut();
         let status = match self {
             // SAFETY: documented signature of cuGetProcAddress_v2; valid out-pointers.
@@ -132,7 +120,7 @@ impl Lookup {
             Lookup::V1(f) => unsafe { f(cbase.as_ptr(), &mut pfn, version, 0) },
             Lookup::Dlsym => ERROR_NOT_FOUND,
         };
-        status == SUCCESS && !pfn.is_null()
+        (status == SUCCESS && !pfn.is_null()).then_some(pfn)
     }
 }
 

@@ -83,7 +83,7 @@ pub fn inspect_library(path: Option<&Path>) -> Result<LibraryReport> {
         not_through_lookup: Api::REQUIRED
             .iter()
             .copied()
-            .filter(|name| !rt.gpa.is_some_and(|gpa| sys::found_by_proc_address(gpa, rt.runtime_version, name)))
+            .filter(|name| rt.gpa.and_then(|gpa| sys::through_proc_address(gpa, rt.runtime_version, name)).is_none())
             .collect(),
         memory_type_numbering: if rt.major() >= 6 { 6 } else { 5 },
         device_properties,

@@ -181,19 +181,19 @@ pub(crate) fn proc_address_version(runtime_version: c_int) -> c_int {
     100 * (v / 10_000_000) + (v / 100_000) % 100
 }
 
-/// Whether `name` resolves through `hipGetProcAddress` itself (no `dlsym` fallback).
-pub(crate) fn found_by_proc_address(gpa: GetProcAddress, runtime_version: c_int, name: &str) -> bool {
-    let Ok(cname) = CString::new(name) else { return false };
+/// `name` through `hipGetProcAddress` itself (no `dlsym` fallback), if it gives it.
+/// `runtime_version` is `hipRuntimeGetVersion`'s value.
+pub(crate) fn through_proc_address(gpa: GetProcAddress, runtime_version: c_int, name: &str) -> Option<*mut c_void> {
+    let cname = CString::new(name).ok()?;
     let mut pfn: *mut c_void = std::ptr::null_mut();
     let mut found: c_int = 0;
     let version = proc_address_version(runtime_version);
     // SAFETY: documented signature of hipGetProcAddress; valid out-pointers.
     let status = unsafe { gpa(cname.as_ptr(), &mut pfn, version, 0, &mut found) };
-    status == SUCCESS && !pfn.is_null()
+    (status == SUCCESS && !pfn.is_null()).then_some(pfn)
 }
 
 /// Resolves one symbol: through `hipGetProcAddress` when given, else `dlsym`.
-/// `runtime_version` is `hipRuntimeGetVersion`'s value.
 ///
 /// # Safety
 /// The caller transmutes the result to the symbol's real function type.
@@ -203,16 +203,10 @@ pub(crate) unsafe fn resolve(
     runtime_version: c_int,
     name: &str,
 ) -> Option<*mut c_void> {
-    let version = proc_address_version(runtime_version);
-    let cname = CString::new(name).ok()?;
-    if let Some(gpa) = gpa {
-        let mut pfn: *mut c_void = std::ptr::null_mut();
-        let mut found: c_int = 0;
-        // SAFETY: documented signature of hipGetProcAddress; valid out-pointers.
-        if unsafe { gpa(cname.as_ptr(), &mut pfn, version, 0, &mut found) } == SUCCESS && !pfn.is_null() {
-            return Some(pfn);
-        }
+    if let Some(p) = gpa.and_then(|gpa| through_proc_address(gpa, runtime_version, name)) {
+        return Some(p);
     }
+    let cname = CString::new(name).ok()?;
     // SAFETY: a symbol looked up by name, used only after the caller's transmute.
     unsafe { lib.get::<*mut c_void>(cname.as_bytes_with_nul()) }.ok().map(|s| *s).filter(|p| !p.is_null())
 }

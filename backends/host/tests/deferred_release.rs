@@ -83,8 +83,18 @@ fn a_keep_alive_that_needs_the_callers_lock_does_not_deadlock_synchronize() {
     let dst = foreign_buffer(&mut memory, owner);
     let src = dev.alloc(4096).unwrap();
     let held = gil.lock().unwrap();
+    // Hold the stream until `dst` is dropped here, so the queued copy surely holds the
+    // last clone (else, on a loaded machine, the copy could finish first and this thread
+    // would release the owner itself, under the lock).
+    let (go_tx, go) = channel::<()>();
+    stream
+        .host_callback(Box::new(move || {
+            let _ = go.recv_timeout(Duration::from_secs(30));
+        }))
+        .unwrap();
     stream.copy(&src, 0, &dst, 0, 4096).unwrap();
     drop(dst); // queued work holds the last clone
+    go_tx.send(()).unwrap();
     let (done_tx, done) = channel();
     let sync = std::thread::spawn(move || {
         let result = stream.synchronize();

@@ -188,15 +188,19 @@ pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
 /// to it counted, and whoever sees the count sees the event complete.
 fn run(op: Op, state: &State) {
     let announce = match op {
-        Op::Copy { src, dst, len, .. } => {
+        Op::Copy { src, dst, len, _keep } => {
             // SAFETY: the enqueuer checked both ranges and keeps the memory alive (see
             // SendPtr).
             unsafe { copy_bytes(src.0, dst.0, len) };
+            // Released before the op counts as complete: after a synchronize, no clone
+            // of the op's buffers is left on the worker (`Buffer::free` can succeed).
+            drop(_keep);
             None
         }
-        Op::Fill { dst, len, value, .. } => {
+        Op::Fill { dst, len, value, _keep } => {
             // SAFETY: as above, for one range.
             unsafe { std::ptr::write_bytes(dst.0, value, len) };
+            drop(_keep);
             None
         }
         Op::Wait(event, generation) => {

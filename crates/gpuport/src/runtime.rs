@@ -115,6 +115,12 @@ impl BackendReport {
     pub fn is_available(&self) -> bool {
         matches!(self.status, BackendStatus::Available { .. })
     }
+
+    /// The DLPack device types the backend declares ([`Backend::DLPACK`]), when it is
+    /// available.
+    pub fn dlpack_devices(&self) -> Option<DlpackDevices> {
+        self.backend.as_ref().filter(|_| self.is_available()).map(|b| b.dlpack_devices())
+    }
 }
 
 /// Options for [`Runtime::discover_with`].

@@ -1,0 +1,112 @@
+//! Export: an [`Array`] as a DLPack managed tensor, by the array-API request rules.
+
+use gpuport::{Array, DlDeviceType, Error, Result, Runtime};
+
+use crate::abi::{DLDataType, DLDevice, DLPackVersion, DlpackFlags, DLPACK_VERSION};
+use crate::device::{dl_device_of, resolve};
+use crate::managed::ManagedTensor;
+use crate::package::{package, Kind, TensorParts};
+use crate::stream::{handshake, StreamRequest};
+
+/// What the consumer asked `__dlpack__` for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExportRequest {
+    /// The newest version the consumer speaks; `None` (or major < 1) asks for the legacy
+    /// struct.
+    pub max_version: Option<DLPackVersion>,
+    /// The device the consumer wants the data on; `None` = where it is.
+    pub dl_device: Option<DLDevice>,
+    /// `Some(true)`: always copy; `Some(false)`: never copy (an error when one is
+    /// needed); `None`: copy only when the device differs.
+    pub copy: Option<bool>,
+    /// The consumer's `stream` argument, as given (see [`StreamRequest::parse`]).
+    pub stream: Option<i64>,
+}
+
+impl Default for ExportRequest {
+    fn default() -> Self {
+        ExportRequest { max_version: Some(DLPACK_VERSION), dl_device: None, copy: None, stream: None }
+    }
+}
+
+/// The struct and version to export as: legacy when the consumer gives no version or a
+/// major version below 1, else versioned at the older of the two sides' versions.
+pub fn negotiate(max_version: Option<DLPackVersion>) -> Option<DLPackVersion> {
+    match max_version {
+        None => None,
+        Some(v) if v.major < 1 => None,
+        Some(v) => Some(std::cmp::min(v, DLPACK_VERSION)),
+    }
+}
+
+/// Exports `array`: zero-copy when the consumer wants it where it is (after making the
+/// consumer's stream wait for the array's pending work), else a copy through the copy
+/// engine flagged `IS_COPIED`. Read-only arrays export with `READ_ONLY`, and not at all
+/// through the legacy struct (which cannot say so).
+///
+/// # Safety
+/// A stream handle in `request.stream` must be a live stream of the array's device (the
+/// target device when a copy is made), as for `Device::wrap_stream`.
+pub unsafe fn to_dlpack(rt: &Runtime, array: &Array, request: &ExportRequest) -> Result<ManagedTensor> {
+    let version = negotiate(request.max_version);
+    if version.is_none() && array.is_read_only() {
+        return Err(Error::Interchange {
+            what: "a read-only array cannot be exported as a legacy DLManagedTensor (it has no READ_ONLY flag); \
+                   ask for max_version >= (1, 0)"
+                .into(),
+        });
+    }
+    let here = dl_device_of(array)?;
+    let target = request.dl_device.unwrap_or(here);
+    let needs_copy = target != here || request.copy == Some(true);
+    let mut flags = DlpackFlags::empty();
+    if array.is_read_only() {
+        flags |= DlpackFlags::READ_ONLY;
+    }
+    let exported = if needs_copy {
+        if request.copy == Some(false) {
+            return Err(Error::Interchange {
+                what: format!(
+                    "copy=False, but the array is on {} and {} was asked for",
+                    describe(here),
+                    describe(target)
+                ),
+            });
+        }
+        let dest = resolve(rt, target)?;
+        flags |= DlpackFlags::IS_COPIED;
+        // The copy is complete on return (the copy engine waits for it), so a consumer on
+        // the CPU needs no stream; a GPU consumer's stream has nothing left to wait for.
+        let copy = array.to_device(&dest.device)?;
+        if array.is_read_only() {
+            copy.to_read_only()
+        } else {
+            copy
+        }
+    } else {
+        let request_stream = StreamRequest::parse(DlDeviceType(here.device_type), request.stream)?;
+        // SAFETY: forwarded from the caller.
+        unsafe { handshake(array, DlDeviceType(here.device_type), request_stream) }?;
+        array.clone()
+    };
+    let device = dl_device_of(&exported)?;
+    let dtype = exported.dtype();
+    let parts = TensorParts {
+        data: if exported.numel() == 0 { 0 } else { exported.data_addr() },
+        device,
+        dtype: DLDataType { code: dtype.code() as u8, bits: dtype.bits(), lanes: dtype.lanes() },
+        shape: exported.shape(),
+        strides: exported.strides(),
+    };
+    let kind = match version {
+        None => Kind::Legacy,
+        Some(v) => Kind::Versioned(v, flags),
+    };
+    // The allocation is what must outlive the consumer's use: a handle to it (no heap
+    // allocation) is the export's keep-alive; the one allocation is the context's.
+    package(&parts, exported.buffer().clone(), kind)
+}
+
+fn describe(dl: DLDevice) -> String {
+    format!("{} {}", DlDeviceType(dl.device_type), dl.device_id)
+}

@@ -1,0 +1,244 @@
+//! Export and import through the host and the ext device (a software device with its own
+//! memory space): round trips for dtypes and layouts, the cross-device matrix of
+//! `dl_device` × `copy` × struct kind, read-only rules, and the stream handshake.
+
+use std::sync::{Arc, Condvar, Mutex, Once};
+use std::time::Duration;
+
+use gpuport::{AnyDevice, AnyStream, Array, Backend, CopyEngine, DType, Error, Runtime, StreamFlags};
+use gpuport_dlpack::{
+    dl_device_of, from_dlpack, to_dlpack, DLDevice, DLPackVersion, DlpackFlags, ExportRequest, ImportRequest,
+    ManagedTensor,
+};
+
+fn runtime() -> Runtime {
+    static REGISTER: Once = Once::new();
+    REGISTER.call_once(|| {
+        let ext = gpuport_ext::ExtBackend::load(&Default::default()).expect("ext loads");
+        Runtime::register_plugin(ext).expect("ext registers once");
+    });
+    Runtime::discover_with(&Default::default())
+}
+
+const CPU: DLDevice = DLDevice { device_type: 1, device_id: 0 };
+const EXT0: DLDevice = DLDevice { device_type: 12, device_id: 0 };
+const V1: Option<DLPackVersion> = Some(DLPackVersion { major: 1, minor: 0 });
+
+fn export(rt: &Runtime, a: &Array, request: ExportRequest) -> gpuport::Result<ManagedTensor> {
+    // SAFETY: no stream handle is passed in these requests unless a test says otherwise.
+    unsafe { to_dlpack(rt, a, &request) }
+}
+
+fn round_trip(rt: &Runtime, a: &Array, request: ExportRequest) -> (Array, DlpackFlags) {
+    let tensor = export(rt, a, request).expect("export");
+    let flags = tensor.flags();
+    (from_dlpack(rt, tensor, &ImportRequest::default()).expect("import"), flags)
+}
+
+/// Views of `base` (shape [4, 6]) covering every layout rule.
+fn views(base: &Array) -> Vec<(&'static str, Array)> {
+    vec![
+        ("contiguous", base.clone()),
+        ("transposed", base.permute(&[1, 0]).unwrap()),
+        ("sliced with an offset", base.slice(0, 1, Some(3), 1).unwrap().slice(1, 2, None, 2).unwrap()),
+        ("negative strides", base.slice(0, 3, None, -1).unwrap().slice(1, 5, None, -2).unwrap()),
+        ("size-1 dimension", base.slice(0, 2, Some(3), 1).unwrap()),
+        ("zero-size", base.slice(1, 3, Some(3), 1).unwrap()),
+        ("0-d", base.slice(0, 1, Some(2), 1).unwrap().slice(1, 4, Some(5), 1).unwrap().reshape(&[]).unwrap()),
+    ]
+}
+
+macro_rules! for_dtypes {
+    ($f:ident) => {
+        $f::<i8>(|i| i as i8);
+        $f::<u16>(|i| i as u16 * 7);
+        $f::<i32>(|i| -(i as i32));
+        $f::<u64>(|i| i as u64 * 1_000_003);
+        $f::<f32>(|i| i as f32 * 0.5);
+        $f::<f64>(|i| i as f64 * -0.25);
+    };
+}
+
+#[test]
+fn zero_copy_round_trips_on_the_host_for_every_dtype_and_layout() {
+    fn check<T: gpuport::Element + PartialEq + std::fmt::Debug>(make: fn(usize) -> T) {
+        let rt = runtime();
+        let host = rt.device("host").unwrap();
+        let data: Vec<T> = (0..24).map(make).collect();
+        let base = Array::from_slice(&host, &data, &[4, 6]).unwrap();
+        for (what, view) in views(&base) {
+            for max_version in [None, V1] {
+                let (back, flags) = round_trip(&rt, &view, ExportRequest { max_version, ..Default::default() });
+                assert!(!flags.contains(DlpackFlags::IS_COPIED), "{what}: a same-device export copied");
+                assert_eq!(back.shape(), view.shape(), "{what}");
+                assert_eq!(back.to_vec::<T>().unwrap(), view.to_vec::<T>().unwrap(), "{what}");
+                if view.numel() > 0 {
+                    assert_eq!(back.data_addr(), view.data_addr(), "{what}: not zero-copy");
+                    assert_eq!(back.strides(), view.strides(), "{what}: strides rewritten");
+                }
+            }
+        }
+    }
+    for_dtypes!(check);
+}
+
+#[test]
+fn the_cross_device_matrix() {
+    let rt = runtime();
+    let (host, ext) = (rt.device("host").unwrap(), rt.device("ext:0").unwrap());
+    let data: Vec<f32> = (0..12).map(|i| i as f32).collect();
+    for (src_dev, here, there) in [(&host, CPU, EXT0), (&ext, EXT0, CPU)] {
+        let a = Array::from_slice(src_dev, &data, &[3, 4]).unwrap();
+        assert_eq!(dl_device_of(&a).unwrap(), here);
+        for max_version in [None, V1] {
+            for copy in [None, Some(true), Some(false)] {
+                for target in [here, there] {
+                    let request = ExportRequest { max_version, dl_device: Some(target), copy, stream: None };
+                    let cell = format!("{here:?} → {target:?}, copy {copy:?}, version {max_version:?}");
+                    let must_copy = target != here || copy == Some(true);
+                    match export(&rt, &a, request) {
+                        Err(e) => {
+                            assert!(must_copy && copy == Some(false), "{cell}: unexpected error {e}");
+                            assert!(matches!(e, Error::Interchange { .. }), "{cell}: {e}");
+                        }
+                        Ok(tensor) => {
+                            assert!(!(must_copy && copy == Some(false)), "{cell}: copy=False copied");
+                            let copied = tensor.flags().contains(DlpackFlags::IS_COPIED);
+                            // The legacy struct has no flags; a versioned one says whether it copied.
+                            assert_eq!(copied, must_copy && max_version.is_some(), "{cell}: IS_COPIED");
+                            assert_eq!(tensor.dl_tensor().device, target, "{cell}: device");
+                            let back = from_dlpack(&rt, tensor, &ImportRequest::default()).unwrap();
+                            assert_eq!(dl_device_of(&back).unwrap(), target, "{cell}");
+                            assert_eq!(back.to_vec::<f32>().unwrap(), data, "{cell}: data");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn import_requests_copy_through_the_copy_engine() {
+    let rt = runtime();
+    let (host, ext) = (rt.device("host").unwrap(), rt.device("ext:0").unwrap());
+    let a = Array::from_slice(&ext, &[1u32, 2, 3], &[3]).unwrap();
+    let tensor = export(&rt, &a, ExportRequest::default()).unwrap();
+    let on_host = from_dlpack(&rt, tensor, &ImportRequest { device: Some(host.clone()), copy: None }).unwrap();
+    assert_eq!((on_host.device_id(), on_host.to_vec::<u32>().unwrap()), (host.id(), vec![1, 2, 3]));
+    let tensor = export(&rt, &a, ExportRequest::default()).unwrap();
+    let err = from_dlpack(&rt, tensor, &ImportRequest { device: Some(host), copy: Some(false) }).unwrap_err();
+    assert!(matches!(err, Error::Interchange { .. }), "{err}");
+}
+
+#[test]
+fn read_only_arrays() {
+    let rt = runtime();
+    let host = rt.device("host").unwrap();
+    let a = Array::from_slice(&host, &[1i16, 2], &[2]).unwrap().to_read_only();
+    let err = export(&rt, &a, ExportRequest { max_version: None, ..Default::default() }).unwrap_err();
+    assert!(err.to_string().contains("read-only"), "{err}");
+    let tensor = export(&rt, &a, ExportRequest::default()).unwrap();
+    assert!(tensor.flags().contains(DlpackFlags::READ_ONLY));
+    let back = from_dlpack(&rt, tensor, &ImportRequest::default()).unwrap();
+    assert!(back.is_read_only());
+    assert!(back.copy_from_slice(&[3i16, 4]).is_err(), "a read-only import was written");
+}
+
+#[test]
+fn the_imported_array_releases_the_producer_once_its_last_view_is_gone() {
+    let rt = runtime();
+    let host = rt.device("host").unwrap();
+    let a = Array::from_slice(&host, &[5u8; 64], &[8, 8]).unwrap();
+    let before = a.buffer().handle_count();
+    let tensor = export(&rt, &a, ExportRequest::default()).unwrap();
+    assert_eq!(a.buffer().handle_count(), before + 1, "the export holds the allocation");
+    let back = from_dlpack(&rt, tensor, &ImportRequest::default()).unwrap();
+    let view = back.slice(0, 2, None, 3).unwrap();
+    drop(back);
+    assert_eq!(a.buffer().handle_count(), before + 1, "a view still holds the import");
+    drop(view);
+    gpuport_core::release::flush();
+    assert_eq!(a.buffer().handle_count(), before, "the export was not released once");
+}
+
+/// A gate that holds a stream until opened.
+#[derive(Clone, Default)]
+struct Gate(Arc<(Mutex<bool>, Condvar)>);
+impl Gate {
+    fn block(&self, s: &AnyStream) {
+        let g = self.clone();
+        s.host_callback(Box::new(move || {
+            let (m, cv) = &*g.0;
+            let open = m.lock().unwrap();
+            let _ = cv.wait_timeout_while(open, Duration::from_secs(30), |o| !*o).unwrap();
+        }))
+        .unwrap();
+    }
+    fn open(&self) {
+        *self.0 .0.lock().unwrap() = true;
+        self.0 .1.notify_all();
+    }
+}
+
+fn pending_write(dev: &AnyDevice, data: &[u32]) -> (Array, Gate, AnyStream) {
+    let writer = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    let src = Array::from_slice(dev, data, &[data.len()]).unwrap();
+    let dst = Array::zeros(dev, &[data.len()], DType::U32).unwrap();
+    let gate = Gate::default();
+    gate.block(&writer);
+    CopyEngine::default().copy_on(&src, &dst, &writer).unwrap(); // pending until the gate opens
+    (dst, gate, writer)
+}
+
+#[test]
+fn the_consumers_stream_waits_for_pending_work_without_blocking_the_host() {
+    let rt = runtime();
+    let ext = rt.device("ext:0").unwrap();
+    let data: Vec<u32> = (0..1024).collect();
+    let (a, gate, _writer) = pending_write(&ext, &data);
+    let consumer = ext.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    let request = ExportRequest { stream: Some(consumer.raw_handle() as i64), ..Default::default() };
+    // SAFETY: `consumer` is a live stream of the array's device.
+    let tensor = unsafe { to_dlpack(&rt, &a, &request) }.unwrap(); // returns at once
+    let out = ext.alloc(4 * 1024).unwrap();
+    consumer.copy(a.buffer(), 0, &out, 0, 4 * 1024).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(!consumer.query().unwrap(), "the consumer's stream did not wait for the pending write");
+    gate.open();
+    consumer.synchronize().unwrap();
+    assert_eq!(consumer.read_vec::<u32>(&out, 0, 1024).unwrap(), data);
+    drop(tensor);
+}
+
+#[test]
+fn a_cpu_export_is_ready_on_return() {
+    let rt = runtime();
+    let host = rt.device("host").unwrap();
+    let data: Vec<u32> = (0..256).map(|i| i * 3).collect();
+    let (a, gate, _writer) = pending_write(&host, &data);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (rt2, a2) = (runtime(), a.clone());
+    std::thread::spawn(move || {
+        let tensor = export(&rt2, &a2, ExportRequest::default());
+        let _ = tx.send(tensor.map(|t| t.dl_tensor().data as u64));
+    });
+    assert!(rx.recv_timeout(Duration::from_millis(50)).is_err(), "a CPU export returned before its data was written");
+    gate.open();
+    let data_ptr = rx.recv_timeout(Duration::from_secs(30)).unwrap().unwrap();
+    // SAFETY: the host array lives here, and the export said its data is ready.
+    let seen = unsafe { std::slice::from_raw_parts(data_ptr as *const u32, 256) };
+    assert_eq!(seen, &data[..]);
+    drop(a);
+}
+
+#[test]
+fn bad_streams_are_refused() {
+    let rt = runtime();
+    let host = rt.device("host").unwrap();
+    let a = Array::from_slice(&host, &[1u8], &[1]).unwrap();
+    for stream in [0, 1, 2, -1, -7] {
+        let err = export(&rt, &a, ExportRequest { stream: Some(stream), ..Default::default() }).unwrap_err();
+        assert!(err.to_string().contains("stream="), "stream {stream}: {err}");
+    }
+}

@@ -6,6 +6,11 @@ use std::ffi::{c_char, c_int, c_void};
 
 use bitflags::bitflags;
 
+/// Every `DLDeviceType` of header 1.3 (`kDLCPU` 1 … `kDLTrn` 18), as gpuport's core
+/// declares them for the backends, and every `DLDataTypeCode` (`kDLInt` 0 …
+/// `kDLFloat4_e2m1fn` 17): one definition each, shared with the rest of gpuport.
+pub use gpuport::{DTypeCode, DlDeviceType};
+
 /// The DLPack version gpuport speaks (header 1.3).
 pub const DLPACK_VERSION: DLPackVersion = DLPackVersion { major: 1, minor: 3 };
 

@@ -242,3 +242,68 @@ fn bad_streams_are_refused() {
         assert!(err.to_string().contains("stream="), "stream {stream}: {err}");
     }
 }
+
+#[test]
+fn every_dtype_code_round_trips_between_host_and_ext_or_is_refused() {
+    use gpuport::DTypeCode;
+    let rt = runtime();
+    let (host, ext) = (rt.device("host").unwrap(), rt.device("ext:0").unwrap());
+    for code in DTypeCode::ALL {
+        let bits = match code {
+            DTypeCode::Int | DTypeCode::UInt | DTypeCode::Float | DTypeCode::OpaqueHandle => 64,
+            DTypeCode::Bfloat => 16,
+            DTypeCode::Complex => 128,
+            DTypeCode::Bool => 8,
+            DTypeCode::Float6_e2m3fn | DTypeCode::Float6_e3m2fn => 6,
+            DTypeCode::Float4_e2m1fn => 4,
+            _ => 8, // the float8 variants
+        };
+        let refused = matches!(bits, 4 | 6);
+        let Ok(dtype) = DType::new(code, bits, 1) else { panic!("{code:?} with {bits} bits is a valid dtype") };
+        if refused {
+            // Sub-byte types have no byte-addressed layout: no array of them exists to export.
+            assert!(dtype.itemsize().is_err(), "{dtype}");
+            continue;
+        }
+        let item = dtype.itemsize().unwrap();
+        let a = Array::empty(&host, &[3, 5], dtype).unwrap();
+        let bytes: Vec<u8> = (0..15 * item).map(|i| (i * 37 % 251) as u8).collect();
+        a.copy_from_bytes(&bytes).unwrap();
+        let view = a.slice(1, 4, None, -2).unwrap(); // strided, negative
+        let request = ExportRequest { dl_device: Some(EXT0), ..Default::default() };
+        let on_ext = from_dlpack(&rt, export(&rt, &view, request).unwrap(), &ImportRequest::default()).unwrap();
+        assert_eq!(on_ext.device_id(), ext.id(), "{dtype}");
+        assert_eq!(on_ext.dtype(), dtype, "{dtype}: the dtype changed");
+        let request = ExportRequest { dl_device: Some(CPU), ..Default::default() };
+        let back = from_dlpack(&rt, export(&rt, &on_ext, request).unwrap(), &ImportRequest::default()).unwrap();
+        assert_eq!(back.to_bytes().unwrap(), view.to_bytes().unwrap(), "{dtype}: data changed on the way");
+    }
+}
+
+#[test]
+fn memory_kind_picks_the_device_type_and_unknown_types_are_named() {
+    let rt = runtime();
+    let ext = rt.device("ext:0").unwrap();
+    // ext's pinned memory is plain CPU memory: it exports as kDLCPU (as ext declares),
+    // not as kDLExtDev.
+    let pinned = ext.alloc_pinned(64, Default::default()).unwrap();
+    let layout = gpuport::Layout::contiguous(&[16]).unwrap();
+    let a = Array::from_buffer(&ext, pinned, 0, DType::U32, layout).unwrap();
+    assert_eq!(dl_device_of(&a).unwrap(), CPU);
+    // No backend here declares Vulkan: an import is refused, naming the type, and the
+    // producer's tensor is still released (the export's keep-alive goes away).
+    let host = rt.device("host").unwrap();
+    let b = Array::from_slice(&host, &[1u8, 2, 3], &[3]).unwrap();
+    let before = b.buffer().handle_count();
+    let tensor = export(&rt, &b, ExportRequest::default()).unwrap();
+    let raw = tensor.into_raw();
+    if let gpuport_dlpack::RawManaged::Versioned(mut p) = raw {
+        // SAFETY: the export is ours and unshared; only its device is changed.
+        unsafe { p.as_mut().dl_tensor.device = DLDevice { device_type: 7, device_id: 0 } };
+    }
+    // SAFETY: the pointer is the export given up above.
+    let tensor = unsafe { ManagedTensor::from_raw(raw) };
+    let err = from_dlpack(&rt, tensor, &ImportRequest::default()).unwrap_err().to_string();
+    assert!(err.contains("kDLVulkan"), "{err}");
+    assert_eq!(b.buffer().handle_count(), before, "the refused tensor was not released");
+}

@@ -139,7 +139,9 @@ fn package_as<T: Managed + 'static, K: Send + 'static>(
 ) -> Result<ManagedTensor> {
     let (shape, strides) = dims(parts)?;
     let dl = DLTensor {
-        data: parts.data as usize as *mut c_void,
+        // An address of the array's allocation, which the keep-alive holds: the integer came
+        // from a pointer the allocator exposed.
+        data: std::ptr::with_exposed_provenance_mut(parts.data as usize),
         device: parts.device,
         ndim: parts.shape.len() as i32,
         dtype: parts.dtype,

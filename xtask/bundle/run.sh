@@ -86,6 +86,8 @@ run_part conformance "$bin/conformance" --test-threads=1
 run_part cuda-unit "$bin/cuda-unit" --include-ignored
 run_part cuda-loading "$bin/cuda-loading" --include-ignored
 run_part cuda-gpu "$bin/cuda-gpu" --include-ignored --test-threads=1
+# DLPack export/import, including the cuda:0 ↔ CPU cells of the cross-device matrix.
+run_part dlpack-exchange "$bin/dlpack-exchange" --test-threads=1
 # The installed driver library: every required symbol through cuGetProcAddress.
 libcuda="$(ldconfig -p 2>/dev/null | sed -n 's/.*libcuda\.so\.1 (.*x86-64.*) => //p' | head -1)"
 if [ -n "$libcuda" ] && [ "$cuda" != "unknown" ] && [ -n "$cuda" ]; then

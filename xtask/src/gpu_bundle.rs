@@ -27,6 +27,7 @@ const PARTS: &[(&str, &str, &str)] = &[
     ("gpuport-cuda", "loading", "cuda-loading"),
     ("gpuport-cuda", "gpu", "cuda-gpu"),
     ("gpuport-cuda", "real_driver", "cuda-real-driver"),
+    ("gpuport-dlpack", "exchange", "dlpack-exchange"),
     ("gpuport", "demo", "demo"),
     ("gpuport", "staged_copy", "bench-staged-copy"),
     ("gpuport", "cuda_bandwidth", "bench-cuda"),
@@ -71,7 +72,7 @@ pub(crate) fn artifacts(json: &str) -> Vec<Artifact> {
 fn build() -> Result<Vec<Artifact>, String> {
     let mut cmd = crate::cargo();
     cmd.args(["build", "--profile", "bundle", "--message-format=json-render-diagnostics"]);
-    cmd.args(["-p", "gpuport-conformance", "-p", "gpuport-cuda", "-p", "gpuport"]);
+    cmd.args(["-p", "gpuport-conformance", "-p", "gpuport-cuda", "-p", "gpuport-dlpack", "-p", "gpuport"]);
     cmd.args(["--tests", "--example", "demo", "--bench", "staged_copy", "--bench", "cuda_bandwidth"]);
     // A bundle must not depend on anything outside it: no -C target-cpu=native.
     cmd.env_remove("RUSTFLAGS");

@@ -87,7 +87,16 @@ fn the_cross_device_matrix() {
     let rt = runtime();
     let (host, ext) = (rt.device("host").unwrap(), rt.device("ext:0").unwrap());
     let data: Vec<f32> = (0..12).map(|i| i as f32).collect();
-    for (src_dev, here, there) in [(&host, CPU, EXT0), (&ext, EXT0, CPU)] {
+    let mut pairs = vec![(host.clone(), CPU, EXT0), (ext.clone(), EXT0, CPU)];
+    // A GPU where one is present (the GPU bundle runs this test too): device ↔ CPU.
+    for (name, device_type) in [("cuda", 2), ("rocm", 10)] {
+        if rt.report_for(name).is_some_and(|r| r.is_available()) {
+            let gpu = rt.device(&format!("{name}:0")).unwrap();
+            pairs.push((gpu, DLDevice { device_type, device_id: 0 }, CPU));
+        }
+    }
+    for (src_dev, here, there) in &pairs {
+        let (src_dev, here, there) = (src_dev, *here, *there);
         let a = Array::from_slice(src_dev, &data, &[3, 4]).unwrap();
         assert_eq!(dl_device_of(&a).unwrap(), here);
         for max_version in [None, V1] {

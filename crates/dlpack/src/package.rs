@@ -49,53 +49,40 @@ trait Managed: Sized {
     fn raw(this: NonNull<Self>) -> RawManaged;
 }
 
-impl Managed for DLManagedTensor {
-    fn new(dl_tensor: DLTensor, manager_ctx: *mut c_void) -> Self {
-        DLManagedTensor { dl_tensor, manager_ctx, deleter: None }
-    }
-    fn manager_ctx(this: *mut Self) -> *mut c_void {
-        // SAFETY: called by the deleter with the tensor it was given, which is live.
-        unsafe { (*this).manager_ctx }
-    }
-    fn set_manager_ctx(this: *mut Self, ctx: *mut c_void) {
-        // SAFETY: `this` is live and exclusively owned (callers' contract).
-        unsafe { (*this).manager_ctx = ctx }
-    }
-    fn dl_tensor(this: *mut Self) -> *mut DLTensor {
-        // SAFETY: `this` is live (callers' contract); the field is in bounds.
-        unsafe { addr_of_mut!((*this).dl_tensor) }
-    }
-    fn raw(this: NonNull<Self>) -> RawManaged {
-        RawManaged::Legacy(this)
-    }
+/// The accessors both structs share: the fields have the same names.
+macro_rules! managed {
+    ($ty:ident, $variant:ident, |$dl:ident, $ctx:ident| $new:expr) => {
+        impl Managed for $ty {
+            fn new($dl: DLTensor, $ctx: *mut c_void) -> Self {
+                $new
+            }
+            fn manager_ctx(this: *mut Self) -> *mut c_void {
+                // SAFETY: called by the deleter with the tensor it was given, which is live.
+                unsafe { (*this).manager_ctx }
+            }
+            fn set_manager_ctx(this: *mut Self, ctx: *mut c_void) {
+                // SAFETY: `this` is live and exclusively owned (callers' contract).
+                unsafe { (*this).manager_ctx = ctx }
+            }
+            fn dl_tensor(this: *mut Self) -> *mut DLTensor {
+                // SAFETY: `this` is live (callers' contract); the field is in bounds.
+                unsafe { addr_of_mut!((*this).dl_tensor) }
+            }
+            fn raw(this: NonNull<Self>) -> RawManaged {
+                RawManaged::$variant(this)
+            }
+        }
+    };
 }
 
-impl Managed for DLManagedTensorVersioned {
-    fn new(dl_tensor: DLTensor, manager_ctx: *mut c_void) -> Self {
-        DLManagedTensorVersioned {
-            version: crate::abi::DLPACK_VERSION,
-            manager_ctx,
-            deleter: None,
-            flags: 0,
-            dl_tensor,
-        }
-    }
-    fn manager_ctx(this: *mut Self) -> *mut c_void {
-        // SAFETY: as for the legacy struct.
-        unsafe { (*this).manager_ctx }
-    }
-    fn set_manager_ctx(this: *mut Self, ctx: *mut c_void) {
-        // SAFETY: `this` is live and exclusively owned (callers' contract).
-        unsafe { (*this).manager_ctx = ctx }
-    }
-    fn dl_tensor(this: *mut Self) -> *mut DLTensor {
-        // SAFETY: `this` is live (callers' contract); the field is in bounds.
-        unsafe { addr_of_mut!((*this).dl_tensor) }
-    }
-    fn raw(this: NonNull<Self>) -> RawManaged {
-        RawManaged::Versioned(this)
-    }
-}
+managed!(DLManagedTensor, Legacy, |dl_tensor, manager_ctx| DLManagedTensor { dl_tensor, manager_ctx, deleter: None });
+managed!(DLManagedTensorVersioned, Versioned, |dl_tensor, manager_ctx| DLManagedTensorVersioned {
+    version: crate::abi::DLPACK_VERSION,
+    manager_ctx,
+    deleter: None,
+    flags: 0,
+    dl_tensor,
+});
 
 /// One export's allocation; `manager_ctx` holds its address.
 struct ExportCtx<T, K> {

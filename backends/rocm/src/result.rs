@@ -34,7 +34,8 @@ pub fn vendor(api: &Api, status: Status, call: &'static str) -> gpuport_core::Er
     gpuport_driver::status::vendor_error(api, status, call)
 }
 
-/// For `hipLaunchHostFunc`: the shared trampoline, which never unwinds into the runtime.
+/// For `hipLaunchHostFunc`: the shared trampoline, which runs the callback inside
+/// `catch_unwind` and so never unwinds into the runtime.
 unsafe extern "C" fn host_fn(user: *mut c_void) {
     // SAFETY: the runtime calls this once with the pointer `launch_host_callback` gave it.
     unsafe { run_host_callback(user) }

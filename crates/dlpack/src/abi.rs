@@ -1,6 +1,9 @@
 //! The `dlpack.h` 1.x ABI, exactly: `#[repr(C)]` structs with the header's field order
 //! and types, the flag bits, and the exchange-API table. Tests pin every size, alignment
 //! and offset (64-bit targets).
+//!
+//! Declarations only: the `extern "C"` types here are of foreign functions, and gpuport's
+//! own deleter (in `package`) runs its drop inside `catch_unwind`.
 
 use std::ffi::{c_char, c_int, c_void};
 

@@ -13,7 +13,8 @@ use crate::managed::{ManagedTensor, RawManaged};
 use crate::package::{package, Kind, TensorParts};
 use crate::{negotiate, validate};
 
-/// A producer's tensor living on the test's stack; its deleter counts calls.
+/// A producer's tensor living on the test's stack; its deleter counts calls (an atomic
+/// add, which cannot panic: no catch_unwind is needed at the `extern "C"` boundary).
 struct Fake {
     /// A separate allocation, so the deleter's pointer to it survives moves of the Fake.
     calls: Arc<AtomicUsize>,

@@ -13,6 +13,7 @@ use gpuport_dlpack::abi::{DLDataType, DLDevice, DLManagedTensorVersioned, DLPack
 use gpuport_dlpack::{validate, ManagedTensor};
 use libfuzzer_sys::fuzz_target;
 
+/// Counts deleter calls: an atomic add, which cannot panic (no catch_unwind needed).
 unsafe extern "C" fn count(t: *mut DLManagedTensorVersioned) {
     // SAFETY: `manager_ctx` points at the counter on the fuzz target's frame.
     unsafe { &*((*t).manager_ctx as *const AtomicUsize) }.fetch_add(1, Ordering::SeqCst);

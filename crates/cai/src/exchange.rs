@@ -1,0 +1,146 @@
+//! Export with the producer join, and import with the consumer's synchronization policy.
+
+use std::any::Any;
+
+use gpuport::{Access, AnyDevice, AnyStream, Array, Buffer, BufferDesc, DefaultStream, Error, Result, Runtime};
+
+use crate::model::{CaiStream, Interface, VERSION};
+
+/// An exported interface, and the stream it names kept alive with it (the device's
+/// legacy default stream: it outlives the array that exported it).
+#[derive(Debug, Clone)]
+pub struct Export {
+    /// The interface (`to_value` gives the dict).
+    pub interface: Interface,
+    /// The named stream, when one is named.
+    pub stream: Option<AnyStream>,
+}
+
+/// Exports `array`. Version 3; C-contiguous arrays give `strides: None`, others byte
+/// strides; zero-size arrays pointer 0; read-only arrays `(ptr, True)`; a dtype with no
+/// typestr (bfloat16, fp8, …) is an error. When the array has pending work — on any
+/// number of streams — the device's legacy default stream is made to wait for all of it
+/// (events, no host block) and is named (`1` on CUDA); with none, `stream` is `None`.
+pub fn export(array: &Array) -> Result<Export> {
+    let dtype = array.dtype();
+    dtype.to_typestr()?; // refused up front: no silent reinterpretation
+    let item = dtype.itemsize()?;
+    let strides = if array.layout().is_c_contiguous() { None } else { Some(array.layout().byte_strides(item)?) };
+    let data = if array.numel() == 0 { 0 } else { array.data_addr() };
+    let (stream, named) = if array.has_pending_work()? {
+        let join = array.device().default_stream(DefaultStream::Legacy)?;
+        array.wait_pending(&join, Access::Write)?;
+        (CaiStream::from_raw(join.raw_handle()), Some(join))
+    } else {
+        (CaiStream::None, None)
+    };
+    let interface = Interface {
+        shape: array.shape().to_vec(),
+        dtype,
+        data,
+        read_only: array.is_read_only(),
+        version: VERSION,
+        strides,
+        stream,
+    };
+    Ok(Export { interface, stream: named })
+}
+
+/// How a consumer honours the `stream` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sync {
+    /// The default: an event recorded on the given stream becomes the imported array's
+    /// pending write, so every later use of the array through gpuport waits for it on the
+    /// device (no host block) — as cuda.core does.
+    #[default]
+    Enqueue,
+    /// Synchronize the given stream on the host before returning (Numba's behaviour).
+    Host,
+    /// Ignore the entry: the user has taken care of synchronization.
+    Ignore,
+}
+
+impl Sync {
+    /// `requested`, unless `GPUPORT_CAI_SYNC=0` says to ignore the stream entry.
+    pub fn from_env(requested: Sync) -> Sync {
+        match std::env::var("GPUPORT_CAI_SYNC") {
+            Ok(v) if v.trim() == "0" => Sync::Ignore,
+            _ => requested,
+        }
+    }
+}
+
+/// The device that owns `addr`, asking every available backend's devices.
+fn owner_of(rt: &Runtime, addr: u64) -> Result<(AnyDevice, gpuport::PointerAttributes)> {
+    for report in rt.reports().iter().filter(|r| r.is_available()) {
+        let count = match &report.status {
+            gpuport::BackendStatus::Available { devices, .. } => devices.len(),
+            gpuport::BackendStatus::Unavailable(_) => 0,
+        };
+        for ordinal in 0..count {
+            let dev = rt.device(&format!("{}:{ordinal}", report.name))?;
+            let attrs = dev.pointer_attributes(addr)?;
+            if attrs.device == Some(dev.id()) {
+                return Ok((dev, attrs));
+            }
+        }
+    }
+    Err(Error::Interchange { what: format!("data pointer {addr:#x} belongs to no device gpuport knows") })
+}
+
+/// Imports an interface as an array over the producer's memory. `owner` is kept alive as
+/// long as the array's memory is used (the producer object, or whatever keeps the memory
+/// alive); `device` names the device for a zero-size array (pointer 0), else the pointer's
+/// owner is found with pointer attributes. `sync` says how the `stream` entry is honoured.
+///
+/// # Safety
+/// The interface describes live memory that `owner` keeps alive, and a stream handle in
+/// it is a live stream of that memory's device (the producer's promise).
+pub unsafe fn import(
+    rt: &Runtime,
+    interface: &Interface,
+    owner: Box<dyn Any + Send + std::marker::Sync>,
+    device: Option<&AnyDevice>,
+    sync: Sync,
+) -> Result<Array> {
+    let layout = interface.layout()?;
+    let item = interface.dtype.itemsize()?;
+    let span = layout.span(item)?;
+    let (dev, memory, host_accessible) = if interface.numel() == 0 {
+        let dev = match device {
+            Some(d) => d.clone(),
+            None => rt.best_device()?,
+        };
+        (dev, gpuport::MemoryKind::Device, false)
+    } else {
+        let (dev, attrs) = owner_of(rt, interface.data)?;
+        (dev, attrs.memory, attrs.host_accessible)
+    };
+    let overflow = || Error::Interchange { what: "the array's address range overflows".into() };
+    let (start, len, element0) = if interface.numel() == 0 {
+        (0, 0, 0)
+    } else {
+        let start = interface.data.checked_add_signed(span.start as i64).ok_or_else(overflow)?;
+        (start, span.len(), span.start.unsigned_abs())
+    };
+    let desc = BufferDesc { addr: start, len, device: dev.id(), memory, host_accessible };
+    // SAFETY: the caller promises live memory kept alive by `owner`, which the buffer holds.
+    let buffer = unsafe { Buffer::from_borrowed(desc, Some(owner)) }?;
+    let mut array = Array::from_buffer(&dev, buffer, element0, interface.dtype, layout)?;
+    if interface.read_only {
+        array = array.to_read_only();
+    }
+    let stream = match (sync, interface.stream) {
+        (Sync::Ignore, _) | (_, CaiStream::None) => return Ok(array),
+        (_, CaiStream::Legacy) => dev.default_stream(DefaultStream::Legacy)?,
+        (_, CaiStream::PerThread) => dev.default_stream(DefaultStream::PerThread)?,
+        // SAFETY: the caller promises a live stream of this device.
+        (_, CaiStream::Handle(h)) => unsafe { dev.wrap_stream(h) }?,
+    };
+    match sync {
+        Sync::Enqueue => array.record_access(&stream, Access::Write)?,
+        Sync::Host => stream.synchronize()?,
+        Sync::Ignore => {}
+    }
+    Ok(array)
+}

@@ -3,11 +3,12 @@
 //! consumer policies with a slow producer op, lifetimes, and CAI ↔ DLPack.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, Once};
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
-use gpuport::{Access, AnyStream, Array, Backend, CopyEngine, DType, EventFlags, Runtime, StreamFlags};
+use gpuport::{Access, Array, Backend, CopyEngine, DType, EventFlags, Runtime, StreamFlags};
 use gpuport_cai::{export, import, CaiStream, Interface, Sync, Value};
+use gpuport_conformance::Gate;
 
 fn runtime() -> Runtime {
     static REGISTER: Once = Once::new();
@@ -16,24 +17,6 @@ fn runtime() -> Runtime {
         Runtime::register_plugin(ext).expect("ext registers once");
     });
     Runtime::discover_with(&Default::default())
-}
-
-#[derive(Clone, Default)]
-struct Gate(Arc<(Mutex<bool>, Condvar)>);
-impl Gate {
-    fn block(&self, s: &AnyStream) {
-        let g = self.clone();
-        s.host_callback(Box::new(move || {
-            let (m, cv) = &*g.0;
-            let open = m.lock().unwrap();
-            let _ = cv.wait_timeout_while(open, Duration::from_secs(30), |o| !*o).unwrap();
-        }))
-        .unwrap();
-    }
-    fn open(&self) {
-        *self.0 .0.lock().unwrap() = true;
-        self.0 .1.notify_all();
-    }
 }
 
 #[test]
@@ -70,7 +53,7 @@ fn the_producer_joins_pending_work_on_several_streams_into_one() {
             let s = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
             let part = a.slice(0, k * 1024, Some((k + 1) * 1024), 1).unwrap();
             let src = Array::from_slice(&dev, &vec![k as u32 + 1; 1024], &[1024]).unwrap();
-            gate.block(&s);
+            gate.block(&s).unwrap();
             CopyEngine::default().copy_on(&src, &part, &s).unwrap();
             writers.push(s);
         }
@@ -103,7 +86,7 @@ fn slow_producer(rt: &Runtime) -> (Interface, Gate, Array) {
     let a = Array::zeros(&ext, &[256], DType::U32).unwrap();
     let src = Array::from_slice(&ext, &[9u32; 256], &[256]).unwrap();
     let gate = Gate::default();
-    gate.block(&s);
+    gate.block(&s).unwrap();
     CopyEngine::default().copy_on(&src, &a, &s).unwrap();
     let exported = export(&a).unwrap();
     (exported.interface, gate, a)

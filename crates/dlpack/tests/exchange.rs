@@ -2,10 +2,11 @@
 //! memory space): round trips for dtypes and layouts, the cross-device matrix of
 //! `dl_device` × `copy` × struct kind, read-only rules, and the stream handshake.
 
-use std::sync::{Arc, Condvar, Mutex, Once};
+use std::sync::Once;
 use std::time::Duration;
 
 use gpuport::{AnyDevice, AnyStream, Array, Backend, CopyEngine, DType, Error, Runtime, StreamFlags};
+use gpuport_conformance::Gate;
 use gpuport_dlpack::{
     dl_device_of, from_dlpack, to_dlpack, DLDevice, DLPackVersion, DlpackFlags, ExportRequest, ImportRequest,
     ManagedTensor,
@@ -171,31 +172,12 @@ fn the_imported_array_releases_the_producer_once_its_last_view_is_gone() {
     assert_eq!(a.buffer().handle_count(), before, "the export was not released once");
 }
 
-/// A gate that holds a stream until opened.
-#[derive(Clone, Default)]
-struct Gate(Arc<(Mutex<bool>, Condvar)>);
-impl Gate {
-    fn block(&self, s: &AnyStream) {
-        let g = self.clone();
-        s.host_callback(Box::new(move || {
-            let (m, cv) = &*g.0;
-            let open = m.lock().unwrap();
-            let _ = cv.wait_timeout_while(open, Duration::from_secs(30), |o| !*o).unwrap();
-        }))
-        .unwrap();
-    }
-    fn open(&self) {
-        *self.0 .0.lock().unwrap() = true;
-        self.0 .1.notify_all();
-    }
-}
-
 fn pending_write(dev: &AnyDevice, data: &[u32]) -> (Array, Gate, AnyStream) {
     let writer = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
     let src = Array::from_slice(dev, data, &[data.len()]).unwrap();
     let dst = Array::zeros(dev, &[data.len()], DType::U32).unwrap();
     let gate = Gate::default();
-    gate.block(&writer);
+    gate.block(&writer).unwrap();
     CopyEngine::default().copy_on(&src, &dst, &writer).unwrap(); // pending until the gate opens
     (dst, gate, writer)
 }

@@ -30,7 +30,7 @@ use gpuport::{AnyDevice, Error, ModuleImage, Runtime, StreamFlags};
 mod cases;
 mod check;
 
-pub use cases::CASES;
+pub use cases::{Gate, OpenOnDrop, CASES};
 pub use check::{Failure, Outcome};
 
 /// A test kernel in a backend's own code format:

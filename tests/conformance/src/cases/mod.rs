@@ -109,13 +109,14 @@ pub(crate) fn read_all(s: &AnyStream, buf: &Buffer) -> Result<Vec<u8>, Failure> 
 
 /// A gate a host callback blocks a stream on until the test opens it — a backend-neutral
 /// "slow operation" whose length the test controls, so ordering is tested without timing.
+/// Public for other crates' tests (the interchange crates use it too).
 #[derive(Clone, Default)]
-pub(crate) struct Gate(Arc<(Mutex<bool>, Condvar)>);
+pub struct Gate(Arc<(Mutex<bool>, Condvar)>);
 
 impl Gate {
     /// Queues a callback on `s` that blocks the stream until [`Gate::open`].
     /// Gives up after 30 s so a broken backend fails instead of hanging.
-    pub(crate) fn block(&self, s: &AnyStream) -> Result<(), Failure> {
+    pub fn block(&self, s: &AnyStream) -> Result<(), Failure> {
         let gate = self.clone();
         s.host_callback(Box::new(move || {
             let (lock, cv) = &*gate.0;
@@ -126,7 +127,7 @@ impl Gate {
     }
 
     /// Lets every blocked stream go on.
-    pub(crate) fn open(&self) {
+    pub fn open(&self) {
         let (lock, cv) = &*self.0;
         *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
         cv.notify_all();
@@ -134,7 +135,7 @@ impl Gate {
 }
 
 /// Opens the gate when dropped, so a failing case never leaves a stream blocked.
-pub(crate) struct OpenOnDrop(pub Gate);
+pub struct OpenOnDrop(pub Gate);
 impl Drop for OpenOnDrop {
     fn drop(&mut self) {
         self.0.open();

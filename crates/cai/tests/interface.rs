@@ -3,20 +3,15 @@
 //! consumer policies with a slow producer op, lifetimes, and CAI ↔ DLPack.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use std::time::Duration;
 
-use gpuport::{Access, Array, Backend, CopyEngine, DType, EventFlags, Runtime, StreamFlags};
+use gpuport::{Access, Array, CopyEngine, DType, EventFlags, Runtime, StreamFlags};
 use gpuport_cai::{export, import, CaiStream, Interface, Sync, Value};
 use gpuport_conformance::Gate;
 
 fn runtime() -> Runtime {
-    static REGISTER: Once = Once::new();
-    REGISTER.call_once(|| {
-        let ext = gpuport_ext::ExtBackend::load(&Default::default()).expect("ext loads");
-        Runtime::register_plugin(ext).expect("ext registers once");
-    });
-    Runtime::discover_with(&Default::default())
+    gpuport_conformance::discover_with_builtin_ports()
 }
 
 #[test]

@@ -2,10 +2,9 @@
 //! memory space): round trips for dtypes and layouts, the cross-device matrix of
 //! `dl_device` × `copy` × struct kind, read-only rules, and the stream handshake.
 
-use std::sync::Once;
 use std::time::Duration;
 
-use gpuport::{AnyDevice, AnyStream, Array, Backend, CopyEngine, DType, Error, Runtime, StreamFlags};
+use gpuport::{AnyDevice, AnyStream, Array, CopyEngine, DType, Error, Runtime, StreamFlags};
 use gpuport_conformance::Gate;
 use gpuport_dlpack::{
     dl_device_of, from_dlpack, to_dlpack, DLDevice, DLPackVersion, DlpackFlags, ExportRequest, ImportRequest,
@@ -13,12 +12,7 @@ use gpuport_dlpack::{
 };
 
 fn runtime() -> Runtime {
-    static REGISTER: Once = Once::new();
-    REGISTER.call_once(|| {
-        let ext = gpuport_ext::ExtBackend::load(&Default::default()).expect("ext loads");
-        Runtime::register_plugin(ext).expect("ext registers once");
-    });
-    Runtime::discover_with(&Default::default())
+    gpuport_conformance::discover_with_builtin_ports()
 }
 
 const CPU: DLDevice = DLDevice { device_type: 1, device_id: 0 };

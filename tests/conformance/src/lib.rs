@@ -168,6 +168,17 @@ fn register_ext() -> gpuport::Result<()> {
     Runtime::register_plugin(<gpuport_ext::ExtBackend as gpuport::Backend>::load(&Default::default())?)
 }
 
+/// A runtime with every built-in port registered (the ext device's plugin included): what
+/// tests of the layers above the HAL discover devices with.
+pub fn discover_with_builtin_ports() -> Runtime {
+    for port in builtin_ports() {
+        if let Err(why) = register(&port) {
+            eprintln!("{why}");
+        }
+    }
+    Runtime::discover_with(&Default::default())
+}
+
 /// Registers a port's backend (once per process; an already registered name is fine).
 pub fn register(port: &Port) -> Result<(), String> {
     let Some(register) = port.register else { return Ok(()) };

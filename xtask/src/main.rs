@@ -13,11 +13,13 @@
 //! - `rocm-sid-check [--root DIR] [--prepare]` — the ROCm loader against Debian sid's HIP 6 runtime in
 //!   a debootstrapped sid root (see `rocm_sid`).
 //!
-//! `test` also builds and tests `examples/port-template`, a device port kept outside the
+//! `test` also builds the Python module's wheel into `.venv` and runs `tests/python` (see
+//! `python`), and builds and tests `examples/port-template`, a device port kept outside the
 //! workspace (its own `Cargo.toml`), through the conformance suite's public entry point;
 //! `lint` checks it too.
 
 mod gpu_bundle;
+mod python;
 mod rocm_sid;
 
 use std::io::{BufRead, BufReader};
@@ -34,6 +36,7 @@ fn usage() -> ExitCode {
            lint                  cargo fmt --check, clippy -D warnings, rustdoc -D warnings\n  \
            bench                 benchmarks, as ratios against a floor measured in the same run\n  \
            ci                    lint, then test --backend all (what .ci/run runs)\n  \
+           python-test           build the wheel into .venv and run tests/python only\n  \
            gpu-bundle [--out DIR] release test binaries, demo, benches and run.sh for a CUDA machine\n  \
            rocm-sid-check [--root DIR] [--prepare] the ROCm loader against sid's HIP 6 runtime, in a debootstrapped root",
         BACKENDS.join("|")
@@ -135,8 +138,17 @@ fn test(backend: &str) -> bool {
     let mut ok = run_tests(cmd, &mut tally);
     // The port written outside the workspace passes the suite through its public entry point.
     ok &= run_tests(template_cargo("test", &[]), &mut tally);
+    // The Python module: the wheel built and installed into .venv, pytest over tests/python
+    // (NumPy, JAX and tvm-ffi on the CPU; the GPU peers where a CUDA device is).
+    let python_ok = report(python::test());
     println!("\nxtask test --backend {backend}: {} ignored", tally.ignored);
-    println!("{} passed, {} failed", tally.passed, tally.failed);
+    println!(
+        "{} passed, {} failed (Rust); Python tests {}",
+        tally.passed,
+        tally.failed,
+        if python_ok { "passed" } else { "FAILED" }
+    );
+    ok &= python_ok;
     if !ok {
         eprintln!("xtask: tests failed for backend `{backend}` (an unavailable backend fails as `{backend}::available` with its reason)");
     }
@@ -182,6 +194,7 @@ fn main() -> ExitCode {
             run(cmd)
         }
         ["ci"] => lint() && test("all"),
+        ["python-test"] => report(python::test()),
         ["gpu-bundle"] => report(gpu_bundle::gpu_bundle(std::path::Path::new(gpu_bundle::DEFAULT_OUT))),
         ["gpu-bundle", "--out", dir] => report(gpu_bundle::gpu_bundle(std::path::Path::new(dir))),
         ["rocm-sid-check", rest @ ..] => {

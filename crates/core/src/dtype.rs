@@ -232,6 +232,47 @@ impl DType {
         Ok(format!("{order}{kind}{bytes}"))
     }
 
+    /// Parses a dtype name as [`fmt::Display`] writes it — NumPy's names (`"float32"`,
+    /// `"int8"`, `"bool"`, `"complex64"`), ml_dtypes' (`"bfloat16"`, `"float8_e4m3fn"`), a
+    /// lane count as `"float32x4"` — or a NumPy typestr (`"<f4"`). Anything else is an
+    /// error that names the input.
+    pub fn from_name(name: &str) -> Result<Self> {
+        if name.starts_with(['<', '>', '=', '|']) {
+            return Self::from_typestr(name);
+        }
+        let bad = || {
+            Error::invalid_argument(format!("unknown dtype {name:?} (expected a name such as \"float32\", \"int64\", \"bool\", \"bfloat16\" or a typestr such as \"<f4\")"))
+        };
+        let fixed_name = |s: &str| DTypeCode::ALL.iter().any(|c| c.fixed_bits().is_some() && c.short_name() == s);
+        // A lane count follows a width ("float32x4") or a fixed-width name ("boolx4");
+        // the "x" of "complex64" is not one.
+        let (scalar, lanes) = match name.rsplit_once('x') {
+            Some((s, l))
+                if !l.is_empty()
+                    && l.bytes().all(|b| b.is_ascii_digit())
+                    && (s.ends_with(|c: char| c.is_ascii_digit()) || fixed_name(s)) =>
+            {
+                (s, l.parse::<u16>().map_err(|_| bad())?)
+            }
+            _ => (name, 1),
+        };
+        // Fixed-width codes are named without a width ("bool", "float8_e4m3fn").
+        if let Some(code) =
+            DTypeCode::ALL.iter().copied().find(|c| c.fixed_bits().is_some() && c.short_name() == scalar)
+        {
+            return Self::new(code, code.fixed_bits().unwrap_or(8), lanes).map_err(|_| bad());
+        }
+        let digits = scalar.trim_start_matches(|c: char| !c.is_ascii_digit());
+        let prefix = &scalar[..scalar.len() - digits.len()];
+        let code = DTypeCode::ALL
+            .iter()
+            .copied()
+            .find(|c| c.fixed_bits().is_none() && c.short_name() == prefix)
+            .ok_or_else(bad)?;
+        let bits: u8 = digits.parse().map_err(|_| bad())?;
+        Self::new(code, bits, lanes).map_err(|_| bad())
+    }
+
     /// Parses a NumPy typestr. `<`, `>`, `=` and `|` are accepted; a byte order other
     /// than the native one is an error (gpuport does not byte-swap).
     pub fn from_typestr(typestr: &str) -> Result<Self> {
@@ -327,6 +368,24 @@ element!(i8 => I8, i16 => I16, i32 => I32, i64 => I64, u8 => U8, u16 => U16, u32
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn names_round_trip() {
+        for code in DTypeCode::ALL {
+            for bits in [1u8, 4, 6, 8, 16, 32, 64, 128] {
+                for lanes in [1u16, 4] {
+                    if let Ok(d) = DType::new(code, bits, lanes) {
+                        assert_eq!(DType::from_name(&d.to_string()).unwrap(), d, "{d}");
+                    }
+                }
+            }
+        }
+        assert_eq!(DType::from_name("<f4").unwrap(), DType::F32);
+        for bad in ["", "float", "float33", "floaty32", "x4", "int8x", "int8x0", "bool16", "complex"] {
+            let err = DType::from_name(bad).unwrap_err().to_string();
+            assert!(err.contains("unknown dtype") || err.contains("typestr"), "{bad}: {err}");
+        }
+    }
 
     #[test]
     fn typestr_round_trips() {

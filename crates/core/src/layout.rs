@@ -260,6 +260,26 @@ impl Layout {
         })
     }
 
+    /// The layout of index `index` along `axis`, with that axis removed (NumPy's
+    /// `a[..., i, ...]`); returns it and the element offset of its first element.
+    pub fn index_axis(&self, axis: usize, index: usize) -> Result<(Layout, isize)> {
+        let extent = *self
+            .shape
+            .get(axis)
+            .ok_or_else(|| Error::invalid_argument(format!("axis {axis} out of range for {} dims", self.ndim())))?;
+        if index >= extent {
+            return Err(Error::invalid_argument(format!("index {index} out of range for extent {extent}")));
+        }
+        let first = isize::try_from(index)
+            .ok()
+            .and_then(|i| i.checked_mul(self.strides[axis]))
+            .ok_or_else(|| overflow("an index offset"))?;
+        let (mut shape, mut strides) = (self.shape.clone(), self.strides.clone());
+        shape.remove(axis);
+        strides.remove(axis);
+        Ok((Layout::new(&shape, &strides)?, first))
+    }
+
     /// A strided slice along one axis, as Python's `start:stop:step`: elements `start,
     /// start+step, …` before `stop`; `stop = None` runs to the end in the step's direction
     /// (so `Some(2), None, -1` is `2::-1`, which includes index 0). Returns the new layout

@@ -98,6 +98,18 @@ pub struct ImportRequest {
 /// a `kDLCUDAHost`/`kDLROCMHost`/`kDLCUDAManaged` tensor keeps its kind. On every error
 /// the tensor's deleter has run once when this returns.
 pub fn from_dlpack(rt: &Runtime, tensor: ManagedTensor, request: &ImportRequest) -> Result<Array> {
+    from_dlpack_with(rt, tensor, request, |t| Box::new(t))
+}
+
+/// [`from_dlpack`], with the tensor kept alive by what `keep` makes of it once it is
+/// validated — for example a wrapper that calls the producer's deleter only while the
+/// producer's language runtime is still alive (the Python module's).
+pub fn from_dlpack_with(
+    rt: &Runtime,
+    tensor: ManagedTensor,
+    request: &ImportRequest,
+    keep: impl FnOnce(ManagedTensor) -> Box<dyn std::any::Any + Send + Sync>,
+) -> Result<Array> {
     let v = validate(&tensor)?;
     let resolved = resolve(rt, v.device)?;
     if v.len > 0 && resolved.memory == MemoryKind::Device {
@@ -120,7 +132,7 @@ pub fn from_dlpack(rt: &Runtime, tensor: ManagedTensor, request: &ImportRequest)
     // SAFETY: the validated descriptor covers exactly the memory the tensor describes, on
     // that device; the tensor (and so the memory) lives as long as the buffer, which owns
     // it and calls its deleter on the last drop (on an error here, at once).
-    let buffer = unsafe { Buffer::from_borrowed(desc, Some(Box::new(tensor))) }?;
+    let buffer = unsafe { Buffer::from_borrowed(desc, Some(keep(tensor))) }?;
     let mut array = Array::from_buffer(&resolved.device, buffer, v.element0, v.dtype, v.layout)?;
     if v.flags.contains(DlpackFlags::READ_ONLY) {
         array = array.to_read_only();

@@ -34,7 +34,7 @@ mod tests;
 pub use abi::{DLDataType, DLDevice, DLPackVersion, DLTensor, DlpackFlags, DLPACK_VERSION};
 pub use device::{dl_device_of, resolve, Resolved};
 pub use export::{negotiate, to_dlpack, ExportRequest};
-pub use import::{from_dlpack, validate, ImportRequest, Validated};
+pub use import::{from_dlpack, from_dlpack_with, validate, ImportRequest, Validated};
 pub use managed::{ManagedTensor, RawManaged};
 pub use package::{package, Kind, TensorParts};
 pub use stream::{handshake, StreamRequest};

@@ -222,6 +222,12 @@ impl Array {
         self.view(layout, first)
     }
 
+    /// The view at `index` along `axis`, with that axis removed (NumPy's `a[i]`).
+    pub fn index_axis(&self, axis: usize, index: usize) -> Result<Array> {
+        let (layout, first) = self.layout.index_axis(axis, index)?;
+        self.view(layout, first)
+    }
+
     /// `a.range(axis, 2..5)`, `a.range(axis, ..3)`, `a.range(axis, 4..)`: a slice with
     /// step 1 along `axis`, written as a Rust range.
     pub fn range(&self, axis: usize, range: impl RangeBounds<usize>) -> Result<Array> {
@@ -397,6 +403,11 @@ mod tests {
         let r = a.reshape(&[2, 10]).unwrap();
         assert_eq!(r.to_vec::<i32>().unwrap(), data);
         assert!(t.reshape(&[20]).is_err());
+        let row = a.index_axis(0, 2).unwrap();
+        assert_eq!(row.to_vec::<i32>().unwrap(), vec![10, 11, 12, 13, 14]);
+        assert_eq!(a.index_axis(1, 4).unwrap().to_vec::<i32>().unwrap(), vec![4, 9, 14, 19]);
+        assert_eq!(row.index_axis(0, 3).unwrap().to_vec::<i32>().unwrap(), vec![13], "0-d");
+        assert!(a.index_axis(0, 4).is_err() && a.index_axis(2, 0).is_err());
         assert!(a.to_vec::<f32>().is_err());
         assert!(Array::from_slice(&dev, &data, &[3, 5]).is_err());
     }

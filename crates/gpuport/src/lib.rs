@@ -77,7 +77,7 @@ pub use gpuport_core::{
     LoadOptions, MemoryKind, Module, ModuleImage, Ownership, PointerAttributes, Release, Result, Scalar, Stream,
     StreamFlags, MAX_NDIM,
 };
-pub use mirror::{MirroredArray, SyncState};
+pub use mirror::{MirroredArray, SharedSyncState, SyncState};
 pub use pending::Access;
 pub use runtime::{
     parse_backend_list, BackendReport, BackendStatus, DiscoverOptions, Runtime, BACKENDS_ENV, DEVICE_ENV,

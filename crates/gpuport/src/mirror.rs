@@ -15,9 +15,10 @@ use crate::dynamic::AnyDevice;
 use crate::pending::Access;
 
 /// Which side holds changes the other has not seen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SyncState {
     /// Both sides hold the same data.
+    #[default]
     Clean,
     /// The host side was modified.
     HostDirty,
@@ -25,10 +26,43 @@ pub enum SyncState {
     DeviceDirty,
 }
 
+/// The sync state of one pair of buffers, shared by every view of them — and, when
+/// buffers taken out of one mirrored array are wrapped again
+/// ([`MirroredArray::from_parts_sharing`]), by the new mirrored array too (GDP 3's
+/// `SyncState` object). Clones share one state.
+#[derive(Debug, Clone, Default)]
+pub struct SharedSyncState(Arc<Mutex<SyncState>>);
+
+impl SharedSyncState {
+    /// A new state.
+    pub fn new(state: SyncState) -> Self {
+        SharedSyncState(Arc::new(Mutex::new(state)))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SyncState> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The current state.
+    pub fn get(&self) -> SyncState {
+        *self.lock()
+    }
+
+    /// Sets the state (what `set_host_modified` and friends do).
+    pub fn set(&self, state: SyncState) {
+        *self.lock() = state;
+    }
+
+    /// True when both are the same state.
+    pub fn same_as(&self, other: &SharedSyncState) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
 struct Base {
     host: Array,
     device: Array,
-    state: Mutex<SyncState>,
+    state: SharedSyncState,
     engine: CopyEngine,
     host_to_device: AtomicUsize,
     device_to_host: AtomicUsize,
@@ -38,6 +72,7 @@ struct Base {
 enum ViewOp {
     Slice { axis: usize, start: usize, stop: Option<usize>, step: isize },
     Permute(Vec<usize>),
+    Index { axis: usize, index: usize },
 }
 
 /// A host buffer and a device buffer of one logical array, kept in sync on demand.
@@ -57,6 +92,12 @@ impl MirroredArray {
     /// any, holds data the other lacks. Both must be C-contiguous with one shape and dtype,
     /// and the host side must be host-accessible.
     pub fn from_parts(host: Array, device: Array, state: SyncState) -> Result<Self> {
+        Self::from_parts_sharing(host, device, SharedSyncState::new(state))
+    }
+
+    /// [`MirroredArray::from_parts`] with a state shared with other mirrored arrays (the
+    /// state of the mirrored array the buffers were taken from).
+    pub fn from_parts_sharing(host: Array, device: Array, state: SharedSyncState) -> Result<Self> {
         if host.shape() != device.shape() || host.dtype() != device.dtype() {
             return Err(Error::invalid_argument(format!(
                 "host {:?} {} and device {:?} {} differ",
@@ -79,7 +120,7 @@ impl MirroredArray {
             base: Arc::new(Base {
                 host,
                 device,
-                state: Mutex::new(state),
+                state,
                 engine: CopyEngine::default(),
                 host_to_device: AtomicUsize::new(0),
                 device_to_host: AtomicUsize::new(0),
@@ -89,7 +130,12 @@ impl MirroredArray {
     }
 
     fn state_lock(&self) -> MutexGuard<'_, SyncState> {
-        self.base.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.base.state.lock()
+    }
+
+    /// The shared state object (GDP 3's `sync_state`).
+    pub fn sync_state(&self) -> &SharedSyncState {
+        &self.base.state
     }
 
     /// The current sync state (shared by every view).
@@ -207,6 +253,7 @@ impl MirroredArray {
             a = match op {
                 ViewOp::Slice { axis, start, stop, step } => a.slice(*axis, *start, *stop, *step)?,
                 ViewOp::Permute(axes) => a.permute(axes)?,
+                ViewOp::Index { axis, index } => a.index_axis(*axis, *index)?,
             };
         }
         Ok(a)
@@ -225,6 +272,11 @@ impl MirroredArray {
         self.with(ViewOp::Slice { axis, start, stop, step })
     }
 
+    /// A view at one index along `axis`, that axis removed (see [`Array::index_axis`]).
+    pub fn index_axis(&self, axis: usize, index: usize) -> Result<Self> {
+        self.with(ViewOp::Index { axis, index })
+    }
+
     /// A view with permuted axes, sharing the state.
     pub fn permute(&self, axes: &[usize]) -> Result<Self> {
         self.with(ViewOp::Permute(axes.to_vec()))
@@ -233,6 +285,16 @@ impl MirroredArray {
     /// True when both handles are views of one mirrored array.
     pub fn shares_state_with(&self, other: &MirroredArray) -> bool {
         Arc::ptr_eq(&self.base, &other.base)
+    }
+
+    /// The host side's device.
+    pub fn host_device(&self) -> &AnyDevice {
+        self.base.host.device()
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.base.host.dtype()
     }
 
     /// The id of the device side's device.

@@ -1,0 +1,167 @@
+//! `gpuport.empty`, `zeros`, `full` and `asarray`.
+
+use gpuport::{AnyDevice, Array, DType};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+use crate::array::PyArray;
+use crate::device::parse_device;
+use crate::errors::IntoPy;
+use crate::scalar::{self, Scalar};
+use crate::{dlpack, dtype, host_import, runtime};
+
+/// A shape argument: an int or a sequence of ints (≥ 0).
+fn parse_shape(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    if let Ok(n) = shape.extract::<i64>() {
+        return Ok(vec![usize::try_from(n).map_err(|_| PyValueError::new_err(format!("negative extent {n}")))?]);
+    }
+    let dims: Vec<i64> = shape.extract().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "shape must be an int or a tuple of ints, not {}",
+            shape.repr().map(|r| r.to_string()).unwrap_or_default()
+        ))
+    })?;
+    dims.into_iter()
+        .map(|n| usize::try_from(n).map_err(|_| PyValueError::new_err(format!("negative extent {n}"))))
+        .collect()
+}
+
+fn device_or_host(device: Option<&Bound<'_, PyAny>>) -> PyResult<AnyDevice> {
+    match device.filter(|d| !d.is_none()) {
+        Some(d) => parse_device(d),
+        None => runtime().device("host").py(),
+    }
+}
+
+/// `gpuport.empty(shape, dtype="float32", device="host")`: contents unspecified.
+#[pyfunction]
+#[pyo3(signature = (shape, dtype = None, device = None))]
+pub fn empty(
+    py: Python<'_>,
+    shape: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyArray>> {
+    let (shape, dtype, dev) = (parse_shape(shape)?, dtype::parse(dtype, DType::F32)?, device_or_host(device)?);
+    PyArray::wrap(py, py.detach(|| Array::empty(&dev, &shape, dtype)).py()?)
+}
+
+/// `gpuport.zeros(shape, dtype="float32", device="host")`.
+#[pyfunction]
+#[pyo3(signature = (shape, dtype = None, device = None))]
+pub fn zeros(
+    py: Python<'_>,
+    shape: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyArray>> {
+    let (shape, dtype, dev) = (parse_shape(shape)?, dtype::parse(dtype, DType::F32)?, device_or_host(device)?);
+    PyArray::wrap(py, py.detach(|| Array::zeros(&dev, &shape, dtype)).py()?)
+}
+
+/// An array of `shape` holding `bytes` (row-major elements), on `dev`.
+fn from_bytes(py: Python<'_>, dev: &AnyDevice, shape: &[usize], dtype: DType, bytes: &[u8]) -> PyResult<Array> {
+    py.detach(|| {
+        let a = Array::empty(dev, shape, dtype)?;
+        a.copy_from_bytes(bytes)?;
+        Ok(a)
+    })
+    .py()
+}
+
+/// `gpuport.full(shape, fill_value, dtype=None, device="host")`; the dtype defaults to
+/// the one NumPy infers from the value.
+#[pyfunction]
+#[pyo3(signature = (shape, fill_value, dtype = None, device = None))]
+pub fn full(
+    py: Python<'_>,
+    shape: &Bound<'_, PyAny>,
+    fill_value: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyArray>> {
+    let shape = parse_shape(shape)?;
+    let (_, inferred, values) = scalar::flatten(fill_value)?;
+    let [value] = values[..] else { return Err(PyTypeError::new_err("fill_value must be a scalar")) };
+    let dtype = dtype::parse(dtype, inferred)?;
+    let mut one = Vec::new();
+    value.write(dtype, &mut one)?;
+    let numel: usize = shape.iter().product();
+    let bytes = one.repeat(numel);
+    PyArray::wrap(py, from_bytes(py, &device_or_host(device)?, &shape, dtype, &bytes)?)
+}
+
+/// Applies `dtype`/`device`/`copy` to an existing array (no casts: a different dtype is
+/// ValueError).
+fn finish(
+    py: Python<'_>,
+    a: Array,
+    dtype: Option<DType>,
+    device: Option<AnyDevice>,
+    copy: Option<bool>,
+) -> PyResult<Py<PyArray>> {
+    if let Some(d) = dtype.filter(|&d| d != a.dtype()) {
+        return Err(PyValueError::new_err(format!(
+            "asarray: the data is {} and dtype={d} was asked for; gpuport does not convert element types",
+            a.dtype()
+        )));
+    }
+    let target = device.unwrap_or_else(|| a.device().clone());
+    let out = if target.id() != a.device_id() || copy == Some(true) {
+        if copy == Some(false) {
+            return Err(PyValueError::new_err(format!(
+                "copy=False, but the data is on {} and {} was asked for",
+                a.device_id(),
+                target.id()
+            )));
+        }
+        py.detach(|| a.to_device(&target)).py()?
+    } else {
+        a
+    };
+    PyArray::wrap(py, out)
+}
+
+/// `gpuport.asarray(obj, dtype=None, device=None, copy=None)`: a gpuport array, a DLPack
+/// producer, a CUDA Array Interface producer, a buffer-protocol / `__array_interface__`
+/// object (zero-copy where possible), or Python scalars and nested sequences.
+#[pyfunction]
+#[pyo3(signature = (obj, dtype = None, device = None, copy = None))]
+pub fn asarray(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    copy: Option<bool>,
+) -> PyResult<Py<PyArray>> {
+    let want_dtype = dtype.filter(|d| !d.is_none()).map(|d| dtype::parse(Some(d), DType::F32)).transpose()?;
+    let dev = device.filter(|d| !d.is_none()).map(parse_device).transpose()?;
+    if let Ok(a) = obj.cast::<PyArray>() {
+        return finish(py, a.get().inner.clone(), want_dtype, dev, copy);
+    }
+    if obj.hasattr("__dlpack__")? && obj.hasattr("__dlpack_device__")? {
+        let a = dlpack::from_dlpack(py, obj, None, None)?;
+        return finish(py, a.get().inner.clone(), want_dtype, dev, copy);
+    }
+    if obj.hasattr("__cuda_array_interface__")? {
+        let a = crate::cai::as_array(py, obj, "enqueue", None)?;
+        return finish(py, a.get().inner.clone(), want_dtype, dev, copy);
+    }
+    if let Some(a) = host_import::import(obj)? {
+        return finish(py, a, want_dtype, dev, copy);
+    }
+    if copy == Some(false) {
+        return Err(PyValueError::new_err("copy=False, but Python data must be copied into an array"));
+    }
+    let (shape, inferred, values) = scalar::flatten(obj)?;
+    let dtype = want_dtype.unwrap_or(inferred);
+    let mut bytes = Vec::with_capacity(values.len() * dtype.itemsize().py()?);
+    for v in values {
+        Scalar::write(v, dtype, &mut bytes)?;
+    }
+    let dev = match dev {
+        Some(d) => d,
+        None => runtime().device("host").py()?,
+    };
+    PyArray::wrap(py, from_bytes(py, &dev, &shape, dtype, &bytes)?)
+}

@@ -1,0 +1,176 @@
+//! `Array.__dlpack__` and `gpuport.from_dlpack`: argument parsing and the Python side of
+//! the protocol; the rules (versions, flags, copies, the stream handshake, validation)
+//! are `gpuport-dlpack`'s.
+
+use gpuport::{AnyDevice, Array, DlDeviceType};
+use gpuport_dlpack::{
+    DLDevice, DLPackVersion, DlpackFlags, ExportRequest, ImportRequest, ManagedTensor, StreamRequest, DLPACK_VERSION,
+};
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyInt, PyTuple};
+
+use crate::array::PyArray;
+use crate::device::parse_device;
+use crate::errors::IntoPy;
+use crate::exchange_api::{self, Counter};
+use crate::py_owner::PyOwner;
+use crate::{capsule, runtime};
+
+/// A `(major, minor)` or `(device_type, device_id)` pair; anything else is TypeError.
+fn pair(arg: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<(i64, i64)>> {
+    match arg.filter(|a| !a.is_none()) {
+        None => Ok(None),
+        Some(a) => match a.cast::<PyTuple>().ok().and_then(|t| t.extract::<(i64, i64)>().ok()) {
+            Some(p) => Ok(Some(p)),
+            None => Err(PyTypeError::new_err(format!("{what} must be a tuple of two integers, not {}", a.repr()?))),
+        },
+    }
+}
+
+/// The `stream` argument: None or an int (not a bool).
+fn stream_arg(arg: Option<&Bound<'_, PyAny>>) -> PyResult<Option<i64>> {
+    match arg.filter(|a| !a.is_none()) {
+        None => Ok(None),
+        Some(a) if a.is_instance_of::<PyInt>() && !a.is_instance_of::<PyBool>() => Ok(Some(a.extract()?)),
+        Some(a) => Err(PyTypeError::new_err(format!("stream must be None or an int, not {}", a.get_type().name()?))),
+    }
+}
+
+/// `Array.__dlpack__`.
+pub fn export<'py>(
+    py: Python<'py>,
+    array: &Array,
+    stream: Option<&Bound<'py, PyAny>>,
+    max_version: Option<&Bound<'py, PyAny>>,
+    dl_device: Option<&Bound<'py, PyAny>>,
+    copy: Option<bool>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let max_version = pair(max_version, "max_version")?
+        .map(|(major, minor)| -> PyResult<DLPackVersion> {
+            let v = |x: i64| u32::try_from(x).map_err(|_| PyValueError::new_err(format!("max_version entry {x}")));
+            Ok(DLPackVersion { major: v(major)?, minor: v(minor)? })
+        })
+        .transpose()?;
+    let dl_device = pair(dl_device, "dl_device")?
+        .map(|(t, i)| -> PyResult<DLDevice> {
+            let v = |x: i64| i32::try_from(x).map_err(|_| PyValueError::new_err(format!("dl_device entry {x}")));
+            Ok(DLDevice { device_type: v(t)?, device_id: v(i)? })
+        })
+        .transpose()?;
+    let stream = stream_arg(stream)?;
+    // A bad stream value is the caller's ValueError; an impossible export BufferError.
+    let here = gpuport_dlpack::dl_device_of(array).py_exchange()?;
+    let stream_device = dl_device.unwrap_or(here);
+    StreamRequest::parse(DlDeviceType(stream_device.device_type), stream)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let request = ExportRequest { max_version, dl_device, copy, stream };
+    // SAFETY: a stream handle from the consumer is, by the protocol, a live stream of the
+    // device the data is handed over on.
+    let tensor = py.detach(|| unsafe { gpuport_dlpack::to_dlpack(runtime(), array, &request) }).py_exchange()?;
+    exchange_api::count(Counter::ProducerDunder);
+    capsule::wrap(py, tensor)
+}
+
+/// The stream a consumer on `dl` passes to `__dlpack__`: the legacy default stream where
+/// the vendor has streams (CUDA `1`, ROCm `0`), else None.
+fn consumer_stream(dl: (i32, i32)) -> Option<i64> {
+    match DlDeviceType(dl.0) {
+        DlDeviceType::CUDA | DlDeviceType::CUDA_MANAGED => Some(1),
+        DlDeviceType::ROCM => Some(0),
+        _ => None,
+    }
+}
+
+/// True when a versioned tensor says the producer copied it.
+fn producer_copied(tensor: &ManagedTensor) -> bool {
+    tensor.version().is_some_and(|v| v.major == 1) && tensor.flags().contains(DlpackFlags::IS_COPIED)
+}
+
+/// Imports a tensor taken from a Python producer: its deleter runs with the GIL, never
+/// after interpreter shutdown.
+pub fn import(py: Python<'_>, tensor: ManagedTensor, request: &ImportRequest) -> PyResult<Py<PyArray>> {
+    let array =
+        py.detach(|| gpuport_dlpack::from_dlpack_with(runtime(), tensor, request, PyOwner::boxed)).py_exchange()?;
+    PyArray::wrap(py, array)
+}
+
+/// `gpuport.from_dlpack(x, *, device=None, copy=None)`: `x` is any object with
+/// `__dlpack__`/`__dlpack_device__` (through its type's C exchange API when it publishes
+/// one), or a DLPack capsule.
+#[pyfunction]
+#[pyo3(signature = (x, *, device = None, copy = None))]
+pub fn from_dlpack(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    device: Option<&Bound<'_, PyAny>>,
+    copy: Option<bool>,
+) -> PyResult<Py<PyArray>> {
+    let device = device.filter(|d| !d.is_none()).map(parse_device).transpose()?;
+    if capsule::is_capsule(x) {
+        exchange_api::count(Counter::ConsumerCapsule);
+        let tensor = capsule::consume(x)?;
+        return import(py, tensor, &ImportRequest { device, copy });
+    }
+    if let Some(table) = exchange_api::table_of(&x.get_type())? {
+        exchange_api::count(Counter::ConsumerExchangeApi);
+        return exchange_api::import_through(py, x, table, device, copy);
+    }
+    if !x.hasattr("__dlpack__")? {
+        return Err(PyTypeError::new_err(format!(
+            "from_dlpack takes an object with __dlpack__ and __dlpack_device__, or a DLPack capsule; not {}",
+            x.get_type().name()?
+        )));
+    }
+    exchange_api::count(Counter::ConsumerDunder);
+    from_dunder(py, x, device, copy)
+}
+
+fn from_dunder(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    device: Option<AnyDevice>,
+    copy: Option<bool>,
+) -> PyResult<Py<PyArray>> {
+    let here: (i32, i32) = x.call_method0("__dlpack_device__")?.extract()?;
+    let target = device.as_ref().map(|d| (d.dlpack_devices().device.0, d.id().ordinal as i32));
+    let wanted_device = target.filter(|&t| t != here);
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("stream", consumer_stream(wanted_device.unwrap_or(here)))?;
+    kwargs.set_item("max_version", (DLPACK_VERSION.major, DLPACK_VERSION.minor))?;
+    if let Some(t) = wanted_device {
+        kwargs.set_item("dl_device", t)?;
+    }
+    if let Some(c) = copy {
+        kwargs.set_item("copy", c)?;
+    }
+    let capsule = match x.call_method("__dlpack__", (), Some(&kwargs)) {
+        Ok(c) => c,
+        // Older producers know neither max_version nor dl_device/copy: retry without them,
+        // but never silently drop a copy or device request.
+        Err(e) if e.is_instance_of::<PyTypeError>(py) && wanted_device.is_none() && copy.is_none() => {
+            let stream = PyDict::new(py);
+            stream.set_item("stream", consumer_stream(here))?;
+            match x.call_method("__dlpack__", (), Some(&stream)) {
+                Ok(c) => c,
+                Err(e) if e.is_instance_of::<PyTypeError>(py) => x.call_method0("__dlpack__")?,
+                Err(e) => return Err(e),
+            }
+        }
+        // A producer that cannot put the data on the device asked for: take it where it
+        // is and copy it here (unless copies are forbidden).
+        Err(e) if e.is_instance_of::<PyBufferError>(py) && wanted_device.is_some() && copy != Some(false) => {
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("stream", consumer_stream(here))?;
+            kwargs.set_item("max_version", (DLPACK_VERSION.major, DLPACK_VERSION.minor))?;
+            let capsule = x.call_method("__dlpack__", (), Some(&kwargs)).map_err(|_| e)?;
+            let tensor = capsule::consume(&capsule)?;
+            return import(py, tensor, &ImportRequest { device, copy });
+        }
+        Err(e) => return Err(e),
+    };
+    let tensor = capsule::consume(&capsule)?;
+    // The producer made the copy asked for: no second one here.
+    let copy = if producer_copied(&tensor) { None } else { copy };
+    import(py, tensor, &ImportRequest { device, copy })
+}

@@ -121,6 +121,46 @@ impl PyArray {
         PyArray::wrap(py, index::apply(&self.inner, &steps).py()?)
     }
 
+    /// `a[key] = value`: copies `value` (a gpuport array on any device, anything
+    /// `asarray` takes, or a scalar) into the view `a[key]` through the copy engine. The
+    /// shapes must match (no broadcasting, but a scalar fills the view).
+    fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        if self.inner.is_read_only() {
+            return Err(pyo3::exceptions::PyValueError::new_err("assignment to a read-only array"));
+        }
+        let steps = index::parse(key, self.inner.shape())?;
+        let view = index::apply(&self.inner, &steps).py()?;
+        let src = match value.cast::<PyArray>() {
+            Ok(a) => a.get().inner.clone(),
+            Err(_) => {
+                let scalar = scalar::Scalar::extract(value).ok();
+                let host = crate::runtime().device("host").py()?;
+                match scalar {
+                    Some(v) => {
+                        let mut one = Vec::new();
+                        v.write(view.dtype(), &mut one)?;
+                        let bytes = one.repeat(view.numel());
+                        let a = Array::empty(&host, view.shape(), view.dtype()).py()?;
+                        a.copy_from_bytes(&bytes).py()?;
+                        a
+                    }
+                    None => crate::creation::asarray(py, value, None, None, None)?.get().inner.clone(),
+                }
+            }
+        };
+        if src.shape() != view.shape() || src.dtype() != view.dtype() {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "cannot assign {} {:?} to a view of {} {:?} (no broadcasting or casting)",
+                src.dtype(),
+                src.shape(),
+                view.dtype(),
+                view.shape()
+            )));
+        }
+        py.detach(|| gpuport::copy(&src, &view)).py()?;
+        Ok(())
+    }
+
     /// A copy on `device`; with `stream` (a stream of that device) the copy is queued there
     /// and this returns at once — later uses of the result order after it.
     #[pyo3(signature = (device, *, stream = None))]

@@ -299,6 +299,12 @@ impl PyMirroredArray {
         PyDevice::new(self.inner.device().clone())
     }
 
+    /// Copies made so far over every view: `(host_to_device, device_to_host)`.
+    #[getter]
+    fn copy_counts(&self) -> (usize, usize) {
+        self.inner.copy_counts()
+    }
+
     /// Copies device → host if the device is modified (or `force`); then in sync.
     #[pyo3(signature = (*, force = false))]
     fn device_to_host(&self, py: Python<'_>, force: bool) -> PyResult<()> {

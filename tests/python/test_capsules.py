@@ -1,0 +1,92 @@
+"""Capsule rules with a producer made here (ctypes), whose deleter counts its calls: the
+deleter runs exactly once on every path — last drop, every error, unused capsule — never
+for a NULL deleter, and no exception is left pending."""
+
+import sys
+
+import pytest
+
+import gpuport
+from conftest import ForeignTensor, capsule_name, collect
+
+
+@pytest.mark.parametrize("versioned", [True, False])
+def test_import_owns_the_tensor_until_the_last_view_dies(versioned):
+    t = ForeignTensor(versioned=versioned)
+    cap = t.capsule()
+    a = gpuport.from_dlpack(cap)
+    assert capsule_name(cap) == ("used_dltensor_versioned" if versioned else "used_dltensor")
+    view = a[1:]
+    del cap, a
+    collect()
+    assert t.deleted == 0 and view.tolist() == [2.0, 3.0]
+    del view
+    collect()
+    assert t.deleted == 1
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        (dict(version=(2, 0)), BufferError),  # a major version this side does not speak
+        (dict(ndim=-1), BufferError),
+        (dict(ndim=65), BufferError),
+        (dict(null_data=True), BufferError),  # NULL data for three elements
+        (dict(versioned=False, shape=(-4,)), BufferError),
+    ],
+)
+def test_every_error_path_deletes_once_and_leaves_no_exception(kwargs, error):
+    t = ForeignTensor(**kwargs)
+    cap = t.capsule()
+    with pytest.raises(error):
+        gpuport.from_dlpack(cap)
+    assert t.deleted == 1
+    assert sys.exc_info() == (None, None, None)
+    with pytest.raises(ValueError, match="already consumed"):
+        gpuport.from_dlpack(cap)
+    assert t.deleted == 1
+
+
+def test_null_deleter_is_allowed_and_never_called():
+    t = ForeignTensor(null_deleter=True)
+    a = gpuport.from_dlpack(t.capsule())
+    assert a.tolist() == [1.0, 2.0, 3.0]
+    del a
+    collect()
+    assert t.deleted == 0
+
+
+def test_zero_size_null_data_still_deleted():
+    t = ForeignTensor(values=(), null_data=True, shape=(0,))
+    a = gpuport.from_dlpack(t.capsule())
+    assert a.shape == (0,)
+    del a
+    collect()
+    assert t.deleted == 1
+
+
+def test_read_only_flag_is_honoured():
+    t = ForeignTensor(flags=1)
+    a = gpuport.from_dlpack(t.capsule())
+    assert a.readonly
+    with pytest.raises(TypeError):
+        memoryview(a).cast("B")[0] = 1
+
+
+def test_copy_request_releases_the_original_at_once():
+    t = ForeignTensor()
+    a = gpuport.from_dlpack(t.capsule(), device="ext:0")
+    assert a.device == gpuport.device("ext:0") and a.to("host").tolist() == [1.0, 2.0, 3.0]
+    collect()
+    assert t.deleted == 1
+
+
+def test_not_a_dlpack_capsule():
+    import ctypes
+
+    other = ctypes.pythonapi.PyCapsule_New
+    other.restype = ctypes.py_object
+    other.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    with pytest.raises(TypeError):
+        gpuport.from_dlpack(other(1, b"something_else", None))
+

@@ -1,6 +1,8 @@
 """The module's API without any peer library: backends, devices, streams, events,
 creation, indexing, views, copies and the exceptions bad input gets."""
 
+import os
+
 import pytest
 
 import gpuport
@@ -147,3 +149,11 @@ def test_host_protocols_only_on_host_arrays():
         memoryview(e)
     with pytest.raises(BufferError):
         memoryview(gpuport.zeros(2, dtype="bfloat16"))
+
+
+@pytest.mark.skipif(os.environ.get("GPUPORT_REQUIRE_CUDA") != "1", reason="GPUPORT_REQUIRE_CUDA=1 not set")
+def test_cuda_is_found_where_a_gpu_is():
+    """The GPU bundle sets GPUPORT_REQUIRE_CUDA=1 where nvidia-smi sees a GPU: the GPU
+    tests must then run, not skip."""
+    cuda = next(b for b in gpuport.backends() if b.name == "cuda")
+    assert cuda.available, cuda.reason

@@ -129,9 +129,33 @@ if grep -q '^RESULT ' "$logdir/bench-cuda.log" 2>/dev/null && grep -q '^RESULT '
   } >"$logdir/bench-ratios.txt"
   { echo; cat "$logdir/bench-ratios.txt"; } >>"$summary"
 fi
-# The Python wheel and interop tests go in python/ and tests/python/ once they exist.
-if ls "$here"/python/*.whl >/dev/null 2>&1; then
-  skip_part python "the bundle has a wheel but this run.sh predates the Python checks"
+# The Python module: the wheel installed (no network, no dependencies) into a scratch
+# folder, then tests/python with pytest: NumPy/JAX/tvm-ffi where installed, and the GPU
+# peers (CuPy, PyTorch, Numba, cuda.core). GPUPORT_BUNDLE_PYTHON picks the interpreter.
+py="${GPUPORT_BUNDLE_PYTHON:-$(command -v python3 || true)}"
+if [ -z "$py" ]; then
+  skip_part python "no python3 here"
+elif ! "$py" -c "import pytest, numpy" >/dev/null 2>&1; then
+  skip_part python "$py has no pytest or numpy"
+else
+  site="$(mktemp -d "${TMPDIR:-/tmp}/gpuport-site.XXXXXX")"
+  if "$py" -m pip install --no-index --no-deps --target "$site" "$here"/python/*.whl >"$logdir/python-install.log" 2>&1; then
+    log="$logdir/python.log"
+    echo "== python: $py -m pytest tests/python" | tee -a "$logdir/run.log"
+    # Where nvidia-smi sees a GPU, the GPU tests must run rather than skip.
+    require=0; [ "$gpu" = "none found" ] || require=1
+    ( cd "$here" && GPUPORT_REQUIRE_CUDA=$require PYTHONPATH="$site" "$py" -m pytest -q -rs -p no:cacheprovider tests/python ) >"$log" 2>&1
+    rc=$?
+    count() { tail -n 3 "$log" | grep -o -E "[0-9]+ $1" | head -1 | grep -o -E "^[0-9]+" || echo 0; }
+    result=PASS
+    [ "$rc" -eq 0 ] || { result=FAIL; status=1; }
+    printf '%-22s %-11s passed=%-4s failed=%-4s skipped=%-4s exit=%s\n' python "$result" \
+      "$(count passed)" "$(count failed)" "$(count skipped)" "$rc" >>"$summary"
+    [ "$rc" -eq 0 ] || printf '    %s\n' "$(grep -m1 -E '^(FAILED|ERROR)' "$log")" >>"$summary"
+  else
+    skip_part python "pip could not install the wheel (python-install.log)"
+  fi
+  rm -rf "$site"
 fi
 
 echo >>"$summary"

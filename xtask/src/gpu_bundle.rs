@@ -5,8 +5,9 @@
 //! `gpuport-cuda` (unit, loading, GPU-only and real-driver tests), the demo, and the
 //! benchmark binaries; copies them into `DIR/bin` under stable names; and writes
 //! `DIR/run.sh` (`run.sh LOGDIR` runs them all with the CUDA backend, one log per part, a
-//! `summary.txt`, non-zero exit if anything failed or was unavailable). `DIR/python/` and
-//! `DIR/tests/python/` are where the wheel and the Python interop tests go once they exist.
+//! `summary.txt`, non-zero exit if anything failed or was unavailable). `DIR/python/` holds
+//! the Python module's abi3 wheel (profile `bundle`) and `DIR/tests/python/` its tests,
+//! which `run.sh` installs into a scratch folder and runs with the machine's Python.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -106,9 +107,15 @@ pub fn gpu_bundle(out: &Path) -> Result<(), String> {
     write_executable(&out.join("run.sh"), RUN_SH)?;
     fs::write(out.join("README.md"), README).map_err(|e| format!("writing README.md: {e}"))?;
     fs::write(out.join("bench/cupy_peer.py"), CUPY_PEER).map_err(|e| format!("writing cupy_peer.py: {e}"))?;
-    let placeholder = "The Python wheel and its interop tests go here once they exist (a later issue).\n";
-    for dir in ["python", "tests/python"] {
-        fs::write(out.join(dir).join("PLACEHOLDER"), placeholder).map_err(|e| format!("writing {dir}: {e}"))?;
+    // The Python module: the abi3 wheel (installed there with pip --no-index --no-deps)
+    // and the interop tests, GPU peers included.
+    crate::python::build_wheel(Some("bundle"), &out.join("python"))?;
+    for entry in fs::read_dir("tests/python").map_err(|e| format!("tests/python: {e}"))?.flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|x| x == "py" || x == "txt") {
+            let dest = out.join("tests/python").join(entry.file_name());
+            fs::copy(&path, &dest).map_err(|e| format!("copying {}: {e}", path.display()))?;
+        }
     }
     let version = Command::new("git").args(["describe", "--always", "--dirty"]).output().ok();
     let version = version.filter(|o| o.status.success()).map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());

@@ -4,7 +4,8 @@
 //! Rust crates, which hold every rule — `gpuport-dlpack` (export, stream handshake,
 //! validated import), `gpuport-cai` (the CUDA Array Interface v3) and the facade's
 //! `Array`, copy engine and `MirroredArray`. Errors become Python exceptions of the kind
-//! the array API standard and the interchange specs name (see [`errors`]).
+//! the array API standard and the interchange specs name (`errors.rs`; the table is in
+//! `docs/interop.md`).
 //!
 //! Built by maturin as one abi3 wheel (CPython ≥ 3.11); `cargo xtask test` builds it into
 //! a project-local virtual environment and runs `tests/python` with pytest.

@@ -117,6 +117,9 @@ def test_tvm_ffi_takes_gpuport_arrays_through_the_table():
     assert tuple(t.shape) == (3, 4) and np.array_equal(np.from_dlpack(t), np.from_dlpack(a))
     np.from_dlpack(t)[0, 0] = 99.0
     assert a.tolist()[0][0] == 99.0  # shared memory
+    legacy = tvm_ffi.from_dlpack(a.__dlpack__())  # a capsule: the __dlpack__ path
+    assert d.get("producer_exchange_api") == 1 and tuple(legacy.shape) == (3, 4)
+    assert np.from_dlpack(legacy)[0, 0] == 99.0
 
 
 def test_gpuport_takes_a_producers_table():

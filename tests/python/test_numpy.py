@@ -248,3 +248,41 @@ def test_array_interface_and_buffer_protocol_import():
     assert ai["strides"] is None and "stream" not in ai
     assert np.asarray(g[:, ::-1]).tolist() == [[2, 1], [4, 3]]
     assert bytes(g) == bytes([1, 2, 3, 4])
+
+
+class KeywordKeeper:
+    """A producer that keeps and mutates the keywords it was given."""
+
+    def __init__(self, array):
+        self.array = array
+        self.seen = []
+
+    def __dlpack__(self, **kwargs):
+        self.seen.append(dict(kwargs))
+        kwargs.clear()
+        return self.array.__dlpack__(**self.seen[-1])
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+def test_producers_cannot_disturb_later_requests():
+    p = KeywordKeeper(np.arange(2.0))
+    for _ in range(3):
+        assert gpuport.from_dlpack(p).tolist() == [0.0, 1.0]
+    assert p.seen == [{"stream": None, "max_version": (1, 3)}] * 3
+
+
+def test_interpreter_exit_with_live_exchanges_is_clean():
+    import subprocess
+
+    code = (
+        "import numpy as np, gpuport\n"
+        "keep = gpuport.from_dlpack(np.arange(3.0))\n"  # a NumPy deleter pending at exit
+        "cap = gpuport.zeros(4).__dlpack__()\n"  # an unused capsule at exit
+        "view = np.from_dlpack(gpuport.asarray([1, 2]))\n"
+        "import sys; sys.modules['__main__'].cycle = [keep, cap, view]\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""

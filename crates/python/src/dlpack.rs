@@ -7,7 +7,9 @@ use gpuport_dlpack::{
     DLDevice, DLPackVersion, DlpackFlags, ExportRequest, ImportRequest, ManagedTensor, StreamRequest, DLPACK_VERSION,
 };
 use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyInt, PyTuple};
 
 use crate::array::PyArray;
@@ -82,6 +84,29 @@ fn consumer_stream(dl: (i32, i32)) -> Option<i64> {
     }
 }
 
+/// The keywords of the common request — the consumer's stream and `max_version`, no
+/// device or copy — built once per stream value and reused, so an exchange allocates no
+/// Python objects for them. (Callees get the entries, not the dict: CPython unpacks
+/// keyword dicts into the callee's own arguments.)
+fn common_kwargs(py: Python<'_>, stream: Option<i64>) -> PyResult<Bound<'_, PyDict>> {
+    static NONE: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+    static LEGACY_CUDA: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+    static DEFAULT_ROCM: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+    let cell = match stream {
+        None => &NONE,
+        Some(1) => &LEGACY_CUDA,
+        Some(0) => &DEFAULT_ROCM,
+        Some(other) => return Err(PyValueError::new_err(format!("internal: no cached keywords for stream {other}"))),
+    };
+    let dict = cell.get_or_try_init(py, || -> PyResult<Py<PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("stream", stream)?;
+        d.set_item("max_version", (DLPACK_VERSION.major, DLPACK_VERSION.minor))?;
+        Ok(d.unbind())
+    })?;
+    Ok(dict.bind(py).clone())
+}
+
 /// True when a versioned tensor says the producer copied it.
 fn producer_copied(tensor: &ManagedTensor) -> bool {
     tensor.version().is_some_and(|v| v.major == 1) && tensor.flags().contains(DlpackFlags::IS_COPIED)
@@ -116,7 +141,7 @@ pub fn from_dlpack(
         exchange_api::count(Counter::ConsumerExchangeApi);
         return exchange_api::import_through(py, x, table, device, copy);
     }
-    if !x.hasattr("__dlpack__")? {
+    if !x.hasattr(intern!(py, "__dlpack__"))? {
         return Err(PyTypeError::new_err(format!(
             "from_dlpack takes an object with __dlpack__ and __dlpack_device__, or a DLPack capsule; not {}",
             x.get_type().name()?
@@ -132,28 +157,35 @@ fn from_dunder(
     device: Option<AnyDevice>,
     copy: Option<bool>,
 ) -> PyResult<Py<PyArray>> {
-    let here: (i32, i32) = x.call_method0("__dlpack_device__")?.extract()?;
+    let here: (i32, i32) = x.call_method0(intern!(py, "__dlpack_device__"))?.extract()?;
     let target = device.as_ref().map(|d| (d.dlpack_devices().device.0, d.id().ordinal as i32));
     let wanted_device = target.filter(|&t| t != here);
-    let kwargs = PyDict::new(py);
-    kwargs.set_item("stream", consumer_stream(wanted_device.unwrap_or(here)))?;
-    kwargs.set_item("max_version", (DLPACK_VERSION.major, DLPACK_VERSION.minor))?;
-    if let Some(t) = wanted_device {
-        kwargs.set_item("dl_device", t)?;
-    }
-    if let Some(c) = copy {
-        kwargs.set_item("copy", c)?;
-    }
-    let capsule = match x.call_method("__dlpack__", (), Some(&kwargs)) {
+    let dunder = intern!(py, "__dlpack__");
+    let stream = consumer_stream(wanted_device.unwrap_or(here));
+    let kwargs = if wanted_device.is_none() && copy.is_none() {
+        common_kwargs(py, stream)?
+    } else {
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("stream", stream)?;
+        kwargs.set_item("max_version", (DLPACK_VERSION.major, DLPACK_VERSION.minor))?;
+        if let Some(t) = wanted_device {
+            kwargs.set_item("dl_device", t)?;
+        }
+        if let Some(c) = copy {
+            kwargs.set_item("copy", c)?;
+        }
+        kwargs
+    };
+    let capsule = match x.call_method(dunder, (), Some(&kwargs)) {
         Ok(c) => c,
         // Older producers know neither max_version nor dl_device/copy: retry without them,
         // but never silently drop a copy or device request.
         Err(e) if e.is_instance_of::<PyTypeError>(py) && wanted_device.is_none() && copy.is_none() => {
             let stream = PyDict::new(py);
             stream.set_item("stream", consumer_stream(here))?;
-            match x.call_method("__dlpack__", (), Some(&stream)) {
+            match x.call_method(dunder, (), Some(&stream)) {
                 Ok(c) => c,
-                Err(e) if e.is_instance_of::<PyTypeError>(py) => x.call_method0("__dlpack__")?,
+                Err(e) if e.is_instance_of::<PyTypeError>(py) => x.call_method0(dunder)?,
                 Err(e) => return Err(e),
             }
         }
@@ -163,7 +195,7 @@ fn from_dunder(
             let kwargs = PyDict::new(py);
             kwargs.set_item("stream", consumer_stream(here))?;
             kwargs.set_item("max_version", (DLPACK_VERSION.major, DLPACK_VERSION.minor))?;
-            let capsule = x.call_method("__dlpack__", (), Some(&kwargs)).map_err(|_| e)?;
+            let capsule = x.call_method(dunder, (), Some(&kwargs)).map_err(|_| e)?;
             let tensor = capsule::consume(&capsule)?;
             return import(py, tensor, &ImportRequest { device, copy });
         }

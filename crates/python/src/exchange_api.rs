@@ -26,6 +26,7 @@ use gpuport_dlpack::{DLDataType, DLDevice, ExportRequest, ImportRequest, Managed
 use pyo3::exceptions::{PyBufferError, PyRuntimeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCapsule, PyDict, PyType};
 
 use crate::array::PyArray;
@@ -349,9 +350,31 @@ fn allocate_like(proto: &DLTensor) -> Result<gpuport_dlpack::RawManaged, (&'stat
     Ok(export_no_sync(&array).map_err(value)?.into_raw())
 }
 
+/// What each producer type publishes, found once per type: a dict `{type: address or
+/// None}` guarded by the GIL, so an exchange costs one dict lookup — no attribute lookup
+/// that raises (and builds) an AttributeError for the many types without a table. A type
+/// that gains a table later keeps the `__dlpack__` path (correct, only slower); tables
+/// live for the whole process, so a cached address stays valid.
+static TABLES: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+
 /// The exchange table a producer's type publishes, at a major version this module speaks
 /// (walking `prev_api`); `None` when it publishes none or none of version 1.
 pub fn table_of(ty: &Bound<'_, PyType>) -> PyResult<Option<&'static DLPackExchangeAPI>> {
+    let py = ty.py();
+    let cache = TABLES.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
+    if let Some(known) = cache.get_item(ty)? {
+        return Ok(match known.extract::<usize>() {
+            // SAFETY: an address this function found and cached: a process-lifetime table.
+            Ok(addr) => Some(unsafe { &*ptr::with_exposed_provenance::<DLPackExchangeAPI>(addr) }),
+            Err(_) => None,
+        });
+    }
+    let found = find_table(ty)?;
+    cache.set_item(ty, found.map(|t| ptr::from_ref(t) as usize))?;
+    Ok(found)
+}
+
+fn find_table(ty: &Bound<'_, PyType>) -> PyResult<Option<&'static DLPackExchangeAPI>> {
     let mut header: *const DLPackExchangeAPIHeader = ptr::null();
     if let Ok(cap) = ty.getattr("__dlpack_c_exchange_api__") {
         if let Ok(cap) = cap.cast::<PyCapsule>() {

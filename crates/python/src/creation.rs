@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 
 use crate::array::PyArray;
 use crate::device::parse_device;
-use crate::errors::IntoPy;
+use crate::errors::{to_py, Context, IntoPy};
 use crate::scalar::{self, Scalar};
 use crate::{dlpack, dtype, host_import, runtime};
 
@@ -42,8 +42,7 @@ pub fn empty(
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyArray>> {
-    let (shape, dtype, dev) = (parse_shape(shape)?, dtype::parse(dtype, DType::F32)?, device_or_host(device)?);
-    PyArray::wrap(py, py.detach(|| Array::empty(&dev, &shape, dtype)).py()?)
+    allocate(py, shape, dtype, device, Array::empty)
 }
 
 /// `gpuport.zeros(shape, dtype="float32", device="host")`.
@@ -55,8 +54,19 @@ pub fn zeros(
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyArray>> {
+    allocate(py, shape, dtype, device, Array::zeros)
+}
+
+/// The arguments of `empty`/`zeros` parsed, and `make` run without the GIL.
+fn allocate(
+    py: Python<'_>,
+    shape: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    make: fn(&AnyDevice, &[usize], DType) -> gpuport::Result<Array>,
+) -> PyResult<Py<PyArray>> {
     let (shape, dtype, dev) = (parse_shape(shape)?, dtype::parse(dtype, DType::F32)?, device_or_host(device)?);
-    PyArray::wrap(py, py.detach(|| Array::zeros(&dev, &shape, dtype)).py()?)
+    PyArray::wrap(py, py.detach(|| make(&dev, &shape, dtype)).py()?)
 }
 
 /// An array of `shape` holding `bytes` (row-major elements), on `dev`.
@@ -106,20 +116,27 @@ fn finish(
             a.dtype()
         )));
     }
-    let target = device.unwrap_or_else(|| a.device().clone());
-    let out = if target.id() != a.device_id() || copy == Some(true) {
-        if copy == Some(false) {
-            return Err(PyValueError::new_err(format!(
-                "copy=False, but the data is on {} and {} was asked for",
-                a.device_id(),
-                target.id()
-            )));
-        }
-        py.detach(|| a.to_device(&target)).py()?
-    } else {
-        a
-    };
-    PyArray::wrap(py, out)
+    PyArray::wrap(py, place(py, a, device, copy, Context::General)?)
+}
+
+/// `array` on `device` (a copy through the copy engine when it is elsewhere, or when
+/// `copy=True`); `copy=False` with another device is an error of `context`'s kind.
+pub(crate) fn place(
+    py: Python<'_>,
+    array: Array,
+    device: Option<AnyDevice>,
+    copy: Option<bool>,
+    context: Context,
+) -> PyResult<Array> {
+    let target = device.unwrap_or_else(|| array.device().clone());
+    if target.id() == array.device_id() && copy != Some(true) {
+        return Ok(array);
+    }
+    if copy == Some(false) {
+        let what = format!("copy=False, but the data is on {} and {} was asked for", array.device_id(), target.id());
+        return Err(to_py(gpuport::Error::Interchange { what }, context));
+    }
+    py.detach(|| array.to_device(&target)).map_err(|e| to_py(e, context))
 }
 
 /// `gpuport.asarray(obj, dtype=None, device=None, copy=None)`: a gpuport array, a DLPack

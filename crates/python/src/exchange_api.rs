@@ -445,20 +445,5 @@ pub fn import_through(
             }
         }
     }
-    let array = if let Some(target) = device.filter(|d| d.id() != array.device_id()) {
-        if copy == Some(false) {
-            return Err(PyBufferError::new_err(format!(
-                "copy=False, but the tensor is on {} and {} was asked for",
-                array.device_id(),
-                target.id()
-            )));
-        }
-        py.detach(|| array.to_device(&target)).py_exchange()?
-    } else if copy == Some(true) {
-        let here = array.device().clone();
-        py.detach(|| array.to_device(&here)).py_exchange()?
-    } else {
-        array
-    };
-    PyArray::wrap(py, array)
+    PyArray::wrap(py, crate::creation::place(py, array, device, copy, crate::errors::Context::Exchange)?)
 }

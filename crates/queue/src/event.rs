@@ -20,6 +20,8 @@ struct Marks {
     at: Option<Instant>,
     /// The queue the latest record was queued on (see `queue::current_queue`).
     queue: usize,
+    /// Threads blocked in `wait_for`: a completion notifies only when there are some.
+    waiters: usize,
 }
 
 /// The shared state of one event: which record is the latest and whether its marker has
@@ -98,16 +100,24 @@ impl EventState {
                 m.at = Some(Instant::now());
             }
         }
+        let waiters = m.waiters;
         drop(m);
-        self.cv.notify_all();
+        if waiters > 0 {
+            self.cv.notify_all();
+        }
     }
 
     /// Blocks until the marker of `generation` has run.
     pub fn wait_for(&self, generation: u64) {
         let mut m = self.marks();
+        if m.completed >= generation {
+            return;
+        }
+        m.waiters += 1;
         while m.completed < generation {
             m = self.cv.wait(m).unwrap_or_else(|p| p.into_inner());
         }
+        m.waiters -= 1;
     }
 
     /// True when the latest record has completed.

@@ -24,6 +24,7 @@ pub mod handles;
 pub mod kernels;
 mod lazy;
 pub mod memory;
+mod pool;
 mod queue;
 mod stream;
 

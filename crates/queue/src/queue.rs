@@ -1,19 +1,25 @@
-//! The ordered asynchronous work queue behind every software stream: one worker thread per
-//! queue, run in submission order. The worker is a restricted thread
-//! (`gpuport_core::release`): the last clone of a buffer or handle that queued work held
-//! is released on the release thread, never here.
+//! The ordered asynchronous work queue behind every software stream. A queue is a
+//! channel of operations run in submission order by one thread at a time, taken from a
+//! process-wide elastic pool ([`crate::pool`]): creating a stream starts no thread, and a
+//! queue with work holds a pool thread only while it drains. A queue blocked in a wait or
+//! a host callback keeps its thread, and the pool starts another for the next queue with
+//! work, so no queue ever waits for a thread — the ordering and cross-stream semantics of
+//! one thread per stream, without its cost. Pool threads are restricted threads
+//! (`gpuport_core::release`): the last clone of a buffer or handle that queued work held is
+//! released on the release thread, never there.
 //!
-//! Hot path: an enqueue is one atomic increment and one channel send (the channel
-//! allocates per block of messages, not per message); completion is one atomic increment,
-//! and the condition variable is touched only when somebody waits.
+//! Hot path: an enqueue is one atomic increment, one channel send (the channel allocates
+//! per block of messages, not per message) and one load of the queue's scheduled flag;
+//! completion is one atomic increment, and the lock and condition variable are touched only
+//! when a waiter's target is reached. The two counters live on separate cache lines.
 
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{channel, Sender};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 
-use gpuport_core::{Buffer, Error, Result};
+use gpuport_core::{Buffer, Error, HostCallback, Result};
 
 use crate::event::EventState;
 
@@ -30,11 +36,23 @@ unsafe impl Send for SendPtr {}
 pub type Work = Box<dyn FnOnce() -> Result<()> + Send + 'static>;
 
 enum Op {
-    Copy { src: SendPtr, dst: SendPtr, len: usize, _keep: [Option<Buffer>; 2] },
-    Fill { dst: SendPtr, len: usize, value: u8, _keep: Option<Buffer> },
+    Copy {
+        src: SendPtr,
+        dst: SendPtr,
+        len: usize,
+        _keep: [Option<Buffer>; 2],
+    },
+    Fill {
+        dst: SendPtr,
+        len: usize,
+        value: u8,
+        _keep: Option<Buffer>,
+    },
     Record(Arc<EventState>, u64),
     Wait(Arc<EventState>, u64),
     Run(Work),
+    /// A host callback, run as given (no second box around it).
+    Callback(HostCallback),
     Signal(Arc<Signal>),
 }
 
@@ -45,7 +63,7 @@ struct Signal {
     cv: Condvar,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding these locks cannot leave their data inconsistent (plain
     // counters and flags), so a poisoned lock is still usable.
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -81,16 +99,36 @@ impl Failure {
     }
 }
 
-struct State {
+/// A value alone on its cache line(s): the enqueuing thread writes `submitted`, the
+/// draining thread `completed`; sharing a line would bounce it between them on every op.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+pub(crate) struct State {
     name: String,
-    submitted: AtomicU64,
-    completed: AtomicU64,
-    waiters: AtomicUsize,
+    submitted: Padded<AtomicU64>,
+    completed: Padded<AtomicU64>,
+    /// The smallest `completed` count a waiter waits for (`u64::MAX`: nobody waits). A
+    /// completion takes the lock and notifies only when it reaches this.
+    wake_at: AtomicU64,
     /// Orders a completion's notify after a waiter's check-then-wait.
     lock: Mutex<()>,
     cv: Condvar,
     failure: Arc<Failure>,
     closed: AtomicBool,
+    /// The operations; taken by the one thread draining the queue.
+    inbox: Mutex<Receiver<Op>>,
+    /// How many operations the drainers took out of `inbox` (written under its lock).
+    received: AtomicU64,
+    /// True while the queue is in the pool's job list or being drained.
+    scheduled: AtomicBool,
 }
 
 thread_local! {
@@ -108,20 +146,28 @@ impl State {
         self as *const State as usize
     }
 
-    fn complete_one(&self) {
-        self.completed.fetch_add(1, Ordering::SeqCst);
-        if self.waiters.load(Ordering::SeqCst) > 0 {
+    /// Wakes the waiters once `done` reaches the smallest target among them. Every waiter
+    /// woken re-registers its own target if it still has to wait.
+    fn wake_if_due(&self, done: u64) {
+        if done >= self.wake_at.load(Ordering::SeqCst) {
             let _guard = lock(&self.lock);
+            self.wake_at.store(u64::MAX, Ordering::SeqCst);
             self.cv.notify_all();
         }
+    }
+
+    fn complete_one(&self) {
+        let done = self.completed.fetch_add(1, Ordering::SeqCst) + 1;
+        self.wake_if_due(done);
     }
 
     /// Counts a marker complete and announces it, atomically for `query` and waiters.
     fn complete_with(&self, announce: impl FnOnce()) {
         let _guard = lock(&self.lock);
-        self.completed.fetch_add(1, Ordering::SeqCst);
+        let done = self.completed.fetch_add(1, Ordering::SeqCst) + 1;
         announce();
-        if self.waiters.load(Ordering::SeqCst) > 0 {
+        if done >= self.wake_at.load(Ordering::SeqCst) {
+            self.wake_at.store(u64::MAX, Ordering::SeqCst);
             self.cv.notify_all();
         }
     }
@@ -132,13 +178,19 @@ impl State {
         if current_queue() == self.id() {
             return Err(Error::would_deadlock(format!("{what} of {}", self.name)));
         }
+        if self.completed.load(Ordering::SeqCst) >= target {
+            return Ok(());
+        }
         let mut guard = lock(&self.lock);
-        self.waiters.fetch_add(1, Ordering::SeqCst);
-        while self.completed.load(Ordering::SeqCst) < target {
+        loop {
+            // Registered before the check (both SeqCst): a completion either sees the
+            // target and notifies under the lock, or this check sees its count.
+            self.wake_at.fetch_min(target, Ordering::SeqCst);
+            if self.completed.load(Ordering::SeqCst) >= target {
+                return Ok(());
+            }
             guard = self.cv.wait(guard).unwrap_or_else(|p| p.into_inner());
         }
-        self.waiters.fetch_sub(1, Ordering::SeqCst);
-        Ok(())
     }
 
     fn fail(&self, message: String) {
@@ -146,8 +198,8 @@ impl State {
     }
 }
 
-/// An ordered asynchronous queue with its own worker thread. Dropping the last handle lets
-/// the worker finish what was queued and exit.
+/// An ordered asynchronous queue, drained by a pool thread while it has work. Dropping
+/// the last handle lets what was queued finish.
 pub struct WorkQueue {
     tx: Sender<Op>,
     state: Arc<State>,
@@ -161,10 +213,17 @@ pub struct WorkQueue {
 /// allocation (memmove semantics apply, and the copy is then done on one thread).
 pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
     const PARALLEL_MIN: usize = 16 << 20;
+    // Asked once: available_parallelism reads cgroup files (tens of microseconds).
+    static THREADS: OnceLock<usize> = OnceLock::new();
     let overlap =
         (src as usize) < (dst as usize).wrapping_add(len) && (dst as usize) < (src as usize).wrapping_add(len);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-    if len < PARALLEL_MIN || overlap || threads < 2 {
+    if len < PARALLEL_MIN || overlap {
+        // SAFETY: the caller guarantees both ranges are valid; `copy` allows overlap.
+        unsafe { std::ptr::copy(src, dst, len) };
+        return;
+    }
+    let threads = *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(8));
+    if threads < 2 {
         // SAFETY: the caller guarantees both ranges are valid; `copy` allows overlap.
         unsafe { std::ptr::copy(src, dst, len) };
         return;
@@ -215,6 +274,12 @@ fn run(op: Op, state: &State) {
             }
             None
         }
+        Op::Callback(f) => {
+            if let Err(panic) = catch_unwind(AssertUnwindSafe(f)) {
+                state.fail(format!("host work panicked: {}", panic_message(&panic)));
+            }
+            None
+        }
         marker @ (Op::Record(..) | Op::Signal(_)) => Some(marker),
     };
     match announce {
@@ -234,31 +299,52 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
+/// Drains `state`'s operations on the calling pool thread until none is left, then gives
+/// the queue up — unless an operation arrived meanwhile and nobody else took the queue.
+pub(crate) fn drain(state: &State) {
+    WORKER_OF.with(|w| w.set(state.id()));
+    let inbox = lock(&state.inbox);
+    loop {
+        while let Ok(op) = inbox.try_recv() {
+            state.received.fetch_add(1, Ordering::Relaxed);
+            run(op, state);
+        }
+        state.scheduled.store(false, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        // An enqueuer counts `submitted` before sending and then reads `scheduled`: either
+        // it sees `false` and schedules the queue again, or this sees its count.
+        if state.submitted.load(Ordering::SeqCst) == state.received.load(Ordering::Relaxed)
+            || state.scheduled.swap(true, Ordering::SeqCst)
+        {
+            break;
+        }
+        // Ours again: the operation is counted and on its way (the send follows the count).
+        if let Ok(op) = inbox.recv() {
+            state.received.fetch_add(1, Ordering::Relaxed);
+            run(op, state);
+        }
+    }
+    WORKER_OF.with(|w| w.set(0));
+}
+
 impl WorkQueue {
-    /// Starts a queue and its worker thread; `name` appears in errors and the thread name.
+    /// A new, empty queue; `name` appears in errors. No thread is started: the pool lends
+    /// one while the queue has work.
     pub fn new(name: String) -> Result<Self> {
         let (tx, rx) = channel::<Op>();
         let state = Arc::new(State {
-            name: name.clone(),
-            submitted: AtomicU64::new(0),
-            completed: AtomicU64::new(0),
-            waiters: AtomicUsize::new(0),
+            name,
+            submitted: Padded(AtomicU64::new(0)),
+            completed: Padded(AtomicU64::new(0)),
+            wake_at: AtomicU64::new(u64::MAX),
             lock: Mutex::new(()),
             cv: Condvar::new(),
             failure: Arc::default(),
             closed: AtomicBool::new(false),
+            inbox: Mutex::new(rx),
+            received: AtomicU64::new(0),
+            scheduled: AtomicBool::new(false),
         });
-        let worker_state = state.clone();
-        std::thread::Builder::new()
-            .name(format!("gpuport {name}"))
-            .spawn(move || {
-                gpuport_core::release::mark_restricted_thread();
-                WORKER_OF.with(|w| w.set(worker_state.id()));
-                for op in rx {
-                    run(op, &worker_state);
-                }
-            })
-            .map_err(|e| Error::invalid_argument(format!("cannot start the worker thread of {name}: {e}")))?;
         Ok(WorkQueue { tx, state })
     }
 
@@ -288,9 +374,14 @@ impl WorkQueue {
     fn push_unchecked(&self, op: Op) -> Result<()> {
         self.state.submitted.fetch_add(1, Ordering::SeqCst);
         if self.tx.send(op).is_err() {
-            // The worker is gone (it cannot exit while a sender lives; kept for safety).
+            // The receiver lives in the state this handle holds: unreachable, kept for safety.
             self.state.completed.fetch_add(1, Ordering::SeqCst);
-            return Err(Error::invalid_handle(format!("{} has no worker", self.state.name)));
+            return Err(Error::invalid_handle(format!("{} has no inbox", self.state.name)));
+        }
+        fence(Ordering::SeqCst);
+        // Already scheduled (the common case while work flows): nothing more to do.
+        if !self.state.scheduled.load(Ordering::SeqCst) && !self.state.scheduled.swap(true, Ordering::SeqCst) {
+            crate::pool::submit(self.state.clone());
         }
         Ok(())
     }
@@ -317,6 +408,12 @@ impl WorkQueue {
     /// [`WorkQueue::synchronize`].
     pub fn run(&self, work: Work) -> Result<()> {
         self.push(Op::Run(work))
+    }
+
+    /// Queues a host callback; a panic becomes the error of the next
+    /// [`WorkQueue::synchronize`].
+    pub fn callback(&self, f: HostCallback) -> Result<()> {
+        self.push(Op::Callback(f))
     }
 
     /// Records `event` at the end of the queue.

@@ -191,10 +191,7 @@ impl QueueStream {
 
     /// `Stream::host_callback`.
     pub fn host_callback(&self, f: HostCallback) -> Result<()> {
-        self.queue().run(Box::new(move || {
-            f();
-            Ok(())
-        }))
+        self.queue().callback(f)
     }
 
     /// `Stream::launch` of a registered Rust kernel; a kernel looked up on another device

@@ -84,8 +84,12 @@ pub fn synchronize_from_own_callback_is_refused(t: &Target) -> Outcome {
     let s = stream(dev)?;
     let ev = dev.create_event(EventFlags::DISABLE_TIMING)?;
     let (tx, rx) = mpsc::channel();
+    // The callback waits until the event's record is queued behind it: only then is
+    // synchronizing the event waiting for the callback itself.
+    let (recorded_tx, recorded_rx) = mpsc::channel::<()>();
     let (own, own_ev, own_dev) = (s.clone(), ev.clone(), dev.clone());
     s.host_callback(Box::new(move || {
+        let _ = recorded_rx.recv_timeout(Duration::from_secs(30));
         let results = [
             ("Stream::synchronize", own.synchronize()),
             ("Event::synchronize", own_ev.synchronize()),
@@ -94,6 +98,7 @@ pub fn synchronize_from_own_callback_is_refused(t: &Target) -> Outcome {
         let _ = tx.send(results);
     }))?;
     s.record(&ev)?;
+    let _ = recorded_tx.send(());
     let results = rx.recv_timeout(Duration::from_secs(30)).map_err(|_| {
         Failure::new("a host callback synchronizing its own stream hung (it must get Error::WouldDeadlock)")
     })?;

@@ -278,6 +278,16 @@ impl Array {
     /// array's pending writes and the stream's own work.
     pub fn to_vec_on<T: Element>(&self, stream: &AnyStream) -> Result<Vec<T>> {
         self.check_dtype::<T>()?;
+        if self.layout.is_c_contiguous() {
+            // Read straight into the typed vector: no byte buffer, no element-wise pass.
+            self.wait_pending(stream, Access::Read)?;
+            let mut out = gpuport_core::zeroed_vec::<T>(self.numel());
+            let bytes = gpuport_core::as_bytes_mut(&mut out);
+            if !bytes.is_empty() {
+                stream.read(self.buffer(), self.offset, bytes)?;
+            }
+            return Ok(out);
+        }
         let bytes = self.to_bytes_on(stream)?;
         Ok(bytes
             .chunks_exact(std::mem::size_of::<T>())
@@ -295,6 +305,14 @@ impl Array {
     /// [`Array::to_bytes`] on `stream` (a stream of the array's device).
     pub fn to_bytes_on(&self, stream: &AnyStream) -> Result<Vec<u8>> {
         self.wait_pending(stream, Access::Read)?;
+        if self.layout.is_c_contiguous() {
+            // The elements are the span, in order: read them straight into the result.
+            let mut out = vec![0u8; self.nbytes()];
+            if !out.is_empty() {
+                stream.read(self.buffer(), self.offset, &mut out)?;
+            }
+            return Ok(out);
+        }
         let (span_start, raw) = self.read_span_on(stream)?;
         let item = self.dtype.itemsize()?;
         let mut out = Vec::with_capacity(self.nbytes());

@@ -22,11 +22,13 @@
 //! land in the pinned buffer before queuing its destination half); [`copy`] waits for all
 //! of it.
 
-use gpuport_core::{DefaultStream, Error, EventFlags, Layout, Result};
+use gpuport_core::{DefaultStream, Error, Layout, Result};
 
 use crate::array::Array;
 use crate::dynamic::AnyStream;
 use crate::pending::Access;
+
+mod staging;
 
 /// Which route a copy took.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,17 +153,34 @@ impl CopyEngine {
         Ok(CopyRoute::Staged { chunks })
     }
 
-    /// Moves contiguous `src` to contiguous `dst` through two pinned buffers.
+    /// Moves contiguous `src` to contiguous `dst` through two pinned buffers (a staging
+    /// set from the pool of this device pair, returned once the copy is queued).
     fn pipeline(&self, src: &Array, src_stream: &AnyStream, dst: &Array, dst_stream: &AnyStream) -> Result<usize> {
         let total = src.nbytes();
         let chunk = self.chunk_bytes.min(total);
         let chunks = total.div_ceil(chunk);
-        // Pin on the side that does DMA: the destination unless it is the host itself.
-        let pin_on = if dst.device_id().kind == gpuport_core::BackendKind::Host { src.device() } else { dst.device() };
-        let stage = [pin_on.alloc_pinned(chunk, Default::default())?, pin_on.alloc_pinned(chunk, Default::default())?];
-        let flags = EventFlags::DISABLE_TIMING;
-        let filled = [src.device().create_event(flags)?, src.device().create_event(flags)?];
-        let drained = [dst.device().create_event(flags)?, dst.device().create_event(flags)?];
+        let set = staging::checkout(src.device(), dst.device(), chunk, self.chunk_bytes)?;
+        let result = self.pipeline_with(&set, src, src_stream, dst, dst_stream, total, chunk, chunks);
+        // After an error a buffer may still be written by a queued copy: not reused.
+        if result.is_ok() {
+            staging::give_back(set);
+        }
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn pipeline_with(
+        &self,
+        set: &staging::StagingSet,
+        src: &Array,
+        src_stream: &AnyStream,
+        dst: &Array,
+        dst_stream: &AnyStream,
+        total: usize,
+        chunk: usize,
+        chunks: usize,
+    ) -> Result<usize> {
+        let (stage, filled, drained) = (&set.stage, &set.filled, &set.drained);
         let (src_base, dst_base) = (src.byte_offset(), dst.byte_offset());
         let len_of = |i: usize| chunk.min(total - i * chunk);
         // Queue the destination half of chunk `i` once its source half has landed.

@@ -203,3 +203,29 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn staging_sets_are_reused_only_once_drained() {
+    // A staged copy held behind a gate keeps its staging set busy; a second copy between
+    // the same devices must neither wait for it nor share its buffers.
+    let (host, e0, _) = devices();
+    let engine = CopyEngine::with_chunk_bytes(CHUNK).unwrap();
+    let held = e0.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    let (open, gate) = std::sync::mpsc::channel::<()>();
+    held.host_callback(Box::new(move || {
+        let _ = gate.recv_timeout(Duration::from_secs(30));
+    }))
+    .unwrap();
+    // One chunk: `copy_on` then waits for nothing on `held` (see copy_on's docs).
+    let first = bytes(CHUNK, 1);
+    let first_dst = Array::zeros(&e0, &[first.len()], DType::U8).unwrap();
+    engine.copy_on(&u8_array(&host, &first), &first_dst, &held).unwrap();
+    for round in 0..3u8 {
+        let data = bytes(5 * CHUNK, 50 + round);
+        let dst = Array::zeros(&e0, &[data.len()], DType::U8).unwrap();
+        engine.copy(&u8_array(&host, &data), &dst).unwrap(); // returns while `held` is closed
+        assert_eq!(dst.to_vec::<u8>().unwrap(), data, "round {round}");
+    }
+    open.send(()).unwrap();
+    assert_eq!(first_dst.to_vec::<u8>().unwrap(), first);
+}

@@ -4,8 +4,9 @@
 //!   suite against that backend. A backend named explicitly that is unavailable fails the
 //!   run with its reason; `all` runs every available backend and lists the others.
 //! - `lint` — rustfmt check, clippy with warnings denied, rustdoc with warnings denied.
-//! - `bench` — the benchmarks (release build); each prints ratios against a floor measured
-//!   in the same run.
+//! - `bench [--quick]` — the benchmarks (release build): every figure beside its floor
+//!   measured in the same run, in two thread placements, printed as one table of ratios
+//!   and targets (see `bench`); `--quick` is CI's smoke run.
 //! - `ci` — what `.ci/run` runs: `lint`, then `test --backend all`.
 //! - `gpu-bundle [--out DIR]` — one folder (default `gpu-bundle/`) with release test
 //!   binaries, the demo, the benchmarks and `run.sh`, to run every GPU check on a CUDA
@@ -18,6 +19,7 @@
 //! workspace (its own `Cargo.toml`), through the conformance suite's public entry point;
 //! `lint` checks it too.
 
+mod bench;
 mod gpu_bundle;
 mod python;
 mod rocm_sid;
@@ -34,7 +36,7 @@ fn usage() -> ExitCode {
          commands:\n  \
            test --backend NAME   workspace tests + conformance suite on NAME ({})\n  \
            lint                  cargo fmt --check, clippy -D warnings, rustdoc -D warnings\n  \
-           bench                 benchmarks, as ratios against a floor measured in the same run\n  \
+           bench [--quick]       benchmarks: ratios against floors measured in the same run, one table\n  \
            ci                    lint, then test --backend all (what .ci/run runs)\n  \
            python-test           build the wheel into .venv and run tests/python only\n  \
            gpu-bundle [--out DIR] release test binaries, demo, benches and run.sh for a CUDA machine\n  \
@@ -188,11 +190,8 @@ fn main() -> ExitCode {
         ["test", "--backend", backend] | ["test", "--backend", backend, ..] => test(backend),
         ["test"] => test("host"),
         ["lint"] => lint(),
-        ["bench"] => {
-            let mut cmd = cargo();
-            cmd.args(["bench", "-p", "gpuport", "--bench", "staged_copy"]);
-            run(cmd)
-        }
+        ["bench"] => report(bench::bench(false)),
+        ["bench", "--quick"] => report(bench::bench(true)),
         ["ci"] => lint() && test("all"),
         ["python-test"] => report(python::test()),
         ["gpu-bundle"] => report(gpu_bundle::gpu_bundle(std::path::Path::new(gpu_bundle::DEFAULT_OUT))),

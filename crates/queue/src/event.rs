@@ -1,7 +1,7 @@
 //! Events of a software device: real completion markers with generations and timestamps,
 //! and the handle type ([`QueueEvent`]) with raw handles and ownership.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -31,6 +31,8 @@ pub struct EventState {
     device: DeviceId,
     flags: EventFlags,
     marks: Mutex<Marks>,
+    /// `marks.completed`, readable without the lock (for the spin before sleeping).
+    completed: AtomicU64,
     cv: Condvar,
     destroyed: AtomicBool,
 }
@@ -42,6 +44,7 @@ impl EventState {
             device,
             flags,
             marks: Mutex::new(Marks::default()),
+            completed: AtomicU64::new(0),
             cv: Condvar::new(),
             destroyed: AtomicBool::new(false),
         })
@@ -96,6 +99,7 @@ impl EventState {
         let mut m = self.marks();
         if generation > m.completed {
             m.completed = generation;
+            self.completed.store(generation, Ordering::Release);
             if !self.flags.contains(EventFlags::DISABLE_TIMING) {
                 m.at = Some(Instant::now());
             }
@@ -109,6 +113,9 @@ impl EventState {
 
     /// Blocks until the marker of `generation` has run.
     pub fn wait_for(&self, generation: u64) {
+        if crate::queue::spin_until(|| self.completed.load(Ordering::Acquire) >= generation) {
+            return;
+        }
         let mut m = self.marks();
         if m.completed >= generation {
             return;

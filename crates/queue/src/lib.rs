@@ -3,8 +3,10 @@
 //! The machinery of a software device, for any port that runs its work on the CPU (the
 //! host backend and the ext device are built from it; so is `examples/port-template`):
 //!
-//! - [`WorkQueue`]: an ordered asynchronous queue with its own worker thread; errors of
-//!   queued work are kept for the next `synchronize`;
+//! - [`WorkQueue`]: an ordered asynchronous queue, drained by a thread of a process-wide
+//!   elastic pool while it has work (no thread per stream); errors of queued work are kept
+//!   for the next `synchronize`;
+//! - [`affinity`]: `GPUPORT_WORKER_CPUS`, the pool threads' placement;
 //! - [`EventState`] / [`QueueEvent`]: real completion markers with generations and
 //!   timestamps, raw handles and ownership;
 //! - [`QueueStream`]: a stream handle with every stream operation written once over the
@@ -18,6 +20,7 @@
 //!
 //! A port implements `gpuport-core`'s traits by wrapping these types and forwarding.
 
+pub mod affinity;
 mod device;
 mod event;
 pub mod handles;

@@ -7,10 +7,11 @@
 //! Idle threads wait for jobs and exit after a while without one.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::queue::{drain, lock, State};
+use crate::queue::{drain, lock, spin_until, State};
 
 /// How long an idle thread waits for a job before exiting.
 const IDLE_KEEP: Duration = Duration::from_secs(10);
@@ -18,8 +19,10 @@ const IDLE_KEEP: Duration = Duration::from_secs(10);
 #[derive(Default)]
 struct Jobs {
     queue: VecDeque<Arc<State>>,
-    /// Threads waiting for a job.
+    /// Threads waiting for a job (polling or asleep).
     idle: usize,
+    /// Of those, the ones asleep on the condition variable (only they need a notify).
+    sleeping: usize,
     /// Threads started that have not yet looked for a job.
     starting: usize,
 }
@@ -27,6 +30,12 @@ struct Jobs {
 #[derive(Default)]
 struct Pool {
     jobs: Mutex<Jobs>,
+    /// `jobs.queue.len()`, readable without the lock: idle threads poll it briefly before
+    /// they sleep, so a job that comes soon after needs no wake-up.
+    pending: AtomicUsize,
+    /// Drainers polling their own emptied queue for a moment (see [`linger_while`]):
+    /// available to a new job, which they take as soon as they see it.
+    lingering: AtomicUsize,
     cv: Condvar,
 }
 
@@ -40,11 +49,22 @@ pub(crate) fn submit(job: Arc<State>) {
     let pool = pool();
     let mut jobs = lock(&pool.jobs);
     jobs.queue.push_back(job);
-    if jobs.queue.len() <= jobs.idle + jobs.starting {
+    pool.pending.store(jobs.queue.len(), Ordering::SeqCst);
+    if jobs.queue.len() <= jobs.idle + jobs.starting + pool.lingering.load(Ordering::SeqCst) {
+        // A polling thread takes the job unprompted; only a sleeping one needs waking (a
+        // notify is a system call even when nobody waits).
+        let wake = jobs.sleeping > 0;
         drop(jobs);
-        pool.cv.notify_one();
+        if wake {
+            pool.cv.notify_one();
+        }
         return;
     }
+    start_thread(pool, jobs);
+}
+
+/// Starts a thread for the queued jobs (the lock held is released first).
+fn start_thread(pool: &Pool, mut jobs: std::sync::MutexGuard<'_, Jobs>) {
     jobs.starting += 1;
     drop(jobs);
     let started = std::thread::Builder::new().name("gpuport worker".into()).spawn(worker);
@@ -55,25 +75,64 @@ pub(crate) fn submit(job: Arc<State>) {
     }
 }
 
+/// Called by a drainer whose queue just ran empty: polls briefly for more of its own work
+/// (`own_work()`), counted as available to the pool meanwhile, and gives up as soon as a
+/// job is waiting. Returns whether its own work came. A drainer that keeps its queue
+/// while a job waits makes sure a thread is there for the job: no job is ever left
+/// counting on a drainer that went back to its own queue.
+pub(crate) fn linger_while(mut own_work: impl FnMut() -> bool) -> bool {
+    let pool = pool();
+    pool.lingering.fetch_add(1, Ordering::SeqCst);
+    let came = spin_until(|| own_work() || pool.pending.load(Ordering::SeqCst) > 0);
+    pool.lingering.fetch_sub(1, Ordering::SeqCst);
+    let own = came && own_work();
+    // Counted out (SeqCst) before this check: a submit that still counted this thread
+    // pushed its job before, so it is seen here.
+    if own && pool.pending.load(Ordering::SeqCst) > 0 {
+        let jobs = lock(&pool.jobs);
+        if jobs.queue.len() > jobs.idle + jobs.starting + pool.lingering.load(Ordering::SeqCst) {
+            start_thread(pool, jobs);
+        } else if jobs.sleeping > 0 {
+            drop(jobs);
+            pool.cv.notify_one();
+        }
+    }
+    own
+}
+
 fn worker() {
     gpuport_core::release::mark_restricted_thread();
+    if let Some(cpus) = crate::affinity::worker_cpus() {
+        crate::affinity::pin_current_thread(cpus);
+    }
     let pool = pool();
     let mut jobs = lock(&pool.jobs);
     jobs.starting -= 1;
     loop {
         if let Some(job) = jobs.queue.pop_front() {
+            pool.pending.store(jobs.queue.len(), Ordering::SeqCst);
             drop(jobs);
             drain(&job);
             drop(job);
             jobs = lock(&pool.jobs);
             continue;
         }
+        // Idle (counted, so a new job is left to this thread rather than a new one): poll
+        // briefly, then sleep.
         jobs.idle += 1;
-        let (guard, waited) = pool.cv.wait_timeout(jobs, IDLE_KEEP).unwrap_or_else(|p| p.into_inner());
-        jobs = guard;
-        jobs.idle -= 1;
-        if waited.timed_out() && jobs.queue.is_empty() {
-            return;
+        drop(jobs);
+        let soon = spin_until(|| pool.pending.load(Ordering::SeqCst) > 0);
+        jobs = lock(&pool.jobs);
+        if !soon && jobs.queue.is_empty() {
+            jobs.sleeping += 1;
+            let (guard, waited) = pool.cv.wait_timeout(jobs, IDLE_KEEP).unwrap_or_else(|p| p.into_inner());
+            jobs = guard;
+            jobs.sleeping -= 1;
+            if waited.timed_out() && jobs.queue.is_empty() {
+                jobs.idle -= 1;
+                return;
+            }
         }
+        jobs.idle -= 1;
     }
 }

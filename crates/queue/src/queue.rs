@@ -18,6 +18,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use gpuport_core::{Buffer, Error, HostCallback, Result};
 
@@ -60,6 +61,8 @@ enum Op {
 #[derive(Default)]
 struct Signal {
     done: Mutex<bool>,
+    /// `done`, readable without the lock (for the spin before sleeping).
+    flag: AtomicBool,
     cv: Condvar,
 }
 
@@ -69,12 +72,51 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The number of CPUs this process may use, asked once (available_parallelism reads
+/// cgroup files: tens of microseconds).
+pub(crate) fn cpus() -> usize {
+    static CPUS: OnceLock<usize> = OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Spins for a short while until `ready()`; true if it became so. Waking a sleeping thread
+/// costs tens of microseconds on virtual machines — more than most queued operations — so
+/// a waiter polls briefly before it sleeps. Never on a thread confined to one CPU, where
+/// the awaited thread may need that CPU.
+pub(crate) fn spin_until(mut ready: impl FnMut() -> bool) -> bool {
+    const SPIN: Duration = Duration::from_micros(50);
+    if ready() {
+        return true;
+    }
+    if !crate::affinity::thread_may_spin() {
+        return false;
+    }
+    let start = Instant::now();
+    loop {
+        for _ in 0..64 {
+            std::hint::spin_loop();
+            if ready() {
+                return true;
+            }
+        }
+        if start.elapsed() > SPIN {
+            return false;
+        }
+    }
+}
+
 impl Signal {
     fn set(&self) {
-        *lock(&self.done) = true;
+        let mut done = lock(&self.done);
+        *done = true;
+        self.flag.store(true, Ordering::Release);
+        drop(done);
         self.cv.notify_all();
     }
     fn wait(&self) {
+        if spin_until(|| self.flag.load(Ordering::Acquire)) {
+            return;
+        }
         let mut done = lock(&self.done);
         while !*done {
             done = self.cv.wait(done).unwrap_or_else(|p| p.into_inner());
@@ -124,11 +166,17 @@ pub(crate) struct State {
     failure: Arc<Failure>,
     closed: AtomicBool,
     /// The operations; taken by the one thread draining the queue.
-    inbox: Mutex<Receiver<Op>>,
-    /// How many operations the drainers took out of `inbox` (written under its lock).
-    received: AtomicU64,
-    /// True while the queue is in the pool's job list or being drained.
+    inbox: Mutex<Inbox>,
+    /// True while the queue is in the pool's job list, being drained, or claimed for an
+    /// inline operation ([`WorkQueue::run_inline_if_idle`]).
     scheduled: AtomicBool,
+}
+
+/// The receiving end, with how many operations drainers took out of it (a plain count:
+/// only the drainer, under the lock, touches it — no cache line shared with enqueuers).
+struct Inbox {
+    rx: Receiver<Op>,
+    received: u64,
 }
 
 thread_local! {
@@ -178,7 +226,7 @@ impl State {
         if current_queue() == self.id() {
             return Err(Error::would_deadlock(format!("{what} of {}", self.name)));
         }
-        if self.completed.load(Ordering::SeqCst) >= target {
+        if spin_until(|| self.completed.load(Ordering::SeqCst) >= target) {
             return Ok(());
         }
         let mut guard = lock(&self.lock);
@@ -213,8 +261,6 @@ pub struct WorkQueue {
 /// allocation (memmove semantics apply, and the copy is then done on one thread).
 pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
     const PARALLEL_MIN: usize = 16 << 20;
-    // Asked once: available_parallelism reads cgroup files (tens of microseconds).
-    static THREADS: OnceLock<usize> = OnceLock::new();
     let overlap =
         (src as usize) < (dst as usize).wrapping_add(len) && (dst as usize) < (src as usize).wrapping_add(len);
     if len < PARALLEL_MIN || overlap {
@@ -222,7 +268,7 @@ pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
         unsafe { std::ptr::copy(src, dst, len) };
         return;
     }
-    let threads = *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).min(8));
+    let threads = cpus().min(8);
     if threads < 2 {
         // SAFETY: the caller guarantees both ranges are valid; `copy` allows overlap.
         unsafe { std::ptr::copy(src, dst, len) };
@@ -303,24 +349,29 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
 /// the queue up — unless an operation arrived meanwhile and nobody else took the queue.
 pub(crate) fn drain(state: &State) {
     WORKER_OF.with(|w| w.set(state.id()));
-    let inbox = lock(&state.inbox);
+    let mut inbox = lock(&state.inbox);
     loop {
-        while let Ok(op) = inbox.try_recv() {
-            state.received.fetch_add(1, Ordering::Relaxed);
+        while let Ok(op) = inbox.rx.try_recv() {
+            inbox.received += 1;
             run(op, state);
+        }
+        // A stream in use gets its next operation soon (a copy after the synchronize that
+        // waited for the last one): keep the queue briefly rather than hand it back and have
+        // the next enqueue go through the pool.
+        let received = inbox.received;
+        if crate::pool::linger_while(|| state.submitted.load(Ordering::SeqCst) != received) {
+            continue;
         }
         state.scheduled.store(false, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         // An enqueuer counts `submitted` before sending and then reads `scheduled`: either
         // it sees `false` and schedules the queue again, or this sees its count.
-        if state.submitted.load(Ordering::SeqCst) == state.received.load(Ordering::Relaxed)
-            || state.scheduled.swap(true, Ordering::SeqCst)
-        {
+        if state.submitted.load(Ordering::SeqCst) == inbox.received || state.scheduled.swap(true, Ordering::SeqCst) {
             break;
         }
         // Ours again: the operation is counted and on its way (the send follows the count).
-        if let Ok(op) = inbox.recv() {
-            state.received.fetch_add(1, Ordering::Relaxed);
+        if let Ok(op) = inbox.rx.recv() {
+            inbox.received += 1;
             run(op, state);
         }
     }
@@ -341,8 +392,7 @@ impl WorkQueue {
             cv: Condvar::new(),
             failure: Arc::default(),
             closed: AtomicBool::new(false),
-            inbox: Mutex::new(rx),
-            received: AtomicU64::new(0),
+            inbox: Mutex::new(Inbox { rx, received: 0 }),
             scheduled: AtomicBool::new(false),
         });
         Ok(WorkQueue { tx, state })
@@ -408,6 +458,33 @@ impl WorkQueue {
     /// [`WorkQueue::synchronize`].
     pub fn run(&self, work: Work) -> Result<()> {
         self.push(Op::Run(work))
+    }
+
+    /// Runs `f` on the calling thread when the queue has nothing pending and nobody drains
+    /// it — the same as queuing it and waiting, without waking a thread — and returns its
+    /// result; `None` (nothing run) otherwise, or on the queue's own worker, or once closed.
+    /// For blocking host reads and writes.
+    pub fn run_inline_if_idle<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        let state = &self.state;
+        if self.is_closed() || current_queue() == state.id() || state.scheduled.load(Ordering::SeqCst) {
+            return None;
+        }
+        if state.scheduled.swap(true, Ordering::SeqCst) {
+            return None;
+        }
+        // Claimed: no drainer runs until it is released. Anything submitted and not
+        // completed is waiting for a drainer: then the operation must queue behind it.
+        let idle = state.completed.load(Ordering::SeqCst) == state.submitted.load(Ordering::SeqCst);
+        let result = idle.then(f);
+        state.scheduled.store(false, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        // Work queued meanwhile saw the claim and did not schedule the queue: do it here.
+        if state.submitted.load(Ordering::SeqCst) != state.completed.load(Ordering::SeqCst)
+            && !state.scheduled.swap(true, Ordering::SeqCst)
+        {
+            crate::pool::submit(state.clone());
+        }
+        result
     }
 
     /// Queues a host callback; a panic becomes the error of the next

@@ -13,7 +13,7 @@ use gpuport_core::{
 use crate::event::QueueEvent;
 use crate::handles::{HandleRegistry, OwnerGuard};
 use crate::kernels::{resolve_args, HostKernel};
-use crate::queue::WorkQueue;
+use crate::queue::{copy_bytes, WorkQueue};
 
 /// How a backend turns `len` bytes at `offset` of a buffer into a host pointer for its
 /// worker, checking the range and that the buffer is memory it may touch.
@@ -161,6 +161,11 @@ impl QueueStream {
         if src.is_empty() {
             return Ok(());
         }
+        // On an idle stream, on this thread (no worker to wake).
+        // SAFETY: both ranges are valid now; a host slice never overlaps a live allocation.
+        if self.queue().run_inline_if_idle(|| unsafe { copy_bytes(src.as_ptr(), d, src.len()) }).is_some() {
+            return Ok(());
+        }
         // SAFETY: `src` stays borrowed until `flush` returns, by which time the copy has
         // run; `dst` travels with the op. A host slice never overlaps a live allocation.
         unsafe { self.queue().copy(src.as_ptr(), d, src.len(), [None, Some(dst.clone())])? };
@@ -173,8 +178,13 @@ impl QueueStream {
         if dst.is_empty() {
             return Ok(());
         }
+        let (d, n) = (dst.as_mut_ptr(), dst.len());
         // SAFETY: as in `write`, with the roles swapped.
-        unsafe { self.queue().copy(s, dst.as_mut_ptr(), dst.len(), [Some(src.clone()), None])? };
+        if self.queue().run_inline_if_idle(|| unsafe { copy_bytes(s, d, n) }).is_some() {
+            return Ok(());
+        }
+        // SAFETY: as in `write`, with the roles swapped.
+        unsafe { self.queue().copy(s, d, n, [Some(src.clone()), None])? };
         self.queue().flush()
     }
 

@@ -1,0 +1,286 @@
+//! The HAL's host hot paths, each beside its floor — the cheapest thing that does the same
+//! work — measured in the same run with criterion. `cargo xtask bench` runs this and
+//! prints one table (figure, floor, ratio, target); nothing here asserts a time.
+//!
+//! Groups are figures; in each, `floor` and `gpuport` (absent where there is no floor).
+//! Thread placement (`GPUPORT_BENCH_PLACEMENT`): `free` lets the scheduler place every
+//! thread; `one-core` puts this thread, the floors' threads and gpuport's pool threads
+//! (`GPUPORT_WORKER_CPUS=0`, which xtask sets) on CPU 0. (Threads pinned to *different*
+//! CPUs are the worst case on small virtual machines — a cross-CPU wake-up there costs
+//! ~100 µs — and are not a placement anyone should run; docs/performance.md.)
+
+// criterion's macros define undocumented public functions.
+#![allow(missing_docs)]
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
+use gpuport::{copy, stream_into_any, Array, Backend, DType, Device, Runtime, Stream, StreamFlags};
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The CPUs every thread goes on in the one-core placement.
+fn helper_cpus() -> Option<Vec<usize>> {
+    (std::env::var("GPUPORT_BENCH_PLACEMENT").as_deref() == Ok("one-core")).then(|| vec![0])
+}
+
+fn pin_main() {
+    if helper_cpus().is_some() {
+        gpuport_queue::affinity::pin_current_thread(&[0]);
+    }
+}
+
+/// The floors' worker: runs boxed jobs from a channel in order. Like gpuport's queues it
+/// polls briefly before it sleeps, and a caller waiting for a job's end polls briefly too —
+/// the cheapest hand-off there is, so the floor is not a straw man made of wake-ups.
+struct Floor {
+    jobs: Sender<Job>,
+    acks: Receiver<()>,
+    ack: Sender<()>,
+    done: Arc<AtomicU64>,
+}
+
+/// Polls `ready` for up to 50 µs (as gpuport's waits do).
+fn poll(mut ready: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_micros(50) {
+        for _ in 0..64 {
+            std::hint::spin_loop();
+            if ready() {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+impl Floor {
+    fn new() -> Floor {
+        let (jobs, rx) = channel::<Job>();
+        let (ack, acks) = channel();
+        let cpus = helper_cpus();
+        std::thread::spawn(move || {
+            if let Some(cpus) = cpus {
+                gpuport_queue::affinity::pin_current_thread(&cpus);
+            }
+            loop {
+                let mut next = rx.try_recv().ok();
+                if next.is_none() {
+                    poll(|| {
+                        next = rx.try_recv().ok();
+                        next.is_some()
+                    });
+                }
+                let job = match next {
+                    Some(job) => job,
+                    None => match rx.recv() {
+                        Ok(job) => job,
+                        Err(_) => return,
+                    },
+                };
+                job();
+            }
+        });
+        Floor { jobs, acks, ack, done: Arc::new(AtomicU64::new(0)) }
+    }
+
+    /// Queues `job` and waits for it: one hand-off each way.
+    fn round_trip(&self, job: Job) {
+        let (ack, done) = (self.ack.clone(), self.done.clone());
+        let target = self.done.load(Ordering::Relaxed) + 1;
+        self.jobs
+            .send(Box::new(move || {
+                job();
+                done.fetch_add(1, Ordering::Release);
+                let _ = ack.send(());
+            }))
+            .unwrap();
+        poll(|| self.done.load(Ordering::Acquire) >= target);
+        self.acks.recv().unwrap();
+    }
+}
+
+/// A raw pointer the floor's worker may write through (the caller waits for the job).
+#[derive(Clone, Copy)]
+struct Ptr(*mut u8);
+// SAFETY: only dereferenced by a job the sending thread waits for.
+unsafe impl Send for Ptr {}
+
+fn group<'a>(c: &'a mut Criterion, name: &str, big: bool) -> BenchmarkGroup<'a, criterion::measurement::WallTime> {
+    let mut g = c.benchmark_group(name);
+    if big {
+        g.sample_size(10);
+    }
+    g
+}
+
+fn benches(c: &mut Criterion) {
+    pin_main();
+    Runtime::register_plugin(gpuport_ext::ExtBackend::load(&Default::default()).unwrap()).unwrap();
+    let rt = Runtime::discover();
+    let host = rt.device("host").unwrap();
+    let ext = rt.device("ext:0").unwrap();
+    let floor = Floor::new();
+    let stream = host.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+
+    // 100k no-op enqueues + synchronize (the table divides by 100k).
+    const OPS: usize = 100_000;
+    let mut g = group(c, "enqueue_100k", true);
+    g.bench_function("floor", |b| {
+        b.iter(|| {
+            for _ in 0..OPS {
+                floor.jobs.send(Box::new(|| {})).unwrap();
+            }
+            floor.round_trip(Box::new(|| {}));
+        })
+    });
+    g.bench_function("gpuport", |b| {
+        b.iter(|| {
+            for _ in 0..OPS {
+                stream.host_callback(Box::new(|| {})).unwrap();
+            }
+            stream.synchronize().unwrap();
+        })
+    });
+    g.finish();
+
+    // A no-op callback and its synchronize.
+    let mut g = group(c, "callback_round_trip", false);
+    g.bench_function("floor", |b| b.iter(|| floor.round_trip(Box::new(|| {}))));
+    g.bench_function("gpuport", |b| {
+        b.iter(|| {
+            stream.host_callback(Box::new(|| {})).unwrap();
+            stream.synchronize().unwrap();
+        })
+    });
+    g.finish();
+
+    // Stream copies + synchronize, against a ping-pong that does the same memcpy.
+    for (name, n, big) in [
+        ("copy_8b", 8usize, false),
+        ("copy_4k", 4 << 10, false),
+        ("copy_1m", 1 << 20, false),
+        ("copy_256m", 256 << 20, true),
+    ] {
+        let (src, dst) = (host.alloc(n).unwrap(), host.alloc(n).unwrap());
+        let (mut a, mut z) = (vec![1u8; n], vec![0u8; n]);
+        let mut g = group(c, name, big);
+        if n >= 64 << 20 {
+            // The floor of a large copy is the copy itself on two threads (gpuport splits
+            // large copies too), on the helpers' CPUs.
+            let (pa, pz) = (Ptr(a.as_mut_ptr()), Ptr(z.as_mut_ptr()));
+            let cpus = helper_cpus();
+            g.bench_function("floor", |b| {
+                b.iter(|| {
+                    std::thread::scope(|s| {
+                        for half in 0..2 {
+                            let cpus = cpus.clone();
+                            s.spawn(move || {
+                                if let Some(cpus) = cpus {
+                                    gpuport_queue::affinity::pin_current_thread(&cpus);
+                                }
+                                let (pa, pz) = (pa, pz);
+                                let off = half * n / 2;
+                                // SAFETY: two disjoint halves of live vectors.
+                                unsafe { std::ptr::copy_nonoverlapping(pa.0.add(off), pz.0.add(off), n / 2) };
+                            });
+                        }
+                    })
+                })
+            });
+        } else {
+            let (pa, pz) = (Ptr(a.as_mut_ptr()), Ptr(z.as_mut_ptr()));
+            g.bench_function("floor", |b| {
+                b.iter(|| {
+                    floor.round_trip(Box::new(move || {
+                        let (pa, pz) = (pa, pz);
+                        // SAFETY: live vectors; the caller waits for the job.
+                        unsafe { std::ptr::copy_nonoverlapping(pa.0, pz.0, n) };
+                    }))
+                })
+            });
+        }
+        g.bench_function("gpuport", |b| {
+            b.iter(|| {
+                stream.copy(&src, 0, &dst, 0, n).unwrap();
+                stream.synchronize().unwrap();
+            })
+        });
+        g.finish();
+        black_box((&mut a, &mut z));
+    }
+
+    // Array upload + download of a contiguous 1 MiB f32 array, against two memcpys.
+    let values: Vec<f32> = (0..(1 << 18)).map(|i| i as f32).collect();
+    let mut g = group(c, "array_1m", false);
+    let (mut mid, mut out) = (vec![0f32; values.len()], vec![0f32; values.len()]);
+    g.bench_function("floor", |b| {
+        b.iter(|| {
+            mid.copy_from_slice(black_box(&values));
+            out.copy_from_slice(black_box(&mid));
+        })
+    });
+    g.bench_function("gpuport", |b| {
+        b.iter(|| {
+            let a = Array::from_slice(&host, &values, &[values.len()]).unwrap();
+            black_box(a.to_vec::<f32>().unwrap());
+        })
+    });
+    g.finish();
+
+    // Staged copies host → ext → host, against two memcpys.
+    for (name, n) in
+        [("staged_64k", 64usize << 10), ("staged_1m", 1 << 20), ("staged_16m", 16 << 20), ("staged_64m", 64 << 20)]
+    {
+        let big = n >= 16 << 20;
+        let (src_v, mut mid_v, mut dst_v) = (vec![1u8; n], vec![0u8; n], vec![0u8; n]);
+        let mut g = group(c, name, big);
+        g.bench_function("floor", |b| {
+            b.iter(|| {
+                mid_v.copy_from_slice(black_box(&src_v));
+                dst_v.copy_from_slice(black_box(&mid_v));
+            })
+        });
+        let src = Array::from_slice(&host, &src_v, &[n]).unwrap();
+        let on_ext = Array::empty(&ext, &[n], DType::U8).unwrap();
+        let back = Array::empty(&host, &[n], DType::U8).unwrap();
+        g.bench_function("gpuport", |b| {
+            b.iter(|| {
+                copy(&src, &on_ext).unwrap();
+                copy(&on_ext, &back).unwrap();
+            })
+        });
+        g.finish();
+    }
+
+    // Stream create + one no-op + synchronize + destroy (an absolute figure: no floor).
+    let mut g = group(c, "stream_lifecycle", false);
+    g.bench_function("gpuport", |b| {
+        b.iter(|| {
+            let s = host.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+            s.host_callback(Box::new(|| {})).unwrap();
+            s.synchronize().unwrap();
+        })
+    });
+    g.finish();
+
+    // `query()` through AnyStream against the typed call on the same stream.
+    let typed_dev = gpuport::host::HostBackend::load(&Default::default()).unwrap().open(0).unwrap();
+    let typed = typed_dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    let any = stream_into_any(typed.clone());
+    let mut g = group(c, "dispatch_query", false);
+    g.bench_function("floor", |b| b.iter(|| black_box(Stream::query(black_box(&typed)).unwrap())));
+    g.bench_function("gpuport", |b| b.iter(|| black_box(black_box(&any).query().unwrap())));
+    g.finish();
+}
+
+fn config() -> Criterion {
+    Criterion::default().warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2))
+}
+
+criterion_group! { name = hal; config = config(); targets = benches }
+criterion_main!(hal);

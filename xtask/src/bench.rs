@@ -1,0 +1,162 @@
+//! `cargo xtask bench [--quick]`: the HAL benchmarks (`crates/gpuport/benches/hal.rs`,
+//! criterion), each figure beside its floor measured in the same run, in two thread
+//! placements — `free` (the scheduler places every thread) and `one-core` (every thread on
+//! CPU 0) — then one table: figure, floor, gpuport, ratio per placement, target, and
+//! whether the free placement meets it. The table is also written to
+//! `target/bench-table.md`. `--quick` runs the free placement only, with criterion's quick
+//! mode (under two minutes; CI runs it as a smoke test and asserts nothing about time).
+//! The full run then also runs the staged-copy benchmark (`benches/staged_copy.rs`).
+
+use std::path::{Path, PathBuf};
+
+/// What a figure must meet.
+#[derive(Clone, Copy)]
+enum Target {
+    /// gpuport ÷ floor at most this.
+    Ratio(f64),
+    /// An absolute time, in nanoseconds, at most this.
+    AtMost(f64),
+}
+
+struct Figure {
+    group: &'static str,
+    what: &'static str,
+    /// Operations per measured iteration (the table shows per-operation times).
+    ops: f64,
+    target: Target,
+}
+
+const FIGURES: &[Figure] = &[
+    Figure {
+        group: "enqueue_100k",
+        what: "no-op enqueue (100k + synchronize), per op",
+        ops: 100_000.0,
+        target: Target::Ratio(2.0),
+    },
+    Figure { group: "copy_8b", what: "8-byte copy + synchronize", ops: 1.0, target: Target::Ratio(1.5) },
+    Figure { group: "copy_4k", what: "4 KiB copy + synchronize", ops: 1.0, target: Target::Ratio(1.5) },
+    Figure { group: "copy_1m", what: "1 MiB copy + synchronize", ops: 1.0, target: Target::Ratio(1.3) },
+    Figure { group: "array_1m", what: "Array upload + download, 1 MiB f32", ops: 1.0, target: Target::Ratio(1.5) },
+    Figure { group: "staged_64k", what: "staged host → ext → host, 64 KiB", ops: 1.0, target: Target::Ratio(5.0) },
+    Figure { group: "staged_1m", what: "staged host → ext → host, 1 MiB", ops: 1.0, target: Target::Ratio(2.0) },
+    Figure { group: "staged_16m", what: "staged host → ext → host, 16 MiB", ops: 1.0, target: Target::Ratio(1.25) },
+    Figure { group: "staged_64m", what: "staged host → ext → host, 64 MiB", ops: 1.0, target: Target::Ratio(1.25) },
+    Figure {
+        group: "stream_lifecycle",
+        what: "stream create + use + destroy",
+        ops: 1.0,
+        target: Target::AtMost(20_000.0),
+    },
+    Figure {
+        group: "dispatch_query",
+        what: "AnyStream::query vs the typed call",
+        ops: 1.0,
+        target: Target::Ratio(1.2),
+    },
+    Figure {
+        group: "callback_round_trip",
+        what: "no-op callback + synchronize (stays)",
+        ops: 1.0,
+        target: Target::Ratio(1.4),
+    },
+    Figure { group: "copy_256m", what: "256 MiB copy + synchronize (stays)", ops: 1.0, target: Target::Ratio(1.1) },
+];
+
+const PLACEMENTS: &[&str] = &["free", "one-core"];
+
+fn criterion_home(placement: &str) -> Result<PathBuf, String> {
+    let here = std::env::current_dir().map_err(|e| format!("current folder: {e}"))?;
+    Ok(here.join("target").join(format!("criterion-{placement}")))
+}
+
+/// The median of one benchmark, in nanoseconds per iteration, from criterion's
+/// `estimates.json`.
+fn median_ns(home: &Path, group: &str, function: &str) -> Option<f64> {
+    let text = std::fs::read_to_string(home.join(group).join(function).join("new/estimates.json")).ok()?;
+    let median = &text[text.find("\"median\"")?..];
+    let value = &median[median.find("\"point_estimate\":")? + "\"point_estimate\":".len()..];
+    let end = value.find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+')))?;
+    value[..end].parse().ok()
+}
+
+fn run_placement(placement: &str, quick: bool) -> Result<(), String> {
+    let home = criterion_home(placement)?;
+    let _ = std::fs::remove_dir_all(&home);
+    let mut cmd = crate::cargo();
+    cmd.args(["bench", "-p", "gpuport", "--bench", "hal", "--"]);
+    if quick {
+        cmd.arg("--quick");
+    }
+    cmd.env("GPUPORT_BENCH_PLACEMENT", placement).env("CRITERION_HOME", &home);
+    match placement {
+        "one-core" => cmd.env(gpuport_worker_cpus(), "0"),
+        _ => cmd.env_remove(gpuport_worker_cpus()),
+    };
+    if crate::run(cmd) {
+        Ok(())
+    } else {
+        Err(format!("the benchmarks failed ({placement} placement)"))
+    }
+}
+
+fn gpuport_worker_cpus() -> &'static str {
+    "GPUPORT_WORKER_CPUS"
+}
+
+fn human(ns: f64) -> String {
+    match ns {
+        n if n >= 1e6 => format!("{:.2} ms", n / 1e6),
+        n if n >= 1e3 => format!("{:.2} µs", n / 1e3),
+        n => format!("{n:.1} ns"),
+    }
+}
+
+/// Runs the benchmarks and prints the table.
+pub fn bench(quick: bool) -> Result<(), String> {
+    let placements: &[&str] = if quick { &PLACEMENTS[..1] } else { PLACEMENTS };
+    for placement in placements {
+        run_placement(placement, quick)?;
+    }
+    let homes: Vec<PathBuf> = placements.iter().map(|p| criterion_home(p)).collect::<Result<_, _>>()?;
+    let mut table = String::new();
+    table.push_str("| figure | floor | gpuport |");
+    for p in placements {
+        table.push_str(&format!(" ratio ({p}) |"));
+    }
+    table.push_str(" target | meets (free) |\n|---|---|---|");
+    for _ in placements {
+        table.push_str("---|");
+    }
+    table.push_str("---|---|\n");
+    for f in FIGURES {
+        let floor = median_ns(&homes[0], f.group, "floor").map(|v| v / f.ops);
+        let ours = median_ns(&homes[0], f.group, "gpuport").map(|v| v / f.ops);
+        let show = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), human);
+        table.push_str(&format!("| {} | {} | {} |", f.what, show(floor), show(ours)));
+        for home in &homes {
+            let ratio =
+                median_ns(home, f.group, "gpuport").zip(median_ns(home, f.group, "floor")).map(|(g, fl)| g / fl);
+            table.push_str(&ratio.map_or_else(|| " — |".to_owned(), |r| format!(" {r:.2}× |")));
+        }
+        let (target, meets) = match f.target {
+            Target::Ratio(t) => (format!("≤ {t}×"), ours.zip(floor).map(|(g, fl)| g / fl <= t)),
+            Target::AtMost(ns) => (format!("≤ {}", human(ns)), ours.map(|g| g <= ns)),
+        };
+        let verdict = match meets {
+            Some(true) => "yes",
+            Some(false) => "**no**",
+            None => "not measured",
+        };
+        table.push_str(&format!(" {target} | {verdict} |\n"));
+    }
+    println!("\n{table}");
+    let _ = std::fs::write("target/bench-table.md", &table);
+    if !quick {
+        let mut staged = crate::cargo();
+        staged.args(["bench", "-p", "gpuport", "--bench", "staged_copy"]);
+        if !crate::run(staged) {
+            return Err("the staged-copy benchmark failed".into());
+        }
+    }
+    Ok(())
+}

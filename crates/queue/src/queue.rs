@@ -15,7 +15,7 @@
 
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
@@ -91,18 +91,27 @@ pub(crate) fn spin_until(mut ready: impl FnMut() -> bool) -> bool {
     if !crate::affinity::thread_may_spin() {
         return false;
     }
+    // No more spinners than CPUs: beyond that, spinning only takes CPU time from the
+    // threads doing the work being waited for.
+    static SPINNERS: AtomicUsize = AtomicUsize::new(0);
+    if SPINNERS.fetch_add(1, Ordering::SeqCst) >= cpus() {
+        SPINNERS.fetch_sub(1, Ordering::SeqCst);
+        return false;
+    }
     let start = Instant::now();
-    loop {
-        for _ in 0..64 {
+    let ready = loop {
+        if (0..64).any(|_| {
             std::hint::spin_loop();
-            if ready() {
-                return true;
-            }
+            ready()
+        }) {
+            break true;
         }
         if start.elapsed() > SPIN {
-            return false;
+            break false;
         }
-    }
+    };
+    SPINNERS.fetch_sub(1, Ordering::SeqCst);
+    ready
 }
 
 impl Signal {

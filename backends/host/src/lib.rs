@@ -3,8 +3,9 @@
 //! The CPU as a gpuport backend. Not a stub: it is the default device and the test bed for
 //! every ordering rule. Built from `gpuport-queue`, as any software device can be:
 //!
-//! - Each stream is an ordered queue run by its own worker thread; operations return at
-//!   once and run asynchronously; `synchronize` waits for the queue to drain.
+//! - Each stream is an ordered queue, drained by a thread of gpuport-queue's pool while it
+//!   has work; operations return at once and run asynchronously; `synchronize` waits for
+//!   the queue to drain.
 //! - Events are real completion markers: a record queues a marker, a wait blocks only the
 //!   waiting stream's worker until the marker has run, and elapsed time is measured.
 //! - Allocations are 256-byte aligned, zero-filled and registered, so

@@ -5,7 +5,7 @@ use gpuport_queue::{host_resolver, QueueStream};
 
 use crate::HostBackend;
 
-/// A stream of the host backend: an ordered queue run by its own worker thread.
+/// A stream of the host backend: an ordered queue, drained by a pool thread while it has work.
 #[derive(Clone)]
 pub struct HostStream(pub(crate) QueueStream);
 

@@ -69,7 +69,11 @@ pub fn export<'py>(
     let request = ExportRequest { max_version, dl_device, copy, stream };
     // SAFETY: a stream handle from the consumer is, by the protocol, a live stream of the
     // device the data is handed over on.
-    let tensor = py.detach(|| unsafe { gpuport_dlpack::to_dlpack(runtime(), array, &request) }).py_exchange()?;
+    let export = || unsafe { gpuport_dlpack::to_dlpack(runtime(), array, &request) };
+    // The GIL is let go only for a copy; a zero-copy export is a handshake (no Python code
+    // waits on gpuport's queues, so holding it cannot deadlock).
+    let copies = stream_device != here || copy == Some(true);
+    let tensor = if copies { py.detach(export) } else { export() }.py_exchange()?;
     exchange_api::count(Counter::ProducerDunder);
     capsule::wrap(py, tensor)
 }
@@ -115,8 +119,10 @@ fn producer_copied(tensor: &ManagedTensor) -> bool {
 /// Imports a tensor taken from a Python producer: its deleter runs with the GIL, never
 /// after interpreter shutdown.
 pub fn import(py: Python<'_>, tensor: ManagedTensor, request: &ImportRequest) -> PyResult<Py<PyArray>> {
-    let array =
-        py.detach(|| gpuport_dlpack::from_dlpack_with(runtime(), tensor, request, PyOwner::boxed)).py_exchange()?;
+    let import = || gpuport_dlpack::from_dlpack_with(runtime(), tensor, request, PyOwner::boxed);
+    // The GIL is let go only when the import copies.
+    let copies = request.device.is_some() || request.copy == Some(true);
+    let array = if copies { py.detach(import) } else { import() }.py_exchange()?;
     PyArray::wrap(py, array)
 }
 

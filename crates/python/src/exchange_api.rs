@@ -425,9 +425,8 @@ pub fn import_through(
     // SAFETY: on success the producer hands over a tensor the consumer owns.
     let tensor = unsafe { ManagedTensor::from_versioned(out) }.py_exchange()?;
     let dl = tensor.dl_tensor().device;
-    let array = py
-        .detach(|| gpuport_dlpack::from_dlpack_with(runtime(), tensor, &ImportRequest::default(), PyOwner::boxed))
-        .py_exchange()?;
+    let array =
+        gpuport_dlpack::from_dlpack_with(runtime(), tensor, &ImportRequest::default(), PyOwner::boxed).py_exchange()?;
     // The handshake: later users of the array wait for the producer's current work.
     if matches!(DlDeviceType(dl.device_type), DlDeviceType::CUDA | DlDeviceType::CUDA_MANAGED | DlDeviceType::ROCM) {
         if let Some(current) = table.current_work_stream {

@@ -88,10 +88,11 @@ fn run_placement(placement: &str, quick: bool) -> Result<(), String> {
         cmd.arg("--quick");
     }
     cmd.env("GPUPORT_BENCH_PLACEMENT", placement).env("CRITERION_HOME", &home);
-    match placement {
-        "one-core" => cmd.env(gpuport_worker_cpus(), "0"),
-        _ => cmd.env_remove(gpuport_worker_cpus()),
-    };
+    if placement == "one-core" {
+        cmd.env(WORKER_CPUS_ENV, "0");
+    } else {
+        cmd.env_remove(WORKER_CPUS_ENV);
+    }
     if crate::run(cmd) {
         Ok(())
     } else {
@@ -99,9 +100,8 @@ fn run_placement(placement: &str, quick: bool) -> Result<(), String> {
     }
 }
 
-fn gpuport_worker_cpus() -> &'static str {
-    "GPUPORT_WORKER_CPUS"
-}
+/// gpuport-queue's pool placement variable.
+const WORKER_CPUS_ENV: &str = "GPUPORT_WORKER_CPUS";
 
 fn human(ns: f64) -> String {
     match ns {

@@ -2,7 +2,7 @@
 
 use std::any::Any;
 
-use gpuport::{Access, AnyDevice, AnyStream, Array, Buffer, BufferDesc, DefaultStream, Error, Result, Runtime};
+use gpuport::{Access, AnyDevice, AnyStream, Array, DefaultStream, Error, ForeignElements, Result, Runtime};
 
 use crate::model::{CaiStream, Interface, VERSION};
 
@@ -104,8 +104,6 @@ pub unsafe fn import(
     sync: Sync,
 ) -> Result<Array> {
     let layout = interface.layout()?;
-    let item = interface.dtype.itemsize()?;
-    let span = layout.span(item)?;
     let (dev, memory, host_accessible) = if interface.numel() == 0 {
         let dev = match device {
             Some(d) => d.clone(),
@@ -116,17 +114,9 @@ pub unsafe fn import(
         let (dev, attrs) = owner_of(rt, interface.data)?;
         (dev, attrs.memory, attrs.host_accessible)
     };
-    let overflow = || Error::Interchange { what: "the array's address range overflows".into() };
-    let (start, len, element0) = if interface.numel() == 0 {
-        (0, 0, 0)
-    } else {
-        let start = interface.data.checked_add_signed(span.start as i64).ok_or_else(overflow)?;
-        (start, span.len(), span.start.unsigned_abs())
-    };
-    let desc = BufferDesc { addr: start, len, device: dev.id(), memory, host_accessible };
-    // SAFETY: the caller promises live memory kept alive by `owner`, which the buffer holds.
-    let buffer = unsafe { Buffer::from_borrowed(desc, Some(owner)) }?;
-    let mut array = Array::from_buffer(&dev, buffer, element0, interface.dtype, layout)?;
+    let at = ForeignElements { element0: interface.data, memory, host_accessible };
+    // SAFETY: the caller promises live memory kept alive by `owner`, which the array holds.
+    let mut array = unsafe { Array::from_foreign(&dev, at, interface.dtype, layout, Some(owner)) }?;
     if interface.read_only {
         array = array.to_read_only();
     }

@@ -37,4 +37,4 @@ pub use export::{negotiate, to_dlpack, ExportRequest};
 pub use import::{from_dlpack, from_dlpack_with, validate, ImportRequest, Validated};
 pub use managed::{ManagedTensor, RawManaged};
 pub use package::{package, Kind, TensorParts};
-pub use stream::{handshake, StreamRequest};
+pub use stream::{handshake, has_vendor_streams, legacy_stream_arg, takes_no_stream, StreamRequest};

@@ -3,6 +3,28 @@
 
 use gpuport::{Access, AnyDevice, Array, DefaultStream, DlDeviceType, Error, Result};
 
+/// True for the device types whose consumers name a vendor stream: `kDLCUDA`,
+/// `kDLCUDAManaged`, `kDLROCM`.
+pub fn has_vendor_streams(ty: DlDeviceType) -> bool {
+    matches!(ty, DlDeviceType::CUDA | DlDeviceType::CUDA_MANAGED | DlDeviceType::ROCM)
+}
+
+/// True for the device types that take no stream at all (only `None`): the CPU and pinned
+/// host memory.
+pub fn takes_no_stream(ty: DlDeviceType) -> bool {
+    matches!(ty, DlDeviceType::CPU | DlDeviceType::CUDA_HOST | DlDeviceType::ROCM_HOST)
+}
+
+/// The `stream` argument naming the legacy default stream on `ty` (CUDA `1`, ROCm `0`);
+/// `None` for devices without vendor streams.
+pub fn legacy_stream_arg(ty: DlDeviceType) -> Option<i64> {
+    match ty {
+        DlDeviceType::CUDA | DlDeviceType::CUDA_MANAGED => Some(1),
+        DlDeviceType::ROCM => Some(0),
+        _ => None,
+    }
+}
+
 /// The consumer's stream, parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StreamRequest {
@@ -31,7 +53,7 @@ impl StreamRequest {
             })
         };
         let Some(value) = stream else { return Ok(StreamRequest::None) };
-        if matches!(device_type, DlDeviceType::CPU | DlDeviceType::CUDA_HOST | DlDeviceType::ROCM_HOST) {
+        if takes_no_stream(device_type) {
             return bad("the CPU takes no stream (pass None)");
         }
         if value == -1 {
@@ -69,7 +91,7 @@ impl StreamRequest {
 /// `Device::wrap_stream`.
 pub unsafe fn handshake(array: &Array, device_type: DlDeviceType, request: StreamRequest) -> Result<()> {
     let dev: &AnyDevice = array.device();
-    let gpu = matches!(device_type, DlDeviceType::CUDA | DlDeviceType::CUDA_MANAGED | DlDeviceType::ROCM);
+    let gpu = has_vendor_streams(device_type);
     let stream = match request {
         StreamRequest::NoSync => return Ok(()),
         StreamRequest::None if !gpu => return array.synchronize(),

@@ -6,7 +6,9 @@ use std::fmt;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
-use gpuport_core::{as_bytes, Buffer, DType, DefaultStream, DeviceId, Element, Error, Layout, Result};
+use gpuport_core::{
+    as_bytes, Buffer, BufferDesc, DType, DefaultStream, DeviceId, Element, Error, Layout, MemoryKind, Result,
+};
 
 use crate::dynamic::{AnyDevice, AnyStream};
 use crate::pending::{Access, PendingWork};
@@ -15,6 +17,18 @@ use crate::pending::{Access, PendingWork};
 struct Storage {
     buffer: Buffer,
     pending: PendingWork,
+}
+
+/// Where the elements of an array over someone else's memory are (see
+/// [`Array::from_foreign`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForeignElements {
+    /// The address of element 0 (ignored for an array with no elements).
+    pub element0: u64,
+    /// What kind of memory it is.
+    pub memory: MemoryKind,
+    /// Whether the host may dereference it.
+    pub host_accessible: bool,
 }
 
 /// An n-dimensional array on any device.
@@ -112,6 +126,44 @@ impl Array {
         layout.check_fits(offset, dtype.itemsize()?, buffer.len())?;
         let storage = Arc::new(Storage { buffer, pending: PendingWork::default() });
         Ok(Array { storage, offset, dtype, layout, device: device.clone(), read_only: false })
+    }
+
+    /// An array over memory someone else owns (an interchange import): the buffer spans
+    /// exactly the bytes `layout` reaches from element 0 — below it too, for negative
+    /// strides — with overflow checked, and holds `keep` (what keeps the memory alive)
+    /// until the last view drops. An array with no elements describes no memory.
+    ///
+    /// # Safety
+    /// Those bytes are live memory of `at.memory`'s kind on `device` and stay so while
+    /// `keep` lives.
+    pub unsafe fn from_foreign(
+        device: &AnyDevice,
+        at: ForeignElements,
+        dtype: DType,
+        layout: Layout,
+        keep: Option<Box<dyn std::any::Any + Send + Sync>>,
+    ) -> Result<Self> {
+        let span = layout.span(dtype.itemsize()?)?;
+        let (start, len, element0) = if layout.numel() == 0 {
+            (0, 0, 0)
+        } else {
+            let start = at
+                .element0
+                .checked_add_signed(span.start as i64)
+                .ok_or_else(|| Error::invalid_layout("the elements' address range overflows"))?;
+            (start, span.len(), span.start.unsigned_abs())
+        };
+        let desc = BufferDesc {
+            addr: start,
+            len,
+            device: device.id(),
+            memory: at.memory,
+            host_accessible: at.host_accessible,
+        };
+        // SAFETY: `desc` covers exactly the bytes the layout reaches, which the caller
+        // promises live while `keep` (held by the buffer) lives.
+        let buffer = unsafe { Buffer::from_borrowed(desc, keep) }?;
+        Self::from_buffer(device, buffer, element0, dtype, layout)
     }
 
     /// The allocation.

@@ -156,11 +156,9 @@ impl CopyEngine {
     /// Moves contiguous `src` to contiguous `dst` through two pinned buffers (a staging
     /// set from the pool of this device pair, returned once the copy is queued).
     fn pipeline(&self, src: &Array, src_stream: &AnyStream, dst: &Array, dst_stream: &AnyStream) -> Result<usize> {
-        let total = src.nbytes();
-        let chunk = self.chunk_bytes.min(total);
-        let chunks = total.div_ceil(chunk);
+        let chunk = self.chunk_bytes.min(src.nbytes());
         let set = staging::checkout(src.device(), dst.device(), chunk, self.chunk_bytes)?;
-        let result = self.pipeline_with(&set, src, src_stream, dst, dst_stream, total, chunk, chunks);
+        let result = Self::pipeline_with(&set, chunk, src, src_stream, dst, dst_stream);
         // After an error a buffer may still be written by a queued copy: not reused.
         if result.is_ok() {
             staging::give_back(set);
@@ -168,18 +166,16 @@ impl CopyEngine {
         result
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn pipeline_with(
-        &self,
         set: &staging::StagingSet,
+        chunk: usize,
         src: &Array,
         src_stream: &AnyStream,
         dst: &Array,
         dst_stream: &AnyStream,
-        total: usize,
-        chunk: usize,
-        chunks: usize,
     ) -> Result<usize> {
+        let total = src.nbytes();
+        let chunks = total.div_ceil(chunk);
         let (stage, filled, drained) = (&set.stage, &set.filled, &set.drained);
         let (src_base, dst_base) = (src.byte_offset(), dst.byte_offset());
         let len_of = |i: usize| chunk.min(total - i * chunk);

@@ -64,7 +64,7 @@ mod mirror;
 mod pending;
 mod runtime;
 
-pub use array::Array;
+pub use array::{Array, ForeignElements};
 pub use copy::{copy, CopyEngine, CopyRoute};
 pub use dynamic::{
     device_into_any, event_into_any, stream_into_any, AnyDevice, AnyEvent, AnyStream, PluginDevice, PluginEvent,

@@ -109,7 +109,8 @@ impl PyDevice {
     /// A new stream (non-blocking with respect to the legacy default stream).
     #[pyo3(signature = (*, priority = 0))]
     fn create_stream(&self, priority: i32) -> PyResult<PyStream> {
-        Ok(PyStream { inner: self.inner.create_stream(StreamFlags::NON_BLOCKING, priority).py()? })
+        let inner = self.inner.create_stream(StreamFlags::NON_BLOCKING, priority).py()?;
+        Ok(PyStream { inner, device: self.inner.clone() })
     }
 
     /// A new event; `timing=True` lets it be used with `Event.elapsed_time`.
@@ -121,7 +122,8 @@ impl PyDevice {
 
     /// The device's legacy default stream.
     fn default_stream(&self) -> PyResult<PyStream> {
-        Ok(PyStream { inner: self.inner.default_stream(gpuport::DefaultStream::Legacy).py()? })
+        let inner = self.inner.default_stream(gpuport::DefaultStream::Legacy).py()?;
+        Ok(PyStream { inner, device: self.inner.clone() })
     }
 
     /// Waits (without holding the GIL) for all work queued on the device.
@@ -142,6 +144,8 @@ impl PyDevice {
 #[pyclass(module = "gpuport", name = "Stream", frozen)]
 pub struct PyStream {
     pub(crate) inner: AnyStream,
+    /// The stream's device (for `.device` and the events `record` makes).
+    device: AnyDevice,
 }
 
 #[pymethods]
@@ -154,8 +158,8 @@ impl PyStream {
 
     /// The stream's device.
     #[getter]
-    fn device(&self) -> PyResult<PyDevice> {
-        Ok(PyDevice::new(runtime().device(&self.inner.device_id().to_string()).py()?))
+    fn device(&self) -> PyDevice {
+        PyDevice::new(self.device.clone())
     }
 
     /// Waits (without holding the GIL) for the stream's work.
@@ -178,10 +182,7 @@ impl PyStream {
     fn record(&self, event: Option<Py<PyEvent>>, py: Python<'_>) -> PyResult<Py<PyEvent>> {
         let event = match event {
             Some(e) => e,
-            None => {
-                let dev = runtime().device(&self.inner.device_id().to_string()).py()?;
-                Py::new(py, PyEvent { inner: dev.create_event(EventFlags::empty()).py()? })?
-            }
+            None => Py::new(py, PyEvent { inner: self.device.create_event(EventFlags::empty()).py()? })?,
         };
         self.inner.record(&event.get().inner).py()?;
         Ok(event)

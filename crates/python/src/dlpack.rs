@@ -81,11 +81,7 @@ pub fn export<'py>(
 /// The stream a consumer on `dl` passes to `__dlpack__`: the legacy default stream where
 /// the vendor has streams (CUDA `1`, ROCm `0`), else None.
 fn consumer_stream(dl: (i32, i32)) -> Option<i64> {
-    match DlDeviceType(dl.0) {
-        DlDeviceType::CUDA | DlDeviceType::CUDA_MANAGED => Some(1),
-        DlDeviceType::ROCM => Some(0),
-        _ => None,
-    }
+    gpuport_dlpack::legacy_stream_arg(DlDeviceType(dl.0))
 }
 
 /// The keywords of the common request — the consumer's stream and `max_version`, no

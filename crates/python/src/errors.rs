@@ -37,11 +37,9 @@ pub fn to_py(e: Error, context: Context) -> PyErr {
         | Error::InvalidDeviceString { .. }
         | Error::InvalidLayout { .. }
         | Error::DeviceNotFound { .. }
-        | Error::BackendMismatch { .. } => match context {
-            Context::Exchange => PyBufferError::new_err(text),
-            Context::General => PyValueError::new_err(text),
-        },
-        Error::Interchange { .. } | Error::Unsupported { .. } => match context {
+        | Error::BackendMismatch { .. }
+        | Error::Interchange { .. }
+        | Error::Unsupported { .. } => match context {
             Context::Exchange => PyBufferError::new_err(text),
             Context::General => PyValueError::new_err(text),
         },

@@ -151,8 +151,7 @@ fn array_of<'py>(py: Python<'py>, obj: *mut c_void) -> PyResult<Bound<'py, PyArr
 /// Exports without any synchronization (`stream=-1`), as a versioned tensor.
 fn export_no_sync(array: &Array) -> gpuport::Result<ManagedTensor> {
     let here = gpuport_dlpack::dl_device_of(array)?;
-    let no_stream =
-        matches!(DlDeviceType(here.device_type), DlDeviceType::CPU | DlDeviceType::CUDA_HOST | DlDeviceType::ROCM_HOST);
+    let no_stream = gpuport_dlpack::takes_no_stream(DlDeviceType(here.device_type));
     let request = ExportRequest {
         max_version: Some(DLPACK_VERSION),
         dl_device: None,
@@ -263,7 +262,7 @@ unsafe extern "C" fn current_work_stream(device_type: i32, device_id: i32, out: 
                 return -1;
             }
             let ty = DlDeviceType(device_type);
-            let stream = if matches!(ty, DlDeviceType::CUDA | DlDeviceType::CUDA_MANAGED | DlDeviceType::ROCM) {
+            let stream = if gpuport_dlpack::has_vendor_streams(ty) {
                 match gpuport_dlpack::resolve(runtime(), DLDevice { device_type, device_id })
                     .and_then(|r| r.device.default_stream(gpuport::DefaultStream::Legacy))
                 {
@@ -428,7 +427,7 @@ pub fn import_through(
     let array =
         gpuport_dlpack::from_dlpack_with(runtime(), tensor, &ImportRequest::default(), PyOwner::boxed).py_exchange()?;
     // The handshake: later users of the array wait for the producer's current work.
-    if matches!(DlDeviceType(dl.device_type), DlDeviceType::CUDA | DlDeviceType::CUDA_MANAGED | DlDeviceType::ROCM) {
+    if gpuport_dlpack::has_vendor_streams(DlDeviceType(dl.device_type)) {
         if let Some(current) = table.current_work_stream {
             let mut stream: *mut c_void = ptr::null_mut();
             // SAFETY: the producer's function with its own device numbers.

@@ -1,7 +1,7 @@
 //! Host data by the buffer protocol or `__array_interface__`, zero-copy: the array holds
 //! the exporter (and its `Py_buffer`), released with the GIL.
 
-use gpuport::{Array, Buffer, BufferDesc, DType, Layout, MemoryKind};
+use gpuport::{Array, DType, ForeignElements, Layout, MemoryKind};
 use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
 use pyo3::{ffi, PyErr};
@@ -27,7 +27,7 @@ impl Drop for HeldView {
     }
 }
 
-/// An array over host memory `[element0 + span]` kept alive by `keep`.
+/// An array over host memory whose element 0 is at `addr`, kept alive by `keep`.
 fn host_array(
     addr: u64,
     dtype: DType,
@@ -36,20 +36,9 @@ fn host_array(
     keep: Box<dyn std::any::Any + Send + Sync>,
 ) -> gpuport::Result<Array> {
     let host = runtime().device("host")?;
-    let item = dtype.itemsize()?;
-    let span = layout.span(item)?;
-    let (start, len, element0) = if layout.numel() == 0 {
-        (0, 0, 0)
-    } else {
-        let start = addr
-            .checked_add_signed(span.start as i64)
-            .ok_or_else(|| gpuport::Error::invalid_layout("the buffer's address range overflows"))?;
-        (start, span.len(), span.start.unsigned_abs())
-    };
-    let desc = BufferDesc { addr: start, len, device: host.id(), memory: MemoryKind::Host, host_accessible: true };
+    let at = ForeignElements { element0: addr, memory: MemoryKind::Host, host_accessible: true };
     // SAFETY: the exporter keeps the memory valid while `keep` (which holds it) lives.
-    let buffer = unsafe { Buffer::from_borrowed(desc, Some(keep)) }?;
-    let array = Array::from_buffer(&host, buffer, element0, dtype, layout)?;
+    let array = unsafe { Array::from_foreign(&host, at, dtype, layout, Some(keep)) }?;
     Ok(if read_only { array.to_read_only() } else { array })
 }
 

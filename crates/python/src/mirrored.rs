@@ -175,20 +175,20 @@ impl PyMirroredArray {
     /// The side `__dlpack__` hands out: the host for a CPU `dl_device`, the device side for
     /// its own; with none, the device side unless the host holds newer data (GDP 3's
     /// "considered on GPU if in sync or the GPU buffer is modified").
-    fn side_for(&self, dl_device: Option<(i32, i32)>) -> PyResult<Access2> {
+    fn side_for(&self, dl_device: Option<(i32, i32)>) -> Side {
         let host_dl = (1, 0);
-        Ok(match dl_device {
-            Some(d) if d == host_dl => Access2::Host,
-            Some(_) => Access2::Device,
-            None if self.inner.state() == SyncState::HostDirty => Access2::Host,
-            None => Access2::Device,
-        })
+        match dl_device {
+            Some(d) if d == host_dl => Side::Host,
+            Some(_) => Side::Device,
+            None if self.inner.state() == SyncState::HostDirty => Side::Host,
+            None => Side::Device,
+        }
     }
 
-    fn acquire(&self, py: Python<'_>, side: Access2) -> PyResult<Array> {
+    fn acquire(&self, py: Python<'_>, side: Side) -> PyResult<Array> {
         py.detach(|| match side {
-            Access2::Host => self.inner.acquire_host(Access::Read),
-            Access2::Device => self.inner.acquire_device(Access::Read),
+            Side::Host => self.inner.acquire_host(Access::Read),
+            Side::Device => self.inner.acquire_device(Access::Read),
         })
         .py()
     }
@@ -196,7 +196,7 @@ impl PyMirroredArray {
 
 /// Which side of the pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Access2 {
+enum Side {
     Host,
     Device,
 }
@@ -340,13 +340,13 @@ impl PyMirroredArray {
     /// The host side of this view as a `gpuport.Array`, refreshed first if the device is
     /// modified.
     fn host_array(&self, py: Python<'_>) -> PyResult<Py<PyArray>> {
-        PyArray::wrap(py, self.acquire(py, Access2::Host)?)
+        PyArray::wrap(py, self.acquire(py, Side::Host)?)
     }
 
     /// The device side of this view as a `gpuport.Array`, refreshed first if the host is
     /// modified.
     fn device_array(&self, py: Python<'_>) -> PyResult<Py<PyArray>> {
-        PyArray::wrap(py, self.acquire(py, Access2::Device)?)
+        PyArray::wrap(py, self.acquire(py, Side::Device)?)
     }
 
     /// Basic indexing: views sharing the buffers and the sync state.
@@ -365,7 +365,7 @@ impl PyMirroredArray {
     /// The host side (after a device → host copy when the device is modified).
     #[getter]
     fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let host = self.acquire(py, Access2::Host)?;
+        let host = self.acquire(py, Side::Host)?;
         py.detach(|| host.synchronize()).py()?;
         cai::array_interface_dict(py, &host)
     }
@@ -376,7 +376,7 @@ impl PyMirroredArray {
     fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         match self.inner.device().id().kind {
             gpuport::BackendKind::Cuda | gpuport::BackendKind::Rocm => {
-                cai::export_dict(py, &self.acquire(py, Access2::Device)?)
+                cai::export_dict(py, &self.acquire(py, Side::Device)?)
             }
             other => Err(PyAttributeError::new_err(format!(
                 "__cuda_array_interface__ is for CUDA and ROCm devices; this mirrored array's device side is on {other}"
@@ -396,19 +396,18 @@ impl PyMirroredArray {
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let wanted = dl_device.filter(|d| !d.is_none()).map(|d| d.extract::<(i32, i32)>()).transpose()?;
-        let side = self.side_for(wanted)?;
+        let side = self.side_for(wanted);
         let array = self.acquire(py, side)?;
         dlpack::export(py, &array, stream, max_version, dl_device, copy)
     }
 
     /// The DLPack device of the side `__dlpack__` hands out by default.
-    fn __dlpack_device__(&self, py: Python<'_>) -> PyResult<(i32, i32)> {
-        let array = match self.side_for(None)? {
-            Access2::Host => self.inner.host_unsynchronized(),
-            Access2::Device => self.inner.device_unsynchronized(),
+    fn __dlpack_device__(&self) -> PyResult<(i32, i32)> {
+        let array = match self.side_for(None) {
+            Side::Host => self.inner.host_unsynchronized(),
+            Side::Device => self.inner.device_unsynchronized(),
         }
         .py()?;
-        let _ = py;
         let d = gpuport_dlpack::dl_device_of(&array).py_exchange()?;
         Ok((d.device_type, d.device_id))
     }

@@ -37,10 +37,29 @@ const FIGURES: &[Figure] = &[
     Figure { group: "copy_4k", what: "4 KiB copy + synchronize", ops: 1.0, target: Target::Ratio(1.5) },
     Figure { group: "copy_1m", what: "1 MiB copy + synchronize", ops: 1.0, target: Target::Ratio(1.3) },
     Figure { group: "array_1m", what: "Array upload + download, 1 MiB f32", ops: 1.0, target: Target::Ratio(1.5) },
-    Figure { group: "staged_64k", what: "staged host → ext → host, 64 KiB", ops: 1.0, target: Target::Ratio(5.0) },
-    Figure { group: "staged_1m", what: "staged host → ext → host, 1 MiB", ops: 1.0, target: Target::Ratio(2.0) },
-    Figure { group: "staged_16m", what: "staged host → ext → host, 16 MiB", ops: 1.0, target: Target::Ratio(1.25) },
-    Figure { group: "staged_64m", what: "staged host → ext → host, 64 MiB", ops: 1.0, target: Target::Ratio(1.25) },
+    Figure {
+        group: "staged_64k",
+        what: "host → ext → host (copy engine), 64 KiB",
+        ops: 1.0,
+        target: Target::Ratio(5.0),
+    },
+    Figure {
+        group: "staged_1m", what: "host → ext → host (copy engine), 1 MiB", ops: 1.0, target: Target::Ratio(2.0)
+    },
+    Figure {
+        group: "staged_16m",
+        what: "host → ext → host (copy engine), 16 MiB",
+        ops: 1.0,
+        target: Target::Ratio(1.25),
+    },
+    Figure {
+        group: "staged_64m",
+        what: "host → ext → host (copy engine), 64 MiB",
+        ops: 1.0,
+        target: Target::Ratio(1.25),
+    },
+    Figure { group: "ext_staged_1m", what: "staged ext:0 → ext:1, 1 MiB", ops: 1.0, target: Target::Ratio(2.0) },
+    Figure { group: "ext_staged_16m", what: "staged ext:0 → ext:1, 16 MiB", ops: 1.0, target: Target::Ratio(1.25) },
     Figure {
         group: "stream_lifecycle",
         what: "stream create + use + destroy",

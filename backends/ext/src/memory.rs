@@ -85,7 +85,7 @@ impl AddressSpace {
         }
         let reserve = want.div_ceil(ALIGNMENT) * ALIGNMENT + GUARD;
         let addr = self.next.fetch_add(reserve, Ordering::SeqCst);
-        let backing = match HostAllocation::zeroed(self.device, bytes, self.capacity) {
+        let backing = match HostAllocation::new(self.device, bytes, self.capacity) {
             Ok(b) if addr.saturating_add(reserve) <= self.end => b,
             _ => {
                 self.used.fetch_sub(want, Ordering::SeqCst);

@@ -8,8 +8,10 @@
 //!   the queue to drain.
 //! - Events are real completion markers: a record queues a marker, a wait blocks only the
 //!   waiting stream's worker until the marker has run, and elapsed time is measured.
-//! - Allocations are 256-byte aligned, zero-filled and registered, so
-//!   `pointer_attributes` answers for host addresses.
+//! - Allocations are 256-byte aligned and registered, so `pointer_attributes` answers for
+//!   host addresses. Freed blocks of 64 KiB and more are cached for reuse
+//!   (`GPUPORT_HOST_CACHE_BYTES`, [`empty_cache`]); as with `cudaMalloc`, contents are
+//!   unspecified (zero when fresh, a reused block's old bytes otherwise).
 //! - Large copies are split across threads.
 //! - Kernels are Rust functions registered with [`register_kernel`].
 
@@ -26,6 +28,13 @@ pub use device::HostDevice;
 pub use event::HostEvent;
 pub use gpuport_queue::{register_kernel, HostKernelArgs, HostKernelFn};
 pub use stream::HostStream;
+
+/// Returns the freed host blocks the allocation cache keeps (those of the host device and
+/// of every other software device in the process: they share one cache) to the system;
+/// returns how many bytes went back. Live allocations are untouched.
+pub fn empty_cache() -> usize {
+    gpuport_queue::memory::cache::release_all()
+}
 
 /// The host backend. Loading it always succeeds.
 #[derive(Debug, Clone, Copy, Default)]

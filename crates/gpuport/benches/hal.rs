@@ -18,8 +18,11 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::PageBuf;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
-use gpuport::{copy, stream_into_any, Array, Backend, DType, Device, Runtime, Stream, StreamFlags};
+use gpuport::{copy, stream_into_any, Array, Backend, CopyRoute, DType, Device, Runtime, Stream, StreamFlags};
+
+mod common;
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -167,7 +170,7 @@ fn benches(c: &mut Criterion) {
         ("copy_256m", 256 << 20, true),
     ] {
         let (src, dst) = (host.alloc(n).unwrap(), host.alloc(n).unwrap());
-        let (mut a, mut z) = (vec![1u8; n], vec![0u8; n]);
+        let (mut a, mut z) = (PageBuf::new(n, 1), PageBuf::new(n, 0));
         let mut g = group(c, name, big);
         if n >= 64 << 20 {
             // The floor of a large copy is the copy itself on two threads (gpuport splits
@@ -215,45 +218,62 @@ fn benches(c: &mut Criterion) {
     }
 
     // Array upload + download of a contiguous 1 MiB f32 array, against two memcpys.
-    let values: Vec<f32> = (0..(1 << 18)).map(|i| i as f32).collect();
+    let mut values = PageBuf::new(1 << 20, 0);
+    values.as_f32_mut().iter_mut().enumerate().for_each(|(i, v)| *v = i as f32);
     let mut g = group(c, "array_1m", false);
-    let (mut mid, mut out) = (vec![0f32; values.len()], vec![0f32; values.len()]);
+    let (mut mid, mut out) = (PageBuf::new(1 << 20, 0), PageBuf::new(1 << 20, 0));
     g.bench_function("floor", |b| {
         b.iter(|| {
-            mid.copy_from_slice(black_box(&values));
-            out.copy_from_slice(black_box(&mid));
+            mid.as_mut_slice().copy_from_slice(black_box(values.as_slice()));
+            out.as_mut_slice().copy_from_slice(black_box(mid.as_slice()));
         })
     });
+    let values = values.as_f32();
     g.bench_function("gpuport", |b| {
         b.iter(|| {
-            let a = Array::from_slice(&host, &values, &[values.len()]).unwrap();
+            let a = Array::from_slice(&host, values, &[values.len()]).unwrap();
             black_box(a.to_vec::<f32>().unwrap());
         })
     });
     g.finish();
 
-    // Staged copies host → ext → host, against two memcpys.
-    for (name, n) in
-        [("staged_64k", 64usize << 10), ("staged_1m", 1 << 20), ("staged_16m", 16 << 20), ("staged_64m", 64 << 20)]
-    {
+    // Host → ext → host through the copy engine (one direct copy each way: ext's streams
+    // reach host memory), and ext:0 → ext:1 (no link: staged through two pinned buffers),
+    // each against two memcpys.
+    let ext1 = rt.device("ext:1").unwrap();
+    for (name, n) in [
+        ("staged_64k", 64usize << 10),
+        ("staged_1m", 1 << 20),
+        ("staged_16m", 16 << 20),
+        ("staged_64m", 64 << 20),
+        ("ext_staged_1m", 1 << 20),
+        ("ext_staged_16m", 16 << 20),
+    ] {
         let big = n >= 16 << 20;
-        let (src_v, mut mid_v, mut dst_v) = (vec![1u8; n], vec![0u8; n], vec![0u8; n]);
+        let (src_v, mut mid_v, mut dst_v) = (PageBuf::new(n, 1), PageBuf::new(n, 0), PageBuf::new(n, 0));
         let mut g = group(c, name, big);
         g.bench_function("floor", |b| {
             b.iter(|| {
-                mid_v.copy_from_slice(black_box(&src_v));
-                dst_v.copy_from_slice(black_box(&mid_v));
+                mid_v.as_mut_slice().copy_from_slice(black_box(src_v.as_slice()));
+                dst_v.as_mut_slice().copy_from_slice(black_box(mid_v.as_slice()));
             })
         });
-        let src = Array::from_slice(&host, &src_v, &[n]).unwrap();
-        let on_ext = Array::empty(&ext, &[n], DType::U8).unwrap();
-        let back = Array::empty(&host, &[n], DType::U8).unwrap();
-        g.bench_function("gpuport", |b| {
-            b.iter(|| {
-                copy(&src, &on_ext).unwrap();
-                copy(&on_ext, &back).unwrap();
-            })
-        });
+        if name.starts_with("ext_") {
+            let from = Array::from_slice(&ext, src_v.as_slice(), &[n]).unwrap();
+            let to = Array::empty(&ext1, &[n], DType::U8).unwrap();
+            assert!(matches!(copy(&from, &to).unwrap(), CopyRoute::Staged { .. }));
+            g.bench_function("gpuport", |b| b.iter(|| copy(&from, &to).unwrap()));
+        } else {
+            let src = Array::from_slice(&host, src_v.as_slice(), &[n]).unwrap();
+            let on_ext = Array::empty(&ext, &[n], DType::U8).unwrap();
+            let back = Array::empty(&host, &[n], DType::U8).unwrap();
+            g.bench_function("gpuport", |b| {
+                b.iter(|| {
+                    copy(&src, &on_ext).unwrap();
+                    copy(&on_ext, &back).unwrap();
+                })
+            });
+        }
         g.finish();
     }
 

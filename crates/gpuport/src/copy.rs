@@ -4,7 +4,8 @@
 //! | --- | --- |
 //! | same device | device copy on the destination's stream |
 //! | same backend, other device, `can_access_peer` | peer copy |
-//! | anything else (host↔ext, ext:0↔ext:1 without a link, CUDA↔ROCm) | staged through two pinned host buffers in chunks: the device-to-host copy of chunk *i* overlaps the host-to-device copy of chunk *i − 1* |
+//! | one side host-accessible memory (the host's, or another backend's pinned or managed memory) | one copy on the other side's stream: every stream reaches host-accessible memory, as `cuMemcpyAsync` reaches pageable memory — the destination's stream, or the source's default stream when the destination is the host-accessible side |
+//! | anything else (ext:0↔ext:1 without a link, CUDA↔ROCm) | staged through two pinned host buffers in chunks: the device-to-host copy of chunk *i* overlaps the host-to-device copy of chunk *i − 1* |
 //!
 //! Strided arrays are copied as runs (the longest trailing block contiguous in both);
 //! when the runs are short and many, through the host. For staged copies a strided
@@ -12,15 +13,16 @@
 //! temporary on its device.
 //!
 //! Ordering goes through the arrays' shared pending work ([`Array::wait_pending`],
-//! [`Array::record_access`]): the copy runs on a stream of the destination device after
-//! the source's pending writes and the destination's pending reads and writes (event waits
-//! on one backend; across backends a callback on the copy's stream waits, never the
-//! calling thread), and records itself as a read of the source and a write of the
-//! destination. A staged copy reads the source on its device's default stream.
-//! [`CopyEngine::copy_on`] returns once the last piece of work is queued (a staged copy
-//! between backends first waits, on the calling thread, for each chunk's source half to
-//! land in the pinned buffer before queuing its destination half); [`copy`] waits for all
-//! of it.
+//! [`Array::record_access`]): the copy's stream waits for the source's pending writes and
+//! the destination's pending reads and writes (event waits on one backend; across
+//! backends a callback on the copy's stream waits, never the calling thread), and the
+//! copy is recorded as a read of the source and a write of the destination.
+//! [`CopyEngine::copy_on`] returns once the last piece of work is queued, and work queued
+//! on its stream afterwards runs after the copy (a copy run on the source's stream is
+//! waited for there). A staged copy reads the source on its device's default stream;
+//! within one backend the two streams wait on each other's events, between backends the
+//! calling thread waits for each chunk's source half to land in the pinned buffer before
+//! queuing its destination half. [`copy`] waits for all of it.
 
 use gpuport_core::{DefaultStream, Error, Layout, Result};
 
@@ -39,6 +41,11 @@ pub enum CopyRoute {
     SameDevice,
     /// Device to device over a peer link.
     Peer,
+    /// One copy on a stream that reaches both sides: one side is host-accessible memory
+    /// (the host's, or another backend's pinned or managed memory), and the copy runs on
+    /// the other side's stream — the destination's, or the source's default stream when the
+    /// destination is the host-accessible side.
+    Direct,
     /// Through pinned host buffers, in this many chunks.
     Staged {
         /// Number of chunks.
@@ -85,14 +92,22 @@ impl CopyEngine {
     /// Copies and waits for completion.
     pub fn copy(&self, src: &Array, dst: &Array) -> Result<CopyRoute> {
         let stream = dst.device().default_stream(DefaultStream::Legacy)?;
-        let route = self.copy_on(src, dst, &stream)?;
+        // `stream` need not be joined: the caller waits for the copy itself.
+        let route = self.queue(src, dst, &stream, false)?;
         dst.synchronize()?;
         Ok(route)
     }
 
     /// Queues the copy on `stream` (a stream of `dst`'s device) and returns once all of it
-    /// is queued; it is recorded as a write of `dst` and a read of `src`.
+    /// is queued; it is recorded as a write of `dst` and a read of `src`, and work queued
+    /// on `stream` afterwards runs after it.
     pub fn copy_on(&self, src: &Array, dst: &Array, stream: &AnyStream) -> Result<CopyRoute> {
+        self.queue(src, dst, stream, true)
+    }
+
+    /// [`CopyEngine::copy_on`]; a copy run on the source's stream makes `stream` wait for
+    /// it only when `join_stream`.
+    fn queue(&self, src: &Array, dst: &Array, stream: &AnyStream, join_stream: bool) -> Result<CopyRoute> {
         if src.shape() != dst.shape() {
             return Err(Error::invalid_argument(format!("copy from shape {:?} to {:?}", src.shape(), dst.shape())));
         }
@@ -112,22 +127,33 @@ impl CopyEngine {
         if src.numel() == 0 {
             return Ok(CopyRoute::Empty);
         }
-        dst.wait_pending(stream, Access::Write)?;
         let (sd, dd) = (src.device(), dst.device());
-        let route = if sd.id() == dd.id() || (sd.id().kind == dd.id().kind && dd.can_access_peer(sd)?) {
-            src.wait_pending(stream, Access::Read)?;
-            let route = if sd.id() == dd.id() {
-                CopyRoute::SameDevice
-            } else {
-                dd.enable_peer_access(sd)?;
-                CopyRoute::Peer
-            };
-            strided_copy(stream, src, dst)?;
-            src.record_access_on(dd, stream, Access::Read)?;
-            route
-        } else {
-            self.staged(src, dst, stream)?
-        };
+        if sd.id() == dd.id() {
+            one_stream_copy(stream, src, dst)?;
+            return Ok(CopyRoute::SameDevice);
+        }
+        if sd.id().kind == dd.id().kind && dd.can_access_peer(sd)? {
+            dd.enable_peer_access(sd)?;
+            one_stream_copy(stream, src, dst)?;
+            return Ok(CopyRoute::Peer);
+        }
+        // Every stream reaches host-accessible memory (its own device's or another
+        // backend's): one copy on the stream of the side that is not host memory.
+        if src.buffer().is_host_accessible() {
+            one_stream_copy(stream, src, dst)?;
+            return Ok(CopyRoute::Direct);
+        }
+        if dst.buffer().is_host_accessible() {
+            let src_stream = sd.default_stream(DefaultStream::Legacy)?;
+            one_stream_copy(&src_stream, src, dst)?;
+            if join_stream {
+                dst.wait_pending(stream, Access::Write)?;
+                dst.record_access(stream, Access::Write)?;
+            }
+            return Ok(CopyRoute::Direct);
+        }
+        dst.wait_pending(stream, Access::Write)?;
+        let route = self.staged(src, dst, stream)?;
         dst.record_access(stream, Access::Write)?;
         Ok(route)
     }
@@ -179,24 +205,44 @@ impl CopyEngine {
         let (stage, filled, drained) = (&set.stage, &set.filled, &set.drained);
         let (src_base, dst_base) = (src.byte_offset(), dst.byte_offset());
         let len_of = |i: usize| chunk.min(total - i * chunk);
-        // Queue the destination half of chunk `i` once its source half has landed.
+        let fill = |i: usize| -> Result<()> {
+            let slot = i % 2;
+            src_stream.copy(src.buffer(), src_base + i * chunk, &stage[slot], 0, len_of(i))?;
+            src_stream.record(&filled[slot])
+        };
         let drain = |i: usize| -> Result<()> {
             let slot = i % 2;
-            filled[slot].synchronize()?;
             dst_stream.copy(&stage[slot], 0, dst.buffer(), dst_base + i * chunk, len_of(i))?;
             dst_stream.record(&drained[slot])
         };
-        for i in 0..chunks {
-            let slot = i % 2;
-            if i >= 2 {
-                drained[slot].synchronize()?; // chunk i − 2 has left this buffer
+        if src_stream.device_id().kind == dst_stream.device_id().kind {
+            // One event type: the two streams wait on each other's events and the caller
+            // waits for nothing (a wait captures the record current when it is queued, so
+            // re-recording an event for a later chunk does not disturb it).
+            for i in 0..chunks {
+                let slot = i % 2;
+                if i >= 2 {
+                    src_stream.wait(&drained[slot])?; // chunk i − 2 has left this buffer
+                }
+                fill(i)?;
+                dst_stream.wait(&filled[slot])?;
+                drain(i)?;
             }
-            src_stream.copy(src.buffer(), src_base + i * chunk, &stage[slot], 0, len_of(i))?;
-            src_stream.record(&filled[slot])?;
+            return Ok(chunks);
+        }
+        // Across backends no stream can wait on the other's events: the caller waits for
+        // each chunk to land before queuing its destination half.
+        for i in 0..chunks {
+            if i >= 2 {
+                drained[i % 2].synchronize()?; // chunk i − 2 has left this buffer
+            }
+            fill(i)?;
             if i >= 1 {
+                filled[(i - 1) % 2].synchronize()?;
                 drain(i - 1)?; // overlaps the copy just queued for chunk i
             }
         }
+        filled[(chunks - 1) % 2].synchronize()?;
         drain(chunks - 1)?;
         Ok(chunks)
     }
@@ -224,8 +270,20 @@ fn runs(src: &Layout, dst: &Layout) -> Result<(usize, Vec<isize>, Vec<isize>)> {
     Ok((run, outer(src)?, outer(dst)?))
 }
 
-/// Copies between arrays reachable from one stream (same device, or a peer), run by run;
-/// many short runs go through the host.
+/// Copies `src` to `dst` on `stream`, which reaches both (same device, a peer, or one side
+/// host-accessible): `stream` waits for what the copy conflicts with, and the copy is
+/// recorded as a read of `src` and a write of `dst` on it.
+fn one_stream_copy(stream: &AnyStream, src: &Array, dst: &Array) -> Result<()> {
+    dst.wait_pending(stream, Access::Write)?;
+    src.wait_pending(stream, Access::Read)?;
+    strided_copy(stream, src, dst)?;
+    let device = if stream.device_id() == dst.device_id() { dst.device() } else { src.device() };
+    src.record_access_on(device, stream, Access::Read)?;
+    dst.record_access_on(device, stream, Access::Write)
+}
+
+/// Copies between arrays reachable from one stream, run by run; many short runs go
+/// through the host.
 fn strided_copy(stream: &AnyStream, src: &Array, dst: &Array) -> Result<()> {
     let item = src.dtype().itemsize()?;
     let (run, src_runs, dst_runs) = runs(src.layout(), dst.layout())?;

@@ -33,9 +33,9 @@ fn round_trips_around_chunk_boundaries() {
         let b = at_odd_offset(&e1, n);
         let back = at_odd_offset(&host, n);
         let chunks = n.div_ceil(CHUNK);
-        assert_eq!(engine.copy(&src, &a).unwrap(), CopyRoute::Staged { chunks }, "host→ext, n={n}");
+        assert_eq!(engine.copy(&src, &a).unwrap(), CopyRoute::Direct, "host→ext, n={n}");
         assert_eq!(engine.copy(&a, &b).unwrap(), CopyRoute::Staged { chunks }, "ext:0→ext:1, n={n}");
-        assert_eq!(engine.copy(&b, &back).unwrap(), CopyRoute::Staged { chunks }, "ext→host, n={n}");
+        assert_eq!(engine.copy(&b, &back).unwrap(), CopyRoute::Direct, "ext→host, n={n}");
         let got = back.to_vec::<u8>().unwrap();
         for (i, (g, w)) in got.iter().zip(&data).enumerate() {
             assert_eq!(g, w, "n={n}: byte {i} differs");
@@ -111,8 +111,8 @@ fn copy_on_a_stream_is_asynchronous_and_recorded_as_pending() {
     let src = u8_array(&host, &data);
     let dst = Array::zeros(&e0, &[10_000], DType::U8).unwrap();
     let stream = e0.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
-    // Hold `stream` so the copy's destination half cannot have run when `copy_on` returns
-    // (one chunk: the engine waits for nothing on `stream` itself).
+    // Hold `stream` so the copy (direct: host memory is reachable from ext's streams)
+    // cannot have run when `copy_on` returns.
     let (open, gate) = std::sync::mpsc::channel::<()>();
     stream
         .host_callback(Box::new(move || {
@@ -208,7 +208,7 @@ proptest! {
 fn staging_sets_are_reused_only_once_drained() {
     // A staged copy held behind a gate keeps its staging set busy; a second copy between
     // the same devices must neither wait for it nor share its buffers.
-    let (host, e0, _) = devices();
+    let (_, e0, e1) = devices();
     let engine = CopyEngine::with_chunk_bytes(CHUNK).unwrap();
     let held = e0.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
     let (open, gate) = std::sync::mpsc::channel::<()>();
@@ -216,16 +216,50 @@ fn staging_sets_are_reused_only_once_drained() {
         let _ = gate.recv_timeout(Duration::from_secs(30));
     }))
     .unwrap();
-    // One chunk: `copy_on` then waits for nothing on `held` (see copy_on's docs).
+    // One chunk, so nothing on ext:1's stream waits for `held` (see the staged pipeline).
     let first = bytes(CHUNK, 1);
     let first_dst = Array::zeros(&e0, &[first.len()], DType::U8).unwrap();
-    engine.copy_on(&u8_array(&host, &first), &first_dst, &held).unwrap();
+    let route = engine.copy_on(&u8_array(&e1, &first), &first_dst, &held).unwrap();
+    assert_eq!(route, CopyRoute::Staged { chunks: 1 });
     for round in 0..3u8 {
         let data = bytes(5 * CHUNK, 50 + round);
         let dst = Array::zeros(&e0, &[data.len()], DType::U8).unwrap();
-        engine.copy(&u8_array(&host, &data), &dst).unwrap(); // returns while `held` is closed
+        engine.copy(&u8_array(&e1, &data), &dst).unwrap(); // returns while `held` is closed
         assert_eq!(dst.to_vec::<u8>().unwrap(), data, "round {round}");
     }
     open.send(()).unwrap();
     assert_eq!(first_dst.to_vec::<u8>().unwrap(), first);
+}
+
+#[test]
+fn a_copy_run_on_the_source_stream_orders_the_given_stream_after_it() {
+    // ext → host runs on ext:0's default stream (host streams cannot reach ext memory);
+    // work queued on the host stream given to `copy_on` must still run after it.
+    let (host, e0, _) = devices();
+    let data = bytes(10_000, 9);
+    let src = u8_array(&e0, &data);
+    let dst = Array::zeros(&host, &[data.len()], DType::U8).unwrap();
+    let (open, gate) = std::sync::mpsc::channel::<()>();
+    let ext_default = e0.default_stream(DefaultStream::Legacy).unwrap();
+    ext_default
+        .host_callback(Box::new(move || {
+            let _ = gate.recv_timeout(Duration::from_secs(30));
+        }))
+        .unwrap();
+    let stream = host.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    assert_eq!(CopyEngine::default().copy_on(&src, &dst, &stream).unwrap(), CopyRoute::Direct);
+    // Raw work on `stream`, outside the arrays' pending work: it sees the copy only if
+    // `stream` was made to wait for it.
+    let seen = host.alloc(data.len()).unwrap();
+    stream.copy(dst.buffer(), 0, &seen, 0, data.len()).unwrap();
+    // Give an unordered `stream` the time to run its copy too early (it cannot finish
+    // while the gate is closed if it is ordered), then open the gate.
+    let until = std::time::Instant::now() + Duration::from_millis(200);
+    while !stream.query().unwrap() && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    open.send(()).unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(stream.read_vec::<u8>(&seen, 0, data.len()).unwrap(), data);
+    assert_eq!(dst.to_vec::<u8>().unwrap(), data);
 }

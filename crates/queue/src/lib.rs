@@ -15,7 +15,8 @@
 //! - [`DeviceQueues`]: every queue of a device, for a device-wide synchronize that also
 //!   waits for dropped streams' work;
 //! - [`kernels`]: Rust functions registered by module and name, launched like kernels;
-//! - [`memory`]: aligned zeroed host allocations and a pointer registry;
+//! - [`memory`]: aligned host allocations through a cache of freed blocks, and a pointer
+//!   registry;
 //! - [`handles`]: raw handle numbers that map back to live objects.
 //!
 //! A port implements `gpuport-core`'s traits by wrapping these types and forwarding.

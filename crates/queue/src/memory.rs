@@ -1,21 +1,29 @@
-//! Host memory for software devices: 256-byte aligned (DLPack's recommendation),
-//! zero-filled allocations, and a registry of live allocations per backend so
-//! `pointer_attributes` can answer for their addresses.
+//! Host memory for software devices: 256-byte aligned (DLPack's recommendation)
+//! allocations served through a process-wide cache of freed blocks ([`cache`]), and a
+//! registry of live allocations per backend so `pointer_attributes` can answer for their
+//! addresses.
+//!
+//! Like `cudaMalloc`'s, an allocation's contents are unspecified: a fresh block is zeroed,
+//! a reused one holds what its last user left (never uninitialised memory, so reading it
+//! is sound); `Array::zeros` and `memset` clear.
 
-use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
 use std::sync::RwLock;
 
 use gpuport_core::{Buffer, BufferDesc, DeviceId, Error, MemoryKind, PointerAttributes, Release, Result};
 
+pub mod cache;
+
 /// Alignment of every allocation.
 pub const ALIGNMENT: usize = 256;
 
-/// One aligned, zero-filled block of host memory, freed on drop.
+/// One aligned block of host memory, given back to the [`cache`] on drop.
 pub struct HostAllocation {
     ptr: NonNull<u8>,
-    layout: Layout,
+    len: usize,
+    /// The block's real size ([`cache::class_of`] `len`).
+    class: usize,
 }
 
 // SAFETY: the block is plain memory owned by this value; access is ordered by its users.
@@ -24,17 +32,17 @@ unsafe impl Send for HostAllocation {}
 unsafe impl Sync for HostAllocation {}
 
 impl HostAllocation {
-    /// `bytes` (≥ 1) zeroed bytes, or `OutOfMemory` for `device` when the request is above
-    /// `limit` or the allocator refuses.
-    pub fn zeroed(device: DeviceId, bytes: usize, limit: u64) -> Result<Self> {
+    /// `bytes` (≥ 1) bytes of unspecified but initialised contents (zero when fresh, a
+    /// reused block's old bytes otherwise), or `OutOfMemory` for `device` when the request
+    /// is above `limit` or the system refuses.
+    pub fn new(device: DeviceId, bytes: usize, limit: u64) -> Result<Self> {
         let oom = || Error::OutOfMemory { device, bytes };
-        if bytes == 0 || bytes as u64 > limit {
+        if bytes == 0 || bytes as u64 > limit || bytes > isize::MAX as usize - ALIGNMENT {
             return Err(oom());
         }
-        let layout = Layout::from_size_align(bytes, ALIGNMENT).map_err(|_| oom())?;
-        // SAFETY: `layout` has a non-zero size.
-        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) }).ok_or_else(oom)?;
-        Ok(HostAllocation { ptr, layout })
+        let class = cache::class_of(bytes).ok_or_else(oom)?;
+        let ptr = cache::take(class).ok_or_else(oom)?;
+        Ok(HostAllocation { ptr, len: bytes, class })
     }
 
     /// The block's address.
@@ -42,9 +50,9 @@ impl HostAllocation {
         self.ptr.as_ptr()
     }
 
-    /// Its length in bytes.
+    /// Its length in bytes (as requested).
     pub fn len(&self) -> usize {
-        self.layout.size()
+        self.len
     }
 
     /// Always false: blocks have at least one byte.
@@ -55,8 +63,8 @@ impl HostAllocation {
 
 impl Drop for HostAllocation {
     fn drop(&mut self) {
-        // SAFETY: allocated by `alloc_zeroed(self.layout)` and freed once.
-        unsafe { dealloc(self.ptr.as_ptr(), self.layout) };
+        // SAFETY: the block came from `cache::take(self.class)` and is dropped once.
+        unsafe { cache::give_back(self.ptr, self.class) };
     }
 }
 
@@ -114,8 +122,9 @@ impl Release for Registered {
     }
 }
 
-/// An owned, host-accessible buffer of `bytes` zeroed bytes of `kind` for `device`,
-/// entered in `registry` until it is released. Zero bytes gives an empty buffer.
+/// An owned, host-accessible buffer of `bytes` bytes of `kind` for `device` (contents
+/// unspecified, see the module docs), entered in `registry` until it is released. Zero
+/// bytes gives an empty buffer.
 pub fn host_buffer(
     registry: &'static PointerRegistry,
     device: DeviceId,
@@ -128,7 +137,7 @@ pub fn host_buffer(
         // SAFETY: a zero-length buffer describes no memory.
         return unsafe { Buffer::from_borrowed(desc, None) };
     }
-    let block = HostAllocation::zeroed(device, bytes, limit)?;
+    let block = HostAllocation::new(device, bytes, limit)?;
     let addr = block.ptr() as usize as u64;
     registry.insert(addr, bytes, kind, device);
     let desc = BufferDesc { addr, len: bytes, device, memory: kind, host_accessible: true };
@@ -158,5 +167,26 @@ mod tests {
             host_buffer(&REGISTRY, DeviceId::HOST, 4096, MemoryKind::Host, 100),
             Err(Error::OutOfMemory { bytes: 4096, .. })
         ));
+    }
+
+    #[test]
+    fn large_blocks_are_reused_after_release_with_their_old_bytes() {
+        let _serial = cache::TEST_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        // A size no other test allocates, so the cached block is this test's.
+        let bytes = cache::MIN_CACHED * 3 + 17;
+        let first = HostAllocation::new(DeviceId::HOST, bytes, u64::MAX).unwrap();
+        let addr = first.ptr();
+        // SAFETY: `bytes` bytes of the block, owned here.
+        unsafe { addr.write_bytes(0xA5, bytes) };
+        drop(first);
+        let again = HostAllocation::new(DeviceId::HOST, bytes - 5, u64::MAX).unwrap();
+        assert_eq!(again.ptr(), addr, "same class: the cached block");
+        assert_eq!(again.len(), bytes - 5);
+        // SAFETY: the block's bytes are initialised (written above).
+        assert_eq!(unsafe { *again.ptr().add(100) }, 0xA5, "contents are left as they were");
+        assert_eq!(again.ptr() as usize % ALIGNMENT, 0);
+        drop(again);
+        assert!(cache::cached_bytes() >= bytes);
+        assert!(cache::release_all() >= bytes, "the cached block went back to the system");
     }
 }

@@ -64,6 +64,10 @@ pub fn every_copy_kind(t: &Target) -> Outcome {
             host_stream.write(&data, &h, 0)?;
             s.copy(&h, 0, &bufs[0].1, 0, n)?;
             ensure!(read_all(&s, &bufs[0].1)? == data, "copy from pageable host memory differs");
+            // And back, into another part of it (the copy engine's direct route).
+            s.copy(&bufs[0].1, 1, &h, 0, n - 1)?;
+            s.synchronize()?;
+            ensure!(host_stream.read_vec::<u8>(&h, 0, n - 1)? == data[1..], "copy to pageable host memory differs");
         }
     }
     Ok(())

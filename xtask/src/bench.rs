@@ -3,7 +3,10 @@
 //! placements — `free` (the scheduler places every thread) and `one-core` (every thread on
 //! CPU 0) — then one table: figure, floor, gpuport, ratio per placement, target, and
 //! whether the free placement meets it. The table is also written to
-//! `target/bench-table.md`. `--quick` runs the free placement only, with criterion's quick
+//! `target/bench-table.md`. The full run measures each sub-10 µs figure in five rounds
+//! (floor, then gpuport, five times) and shows the median of the rounds' ratios: on a
+//! small virtual machine a sub-microsecond hand-off moves by 2–3× with where the threads
+//! happen to run. `--quick` runs the free placement only, one round, with criterion's quick
 //! mode (under two minutes; CI runs it as a smoke test and asserts nothing about time).
 //! The full run then also runs the staged-copy benchmark (`benches/staged_copy.rs`).
 
@@ -16,6 +19,8 @@ enum Target {
     Ratio(f64),
     /// An absolute time, in nanoseconds, at most this.
     AtMost(f64),
+    /// No target: reported for information (a path the figures no longer cover).
+    Report,
 }
 
 struct Figure {
@@ -58,8 +63,8 @@ const FIGURES: &[Figure] = &[
         ops: 1.0,
         target: Target::Ratio(1.25),
     },
-    Figure { group: "ext_staged_1m", what: "staged ext:0 → ext:1, 1 MiB", ops: 1.0, target: Target::Ratio(2.0) },
-    Figure { group: "ext_staged_16m", what: "staged ext:0 → ext:1, 16 MiB", ops: 1.0, target: Target::Ratio(1.25) },
+    Figure { group: "ext_staged_1m", what: "staged ext:0 → ext:1, 1 MiB", ops: 1.0, target: Target::Report },
+    Figure { group: "ext_staged_16m", what: "staged ext:0 → ext:1, 16 MiB", ops: 1.0, target: Target::Report },
     Figure {
         group: "stream_lifecycle",
         what: "stream create + use + destroy",
@@ -83,6 +88,10 @@ const FIGURES: &[Figure] = &[
 
 const PLACEMENTS: &[&str] = &["free", "one-core"];
 
+/// How many times the full run measures each sub-10 µs figure (see `pair` in the bench).
+const FULL_ROUNDS: &str = "5";
+const ROUNDS_ENV: &str = "GPUPORT_BENCH_ROUNDS";
+
 fn criterion_home(placement: &str) -> Result<PathBuf, String> {
     let here = std::env::current_dir().map_err(|e| format!("current folder: {e}"))?;
     Ok(here.join("target").join(format!("criterion-{placement}")))
@@ -98,6 +107,38 @@ fn median_ns(home: &Path, group: &str, function: &str) -> Option<f64> {
     value[..end].parse().ok()
 }
 
+/// The medians of `function`'s rounds (`function/0`, `function/1`, …) in `group`.
+fn rounds_ns(home: &Path, group: &str, function: &str) -> Vec<Option<f64>> {
+    (0..)
+        .map_while(|r| home.join(group).join(function).join(r.to_string()).is_dir().then_some(r))
+        .map(|r| median_ns(home, group, &format!("{function}/{r}")))
+        .collect()
+}
+
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    (n > 0).then(|| if n % 2 == 1 { values[n / 2] } else { (values[n / 2 - 1] + values[n / 2]) / 2.0 })
+}
+
+/// One figure in one placement: the median floor and gpuport times over the rounds, and
+/// the median of the rounds' ratios.
+struct Measured {
+    floor: Option<f64>,
+    ours: Option<f64>,
+    ratio: Option<f64>,
+}
+
+fn measure(home: &Path, group: &str) -> Measured {
+    let (floors, ours) = (rounds_ns(home, group, "floor"), rounds_ns(home, group, "gpuport"));
+    let ratios = floors.iter().zip(&ours).filter_map(|(f, g)| Some(g.as_ref()? / f.as_ref()?)).collect();
+    Measured {
+        floor: median(floors.into_iter().flatten().collect()),
+        ours: median(ours.into_iter().flatten().collect()),
+        ratio: median(ratios),
+    }
+}
+
 fn run_placement(placement: &str, quick: bool) -> Result<(), String> {
     let home = criterion_home(placement)?;
     let _ = std::fs::remove_dir_all(&home);
@@ -106,7 +147,9 @@ fn run_placement(placement: &str, quick: bool) -> Result<(), String> {
     if quick {
         cmd.arg("--quick");
     }
-    cmd.env("GPUPORT_BENCH_PLACEMENT", placement).env("CRITERION_HOME", &home);
+    cmd.env("GPUPORT_BENCH_PLACEMENT", placement)
+        .env("CRITERION_HOME", &home)
+        .env(ROUNDS_ENV, if quick { "1" } else { FULL_ROUNDS });
     if placement == "one-core" {
         cmd.env(WORKER_CPUS_ENV, "0");
     } else {
@@ -148,23 +191,23 @@ pub fn bench(quick: bool) -> Result<(), String> {
     }
     table.push_str("---|---|\n");
     for f in FIGURES {
-        let floor = median_ns(&homes[0], f.group, "floor").map(|v| v / f.ops);
-        let ours = median_ns(&homes[0], f.group, "gpuport").map(|v| v / f.ops);
+        let measured: Vec<Measured> = homes.iter().map(|home| measure(home, f.group)).collect();
+        let (floor, ours) = (measured[0].floor.map(|v| v / f.ops), measured[0].ours.map(|v| v / f.ops));
         let show = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), human);
         table.push_str(&format!("| {} | {} | {} |", f.what, show(floor), show(ours)));
-        for home in &homes {
-            let ratio =
-                median_ns(home, f.group, "gpuport").zip(median_ns(home, f.group, "floor")).map(|(g, fl)| g / fl);
-            table.push_str(&ratio.map_or_else(|| " — |".to_owned(), |r| format!(" {r:.2}× |")));
+        for m in &measured {
+            table.push_str(&m.ratio.map_or_else(|| " — |".to_owned(), |r| format!(" {r:.2}× |")));
         }
         let (target, meets) = match f.target {
-            Target::Ratio(t) => (format!("≤ {t}×"), ours.zip(floor).map(|(g, fl)| g / fl <= t)),
+            Target::Ratio(t) => (format!("≤ {t}×"), measured[0].ratio.map(|r| r <= t)),
             Target::AtMost(ns) => (format!("≤ {}", human(ns)), ours.map(|g| g <= ns)),
+            Target::Report => ("—".to_owned(), None),
         };
-        let verdict = match meets {
-            Some(true) => "yes",
-            Some(false) => "**no**",
-            None => "not measured",
+        let verdict = match (meets, f.target) {
+            (_, Target::Report) => "—",
+            (Some(true), _) => "yes",
+            (Some(false), _) => "**no**",
+            (None, _) => "not measured",
         };
         table.push_str(&format!(" {target} | {verdict} |\n"));
     }

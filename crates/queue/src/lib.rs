@@ -154,6 +154,7 @@ macro_rules! impl_queue_stream {
                 let ($this, $op) = (self, "launch");
                 self.$field.launch(kernel, config, args, $resolve)
             }
+            #[inline]
             fn query(&self) -> $crate::__core::Result<bool> {
                 self.$field.query()
             }

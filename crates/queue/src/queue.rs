@@ -36,19 +36,27 @@ unsafe impl Send for SendPtr {}
 /// Work run on the queue's thread; an `Err` becomes the queue's sticky error.
 pub type Work = Box<dyn FnOnce() -> Result<()> + Send + 'static>;
 
+/// A copy's operands (boxed in [`Op`]: see there).
+struct CopyOp {
+    src: SendPtr,
+    dst: SendPtr,
+    len: usize,
+    _keep: [Option<Buffer>; 2],
+}
+
+/// A fill's operands.
+struct FillOp {
+    dst: SendPtr,
+    len: usize,
+    value: u8,
+    _keep: Option<Buffer>,
+}
+
+/// One queued operation. Kept to two words plus a tag — the channel moves and stores every
+/// message, so its size is paid on every enqueue — by boxing the two large ones.
 enum Op {
-    Copy {
-        src: SendPtr,
-        dst: SendPtr,
-        len: usize,
-        _keep: [Option<Buffer>; 2],
-    },
-    Fill {
-        dst: SendPtr,
-        len: usize,
-        value: u8,
-        _keep: Option<Buffer>,
-    },
+    Copy(Box<CopyOp>),
+    Fill(Box<FillOp>),
     Record(Arc<EventState>, u64),
     Wait(Arc<EventState>, u64),
     Run(Work),
@@ -85,11 +93,21 @@ pub(crate) fn cpus() -> usize {
 /// the awaited thread may need that CPU.
 pub(crate) fn spin_until(mut ready: impl FnMut() -> bool) -> bool {
     const SPIN: Duration = Duration::from_micros(50);
+    const QUICK_POLLS: usize = 128;
     if ready() {
         return true;
     }
     if !crate::affinity::thread_may_spin() {
         return false;
+    }
+    // Most hand-offs land within a microsecond: poll that long before counting as a
+    // spinner, since the count is a line every waiting thread writes (two writes per wait
+    // would move it between CPUs on every round trip).
+    if (0..QUICK_POLLS).any(|_| {
+        std::hint::spin_loop();
+        ready()
+    }) {
+        return true;
     }
     // No more spinners than CPUs: beyond that, spinning only takes CPU time from the
     // threads doing the work being waited for.
@@ -174,8 +192,10 @@ pub(crate) struct State {
     cv: Condvar,
     failure: Arc<Failure>,
     closed: AtomicBool,
-    /// The operations; taken by the one thread draining the queue.
-    inbox: Mutex<Inbox>,
+    /// The operations; taken by the one thread draining the queue. On lines of its own:
+    /// the drainer writes its count on every operation, and enqueuers read the flags
+    /// beside it (`closed`, `scheduled`) on every enqueue.
+    inbox: Padded<Mutex<Inbox>>,
     /// True while the queue is in the pool's job list, being drained, or claimed for an
     /// inline operation ([`WorkQueue::run_inline_if_idle`]).
     scheduled: AtomicBool,
@@ -302,7 +322,8 @@ pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
 /// to it counted, and whoever sees the count sees the event complete.
 fn run(op: Op, state: &State) {
     let announce = match op {
-        Op::Copy { src, dst, len, _keep } => {
+        Op::Copy(op) => {
+            let CopyOp { src, dst, len, _keep } = *op;
             // SAFETY: the enqueuer checked both ranges and keeps the memory alive (see
             // SendPtr).
             unsafe { copy_bytes(src.0, dst.0, len) };
@@ -311,7 +332,8 @@ fn run(op: Op, state: &State) {
             drop(_keep);
             None
         }
-        Op::Fill { dst, len, value, _keep } => {
+        Op::Fill(op) => {
+            let FillOp { dst, len, value, _keep } = *op;
             // SAFETY: as above, for one range.
             unsafe { std::ptr::write_bytes(dst.0, value, len) };
             drop(_keep);
@@ -401,7 +423,7 @@ impl WorkQueue {
             cv: Condvar::new(),
             failure: Arc::default(),
             closed: AtomicBool::new(false),
-            inbox: Mutex::new(Inbox { rx, received: 0 }),
+            inbox: Padded(Mutex::new(Inbox { rx, received: 0 })),
             scheduled: AtomicBool::new(false),
         });
         Ok(WorkQueue { tx, state })
@@ -437,7 +459,10 @@ impl WorkQueue {
             self.state.completed.fetch_add(1, Ordering::SeqCst);
             return Err(Error::invalid_handle(format!("{} has no inbox", self.state.name)));
         }
-        fence(Ordering::SeqCst);
+        // No fence needed before the load: the count above and the load below are both
+        // SeqCst, as are the drainer's release of `scheduled` and its re-read of the count
+        // (see `drain`), so either this load sees the release or the drainer sees the count
+        // — and a drainer that sees the count waits in `recv` for the send.
         // Already scheduled (the common case while work flows): nothing more to do.
         if !self.state.scheduled.load(Ordering::SeqCst) && !self.state.scheduled.swap(true, Ordering::SeqCst) {
             crate::pool::submit(self.state.clone());
@@ -452,7 +477,7 @@ impl WorkQueue {
     /// them, or the caller must wait for the copy (e.g. with [`WorkQueue::synchronize`])
     /// before the memory goes away. Overlapping ranges must be in one allocation.
     pub unsafe fn copy(&self, src: *const u8, dst: *mut u8, len: usize, keep: [Option<Buffer>; 2]) -> Result<()> {
-        self.push(Op::Copy { src: SendPtr(src as *mut u8), dst: SendPtr(dst), len, _keep: keep })
+        self.push(Op::Copy(Box::new(CopyOp { src: SendPtr(src as *mut u8), dst: SendPtr(dst), len, _keep: keep })))
     }
 
     /// Queues a fill of `len` bytes with `value`.
@@ -460,7 +485,7 @@ impl WorkQueue {
     /// # Safety
     /// As for [`WorkQueue::copy`], for one range.
     pub unsafe fn fill(&self, dst: *mut u8, len: usize, value: u8, keep: Option<Buffer>) -> Result<()> {
-        self.push(Op::Fill { dst: SendPtr(dst), len, value, _keep: keep })
+        self.push(Op::Fill(Box::new(FillOp { dst: SendPtr(dst), len, value, _keep: keep })))
     }
 
     /// Queues arbitrary work; an error or panic becomes the error of the next
@@ -532,6 +557,7 @@ impl WorkQueue {
     }
 
     /// True when everything submitted has run.
+    #[inline]
     pub fn query(&self) -> bool {
         // Under the lock a marker is counted and announced in: see `run`.
         let _guard = lock(&self.state.lock);

@@ -224,6 +224,7 @@ impl QueueStream {
     }
 
     /// `Stream::query`.
+    #[inline]
     pub fn query(&self) -> Result<bool> {
         Ok(self.queue().query())
     }

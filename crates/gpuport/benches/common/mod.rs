@@ -1,4 +1,6 @@
 //! What the benchmarks share: floors' buffers.
+// Each benchmark uses part of this module.
+#![allow(dead_code)]
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 

@@ -9,7 +9,7 @@ use gpuport_core::{BackendKind, DeviceId, Error, Result};
 use gpuport_driver::release::Deferred;
 use gpuport_driver::vendor_stream::DeviceStreams;
 
-use crate::result::check;
+use crate::result;
 use crate::sys::{CUcontext, CUdevice, Driver};
 
 /// One opened device: its primary context, retained.
@@ -41,8 +41,7 @@ struct Retained {
 impl Drop for Retained {
     fn drop(&mut self) {
         // SAFETY: the context was retained once in `open` and is released once here.
-        let status = unsafe { (self.driver.api.cuDevicePrimaryCtxRelease)(self.cu_device) };
-        if let Err(e) = check(&self.driver.api, status, "cuDevicePrimaryCtxRelease") {
+        if let Err(e) = unsafe { result::device::primary_ctx_release(&self.driver.api, self.cu_device) } {
             log::warn!("releasing the primary context of {}: {e}", self.id);
         }
     }
@@ -56,9 +55,7 @@ impl DeviceCtx {
     /// Opens (or shares the already-open) device `ordinal`.
     pub fn open(driver: &Arc<Driver>, ordinal: u32) -> Result<Arc<DeviceCtx>> {
         let api = &driver.api;
-        let mut count: c_int = 0;
-        // SAFETY: valid out-pointer.
-        check(api, unsafe { (api.cuDeviceGetCount)(&mut count) }, "cuDeviceGetCount")?;
+        let count = result::device::count(api)?;
         let id = DeviceId::new(BackendKind::Cuda, ordinal);
         if i64::from(ordinal) >= i64::from(count) {
             return Err(Error::DeviceNotFound { device: id, backend: "cuda".into(), count: count.max(0) as u32 });
@@ -67,15 +64,10 @@ impl DeviceCtx {
         if let Some(live) = open.get(ordinal as usize).and_then(Weak::upgrade) {
             return Ok(live);
         }
-        let mut cu_device: CUdevice = 0;
-        // SAFETY: valid out-pointer; the ordinal is in range.
-        check(api, unsafe { (api.cuDeviceGet)(&mut cu_device, ordinal as c_int) }, "cuDeviceGet")?;
-        let mut total_memory = 0usize;
-        // SAFETY: valid out-pointer.
-        check(api, unsafe { (api.cuDeviceTotalMem)(&mut total_memory, cu_device) }, "cuDeviceTotalMem")?;
-        let mut ctx: CUcontext = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; released in Drop.
-        check(api, unsafe { (api.cuDevicePrimaryCtxRetain)(&mut ctx, cu_device) }, "cuDevicePrimaryCtxRetain")?;
+        let cu_device = result::device::get(api, ordinal as c_int)?;
+        let total_memory = result::device::total_mem(api, cu_device)?;
+        // Released by `Retained`'s drop.
+        let ctx = result::device::primary_ctx_retain(api, cu_device)?;
         let retained = Deferred::new(Retained { driver: driver.clone(), id, cu_device });
         let streams = DeviceStreams::default();
         let dev = Arc::new(DeviceCtx {
@@ -102,12 +94,9 @@ impl DeviceCtx {
     /// Makes the primary context current on this thread (a no-op when it already is).
     pub fn bind(&self) -> Result<()> {
         let api = &self.driver.api;
-        let mut current: CUcontext = std::ptr::null_mut();
-        // SAFETY: valid out-pointer.
-        check(api, unsafe { (api.cuCtxGetCurrent)(&mut current) }, "cuCtxGetCurrent")?;
-        if current != self.ctx {
+        if result::ctx::get_current(api)? != self.ctx {
             // SAFETY: `ctx` is retained for as long as `self` lives.
-            check(api, unsafe { (api.cuCtxSetCurrent)(self.ctx) }, "cuCtxSetCurrent")?;
+            unsafe { result::ctx::set_current(api, self.ctx) }?;
         }
         Ok(())
     }

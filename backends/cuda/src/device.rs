@@ -1,6 +1,6 @@
 //! CUDA devices.
 
-use std::ffi::{c_char, c_int};
+use std::ffi::c_int;
 use std::sync::Arc;
 
 use gpuport_core::{
@@ -13,9 +13,9 @@ use gpuport_driver::vendor_stream::VendorStream;
 use crate::context::DeviceCtx;
 use crate::event::CudaEvent;
 use crate::memory;
-use crate::result::check;
+use crate::result;
 use crate::stream::CudaStream;
-use crate::sys::{self, CUdevice, CUdevice_attribute, CUuuid, Driver};
+use crate::sys::{self, CUdevice_attribute, Driver};
 use crate::CudaBackend;
 
 /// A CUDA device; handles share its retained primary context.
@@ -24,50 +24,23 @@ pub struct CudaDevice {
     pub(crate) ctx: Arc<DeviceCtx>,
 }
 
-fn attribute(driver: &Driver, dev: CUdevice, attr: CUdevice_attribute) -> Result<i32> {
-    let mut v: c_int = 0;
-    // SAFETY: valid out-pointer; the attribute id is from cuda.h.
-    let status = unsafe { (driver.api.cuDeviceGetAttribute)(&mut v, attr as c_int, dev) };
-    check(&driver.api, status, "cuDeviceGetAttribute")?;
-    Ok(v)
-}
-
-fn c_text(buf: &[c_char]) -> String {
-    let bytes: Vec<u8> = buf.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
 /// Facts about device `ordinal` (no context needed).
 pub(crate) fn info(driver: &Driver, ordinal: u32) -> Result<DeviceInfo> {
     let api = &driver.api;
-    let mut dev: CUdevice = 0;
-    // SAFETY: valid out-pointer.
-    check(api, unsafe { (api.cuDeviceGet)(&mut dev, ordinal as c_int) }, "cuDeviceGet")?;
-    let mut name = [0 as c_char; 256];
-    // SAFETY: the buffer holds 256 bytes.
-    check(api, unsafe { (api.cuDeviceGetName)(name.as_mut_ptr(), 256, dev) }, "cuDeviceGetName")?;
-    let mut total = 0usize;
-    // SAFETY: valid out-pointer.
-    check(api, unsafe { (api.cuDeviceTotalMem)(&mut total, dev) }, "cuDeviceTotalMem")?;
-    let mut pci = [0 as c_char; 32];
-    // SAFETY: the buffer holds 32 bytes (the id needs 13).
-    let pci_ok = unsafe { (api.cuDeviceGetPCIBusId)(pci.as_mut_ptr(), 32, dev) } == sys::SUCCESS;
-    // SAFETY: CUuuid is plain bytes; zeroed is a valid value.
-    let mut uuid: CUuuid = unsafe { std::mem::zeroed() };
-    // SAFETY: valid out-pointer.
-    let uuid_ok = unsafe { (api.cuDeviceGetUuid)(&mut uuid, dev) } == sys::SUCCESS;
-    let major = attribute(driver, dev, CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
-    let minor = attribute(driver, dev, CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
-    let sms = attribute(driver, dev, CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    let dev = result::device::get(api, ordinal as c_int)?;
+    let attribute = |attr| result::device::attribute(api, dev, attr);
+    let major = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+    let minor = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+    let sms = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
     Ok(DeviceInfo {
         id: DeviceId::new(gpuport_core::BackendKind::Cuda, ordinal),
-        name: c_text(&name),
-        total_memory: total as u64,
+        name: result::device::name(api, dev)?,
+        total_memory: result::device::total_mem(api, dev)? as u64,
         compute_capability: Some((major as u32, minor as u32)),
         arch: Some(format!("sm_{major}{minor}")),
         multiprocessors: Some(sms as u32),
-        pci_bus_id: pci_ok.then(|| c_text(&pci)),
-        uuid: uuid_ok.then(|| uuid.bytes.map(|b| b as u8)),
+        pci_bus_id: result::device::pci_bus_id(api, dev),
+        uuid: result::device::uuid(api, dev),
     })
 }
 
@@ -121,24 +94,18 @@ impl Device for CudaDevice {
         self.ctx.bind()?;
         let api = &self.ctx.driver.api;
         // SAFETY: the range was checked against a live CUDA allocation.
-        check(api, unsafe { (api.cuMemsetD8)(d, value, len) }, "cuMemsetD8")?;
+        unsafe { result::stream::memset_d8(api, d, value, len) }?;
         // cuMemsetD8 is queued on the legacy default stream and may return before the bytes
         // land: wait for that stream only, not for every stream of the device.
         // SAFETY: the legacy stream handle is always valid in a current context.
-        let status = unsafe { (api.cuStreamSynchronize)(sys::STREAM_LEGACY as sys::CUstream) };
-        check(api, status, "cuStreamSynchronize")
+        unsafe { result::stream::synchronize(api, sys::STREAM_LEGACY as sys::CUstream) }
     }
     fn create_stream(&self, flags: StreamFlags, priority: i32) -> Result<CudaStream> {
         CudaStream::create(&self.ctx, flags, priority)
     }
     fn stream_priority_range(&self) -> Result<(i32, i32)> {
         self.ctx.bind()?;
-        let api = &self.ctx.driver.api;
-        let (mut least, mut greatest) = (0, 0);
-        // SAFETY: valid out-pointers.
-        let status = unsafe { (api.cuCtxGetStreamPriorityRange)(&mut least, &mut greatest) };
-        check(api, status, "cuCtxGetStreamPriorityRange")?;
-        Ok((least, greatest))
+        result::ctx::stream_priority_range(&self.ctx.driver.api)
     }
     fn default_stream(&self, which: DefaultStream) -> Result<CudaStream> {
         // One stream state per device (legacy) or per thread (per-thread) while a handle
@@ -170,25 +137,15 @@ impl Device for CudaDevice {
         if peer.ctx.id == self.ctx.id {
             return Ok(true);
         }
-        let api = &self.ctx.driver.api;
-        let mut can: c_int = 0;
-        // SAFETY: valid out-pointer; both device handles are valid.
-        let status = unsafe { (api.cuDeviceCanAccessPeer)(&mut can, self.ctx.cu_device, peer.ctx.cu_device) };
-        check(api, status, "cuDeviceCanAccessPeer")?;
-        Ok(can != 0)
+        result::device::can_access_peer(&self.ctx.driver.api, self.ctx.cu_device, peer.ctx.cu_device)
     }
     fn enable_peer_access(&self, peer: &Self) -> Result<()> {
         if peer.ctx.id == self.ctx.id {
             return Ok(());
         }
         self.ctx.bind()?;
-        let api = &self.ctx.driver.api;
         // SAFETY: the peer context is retained by `peer`.
-        let status = unsafe { (api.cuCtxEnablePeerAccess)(peer.ctx.ctx, 0) };
-        if status == sys::ERROR_PEER_ACCESS_ALREADY_ENABLED {
-            return Ok(());
-        }
-        check(api, status, "cuCtxEnablePeerAccess")
+        unsafe { result::ctx::enable_peer_access(&self.ctx.driver.api, peer.ctx.ctx) }
     }
     fn pointer_attributes(&self, addr: u64) -> Result<PointerAttributes> {
         memory::pointer_attributes(&self.ctx, addr)

@@ -24,7 +24,6 @@ mod result;
 mod stream;
 mod sys;
 
-use std::ffi::c_int;
 use std::sync::Arc;
 
 use gpuport_core::{Backend, BackendKind, DeviceInfo, DlDeviceType, DlpackDevices, LoadOptions, Result};
@@ -74,10 +73,7 @@ impl Backend for CudaBackend {
     }
 
     fn devices(&self) -> Result<Vec<DeviceInfo>> {
-        let api = &self.driver.api;
-        let mut count: c_int = 0;
-        // SAFETY: valid out-pointer.
-        result::check(api, unsafe { (api.cuDeviceGetCount)(&mut count) }, "cuDeviceGetCount")?;
+        let count = result::device::count(&self.driver.api)?;
         (0..count.max(0) as u32).map(|i| device::info(&self.driver, i)).collect()
     }
 

@@ -10,8 +10,8 @@ use gpuport_core::{
 use gpuport_driver::vendor_stream::StreamErrors;
 
 use crate::context::DeviceCtx;
-use crate::result::{check, check_alloc};
-use crate::sys::{self, CUdeviceptr, CUpointer_attribute, CUstream};
+use crate::result;
+use crate::sys::{self, CUdeviceptr, CUstream};
 
 /// How a CUDA allocation is freed.
 enum Kind {
@@ -47,21 +47,20 @@ impl Release for CudaRelease {
         let api = &driver.api;
         match &self.kind {
             // SAFETY: `addr` came from cuMemAlloc/cuMemAllocManaged and is freed once.
-            Kind::Device => check(api, unsafe { (api.cuMemFree)(addr as CUdeviceptr) }, "cuMemFree"),
+            Kind::Device => unsafe { result::memory::free(api, addr as CUdeviceptr) },
             // SAFETY: `addr` came from cuMemHostAlloc and is freed once.
-            Kind::Pinned => check(api, unsafe { (api.cuMemFreeHost)(addr as usize as *mut c_void) }, "cuMemFreeHost"),
+            Kind::Pinned => unsafe { result::memory::free_host(api, addr as usize as *mut c_void) },
             Kind::StreamOrdered { stream, errors, alive } => {
-                let free = driver.mem_free_async().ok_or_else(|| Error::unsupported("cuda", "cuMemFreeAsync"))?;
                 // The stream, while it lives (held across the call); else the null stream.
                 let live = alive.upgrade();
                 let target = if live.is_some() { *stream } else { std::ptr::null_mut() };
                 // SAFETY: `addr` came from the stream-ordered allocator and is freed once;
                 // `target` is the live allocating stream or the null stream.
-                let result = check(api, unsafe { free(addr as CUdeviceptr, target) }, "cuMemFreeAsync");
-                if let Err(e) = &result {
+                let freed = unsafe { result::memory::free_async(driver, addr as CUdeviceptr, target) };
+                if let Err(e) = &freed {
                     errors.record(e.clone());
                 }
-                result
+                freed
             }
         }
     }
@@ -92,9 +91,7 @@ pub fn alloc(dev: &Arc<DeviceCtx>, bytes: usize) -> Result<Buffer> {
     }
     dev.bind()?;
     let api = &dev.driver.api;
-    let mut ptr: CUdeviceptr = 0;
-    // SAFETY: valid out-pointer; the context is current.
-    check_alloc(api, unsafe { (api.cuMemAlloc)(&mut ptr, bytes) }, "cuMemAlloc", dev.id, bytes)?;
+    let ptr = result::memory::alloc(api, bytes, dev.id)?;
     owned(dev, ptr, bytes, MemoryKind::Device, Kind::Device)
 }
 
@@ -108,13 +105,9 @@ pub fn alloc_async(
     errors: Arc<StreamErrors>,
     alive: Weak<dyn Send + Sync>,
 ) -> Result<Buffer> {
-    let alloc = dev.driver.mem_alloc_async().ok_or_else(|| {
-        Error::unsupported(
-            "cuda",
-            format!("stream-ordered allocation (driver {})", crate::loader::format_version(dev.driver.driver_version)),
-        )
-    })?;
-    dev.driver.mem_free_async().ok_or_else(|| Error::unsupported("cuda", "cuMemFreeAsync"))?;
+    // Both calls must exist before anything is allocated.
+    result::memory::has_alloc_async(&dev.driver)?;
+    result::memory::has_free_async(&dev.driver)?;
     if bytes == 0 {
         return empty(dev.id, MemoryKind::Device, false);
     }
@@ -122,14 +115,8 @@ pub fn alloc_async(
         return Err(Error::OutOfMemory { device: dev.id, bytes });
     }
     dev.bind()?;
-    let mut ptr: CUdeviceptr = 0;
-    // SAFETY: valid out-pointer; `stream` is live (the caller holds it); the context is current.
-    let status = unsafe { alloc(&mut ptr, bytes, stream) };
-    if status == sys::ERROR_NOT_SUPPORTED {
-        // A driver that has the call, on a device without memory pools.
-        return Err(Error::unsupported("cuda", format!("stream-ordered allocation on {} (no memory pools)", dev.id)));
-    }
-    check_alloc(&dev.driver.api, status, "cuMemAllocAsync", dev.id, bytes)?;
+    // SAFETY: `stream` is live (the caller holds it); the context is current.
+    let ptr = unsafe { result::memory::alloc_async(&dev.driver, bytes, stream, dev.id) }?;
     owned(dev, ptr, bytes, MemoryKind::Device, Kind::StreamOrdered { stream: free_on, errors, alive })
 }
 
@@ -142,11 +129,8 @@ pub fn alloc_pinned(dev: &Arc<DeviceCtx>, bytes: usize, flags: HostAllocFlags) -
         return Err(Error::OutOfMemory { device: dev.id, bytes });
     }
     dev.bind()?;
-    let api = &dev.driver.api;
-    let mut ptr: *mut c_void = std::ptr::null_mut();
-    // SAFETY: valid out-pointer; PORTABLE = 1, DEVICEMAP = 2, WRITECOMBINED = 4 as in cuda.h.
-    let status = unsafe { (api.cuMemHostAlloc)(&mut ptr, bytes, flags.bits() as c_uint) };
-    check_alloc(api, status, "cuMemHostAlloc", dev.id, bytes)?;
+    // HostAllocFlags' bits are the driver's CU_MEMHOSTALLOC_*.
+    let ptr = result::memory::host_alloc(&dev.driver.api, bytes, flags.bits() as c_uint, dev.id)?;
     owned(dev, ptr as usize as u64, bytes, MemoryKind::PinnedHost, Kind::Pinned)
 }
 
@@ -160,11 +144,7 @@ pub fn alloc_managed(dev: &Arc<DeviceCtx>, bytes: usize) -> Result<Buffer> {
         return Err(Error::OutOfMemory { device: dev.id, bytes });
     }
     dev.bind()?;
-    let api = &dev.driver.api;
-    let mut ptr: CUdeviceptr = 0;
-    // SAFETY: valid out-pointer; the context is current.
-    let status = unsafe { (api.cuMemAllocManaged)(&mut ptr, bytes, sys::MEM_ATTACH_GLOBAL) };
-    check_alloc(api, status, "cuMemAllocManaged", dev.id, bytes)?;
+    let ptr = result::memory::alloc_managed(&dev.driver.api, bytes, dev.id)?;
     owned(dev, ptr, bytes, MemoryKind::Managed, Kind::Device)
 }
 
@@ -197,34 +177,11 @@ pub(crate) fn decode_pointer(
 /// `cuPointerGetAttributes` for `addr`.
 pub fn pointer_attributes(dev: &DeviceCtx, addr: u64) -> Result<PointerAttributes> {
     dev.bind()?;
-    let api = &dev.driver.api;
-    let mut memory_type: c_uint = 0;
-    let mut ordinal: c_int = -1;
-    let mut managed: c_uint = 0;
-    let mut start: CUdeviceptr = 0;
-    let mut size: usize = 0;
-    let mut attrs = [
-        CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE as c_int,
-        CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL as c_int,
-        CUpointer_attribute::CU_POINTER_ATTRIBUTE_IS_MANAGED as c_int,
-        CUpointer_attribute::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR as c_int,
-        CUpointer_attribute::CU_POINTER_ATTRIBUTE_RANGE_SIZE as c_int,
-    ];
-    let mut data: [*mut c_void; 5] = [
-        (&mut memory_type as *mut c_uint).cast(),
-        (&mut ordinal as *mut c_int).cast(),
-        (&mut managed as *mut c_uint).cast(),
-        (&mut start as *mut CUdeviceptr).cast(),
-        (&mut size as *mut usize).cast(),
-    ];
-    // SAFETY: five attributes, each with a pointer to storage of the documented type.
-    let status = unsafe { (api.cuPointerGetAttributes)(5, attrs.as_mut_ptr(), data.as_mut_ptr(), addr) };
-    match status {
-        sys::SUCCESS => Ok(decode_pointer(memory_type, ordinal, managed != 0, start, size)),
+    Ok(match result::memory::pointer_attributes(&dev.driver.api, addr)? {
+        Some(p) => decode_pointer(p.memory_type, p.ordinal, p.managed, p.start, p.size),
         // Unregistered host memory, or an address nobody allocated.
-        sys::ERROR_INVALID_VALUE => Ok(PointerAttributes::unregistered()),
-        _ => check(api, status, "cuPointerGetAttributes").map(|_| PointerAttributes::unregistered()),
-    }
+        None => PointerAttributes::unregistered(),
+    })
 }
 
 #[cfg(test)]

@@ -7,8 +7,8 @@ use gpuport_core::{Error, Kernel, Module, ModuleImage, Result};
 use gpuport_driver::release::Deferred;
 
 use crate::context::DeviceCtx;
-use crate::result::check;
-use crate::sys::{self, CUfunction, CUmodule};
+use crate::result;
+use crate::sys::{CUfunction, CUmodule};
 
 struct ModuleInner {
     dev: Arc<DeviceCtx>,
@@ -25,9 +25,8 @@ impl Drop for ModuleInner {
         if self.dev.bind().is_err() {
             return;
         }
-        let api = &self.dev.driver.api;
         // SAFETY: loaded by cuModuleLoadData, unloaded once (kernels hold the module).
-        if let Err(e) = check(api, unsafe { (api.cuModuleUnload)(self.raw) }, "cuModuleUnload") {
+        if let Err(e) = unsafe { result::module::unload(&self.dev.driver.api, self.raw) } {
             log::warn!("{e}");
         }
     }
@@ -105,10 +104,8 @@ pub(crate) fn load(dev: &Arc<DeviceCtx>, image: ModuleImage<'_>) -> Result<Modul
         other => return Err(Error::unsupported("cuda", format!("loading a {}", other.kind_name()))),
     };
     dev.bind()?;
-    let api = &dev.driver.api;
-    let mut raw: CUmodule = std::ptr::null_mut();
     // SAFETY: `data` is a NUL-terminated PTX string or a checked image, alive for the call.
-    check(api, unsafe { (api.cuModuleLoadData)(&mut raw, data) }, "cuModuleLoadData")?;
+    let raw = unsafe { result::module::load_data(&dev.driver.api, data) }?;
     Ok(Module::new(dev.id, CudaModule(Arc::new(Deferred::new(ModuleInner { dev: dev.clone(), raw })))))
 }
 
@@ -116,14 +113,8 @@ pub(crate) fn kernel(dev: &Arc<DeviceCtx>, module: &Module, name: &str) -> Resul
     let CudaModule(inner) = module.handle_on::<CudaModule>(dev.id, "kernel lookup")?;
     let cname = CString::new(name).map_err(|_| Error::invalid_argument("kernel name contains a NUL byte"))?;
     dev.bind()?;
-    let api = &dev.driver.api;
-    let mut func: CUfunction = std::ptr::null_mut();
-    // SAFETY: valid out-pointer; live module; NUL-terminated name.
-    let status = unsafe { (api.cuModuleGetFunction)(&mut func, inner.raw, cname.as_ptr()) };
-    if status == sys::ERROR_NOT_FOUND {
-        return Err(Error::invalid_argument(format!("the module has no kernel named {name:?}")));
-    }
-    check(api, status, "cuModuleGetFunction")?;
+    // SAFETY: `inner` keeps the module loaded.
+    let func = unsafe { result::module::get_function(&dev.driver.api, inner.raw, &cname) }?;
     Ok(Kernel::new(dev.id, name, CudaKernel { _module: inner.clone(), func }))
 }
 

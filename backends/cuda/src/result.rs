@@ -1,7 +1,10 @@
-//! The `result` layer: every driver status checked (the mapping itself is shared, in
-//! `gpuport_driver::status`), named with the driver's `cuGetErrorName` /
-//! `cuGetErrorString`; and the calls the shared stream machinery makes
-//! (`gpuport_driver::vendor_stream`), one checked driver call each.
+//! The `result` layer (cudarc's): one checked function per driver call, by area —
+//! [`device`], [`ctx`], [`stream`], [`event`], [`memory`], [`module`] — so the trait
+//! implementations above it never touch `sys` directly. Every status is checked (the
+//! mapping itself is shared, in `gpuport_driver::status`) and named with the driver's
+//! `cuGetErrorName` / `cuGetErrorString`. Functions that take raw handles are `unsafe`:
+//! the caller keeps the handles alive. Here too: the calls the shared stream machinery
+//! makes (`gpuport_driver::vendor_stream`).
 
 use std::ffi::c_void;
 
@@ -10,6 +13,13 @@ use gpuport_driver::vendor_stream::{run_host_callback, DeviceStreams, VendorStre
 
 use crate::context::DeviceCtx;
 use crate::sys::{self, Api, CUevent, CUstream, Status};
+
+pub mod ctx;
+pub mod device;
+pub mod event;
+pub mod memory;
+pub mod module;
+pub mod stream;
 
 impl StatusNames for Api {
     const BACKEND: &'static str = "cuda";
@@ -61,50 +71,43 @@ impl VendorStreams for DeviceCtx {
     }
     fn fence_event(&self, stream: CUstream) -> gpuport_core::Result<CUevent> {
         let api = &self.driver.api;
-        let mut ev: CUevent = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; 2 = CU_EVENT_DISABLE_TIMING; the context is current.
-        check(api, unsafe { (api.cuEventCreate)(&mut ev, 2) }, "cuEventCreate")?;
+        // 2 = CU_EVENT_DISABLE_TIMING; the context is current.
+        let ev = event::create(api, 2)?;
         // SAFETY: both handles are live.
-        if let Err(e) = check(api, unsafe { (api.cuEventRecord)(ev, stream) }, "cuEventRecord") {
+        if let Err(e) = unsafe { event::record(api, ev, stream) } {
             let _ = self.event_destroy(ev);
             return Err(e);
         }
         Ok(ev)
     }
-    fn event_done(&self, event: CUevent) -> gpuport_core::Result<bool> {
-        let api = &self.driver.api;
+    fn event_done(&self, ev: CUevent) -> gpuport_core::Result<bool> {
         // SAFETY: a live event.
-        check_ready(api, unsafe { (api.cuEventQuery)(event) }, "cuEventQuery")
+        unsafe { event::query(&self.driver.api, ev) }
     }
-    fn event_destroy(&self, event: CUevent) -> gpuport_core::Result<()> {
-        let api = &self.driver.api;
+    fn event_destroy(&self, ev: CUevent) -> gpuport_core::Result<()> {
         // SAFETY: an event created by gpuport, destroyed once.
-        check(api, unsafe { (api.cuEventDestroy)(event) }, "cuEventDestroy")
+        unsafe { event::destroy(&self.driver.api, ev) }
     }
-    fn stream_done(&self, stream: CUstream) -> gpuport_core::Result<bool> {
-        let api = &self.driver.api;
+    fn stream_done(&self, s: CUstream) -> gpuport_core::Result<bool> {
         // SAFETY: a live stream handle.
-        check_ready(api, unsafe { (api.cuStreamQuery)(stream) }, "cuStreamQuery")
+        unsafe { stream::query(&self.driver.api, s) }
     }
-    fn stream_synchronize(&self, stream: CUstream) -> gpuport_core::Result<()> {
-        let api = &self.driver.api;
+    fn stream_synchronize(&self, s: CUstream) -> gpuport_core::Result<()> {
         // SAFETY: a live stream handle.
-        check(api, unsafe { (api.cuStreamSynchronize)(stream) }, "cuStreamSynchronize")
+        unsafe { stream::synchronize(&self.driver.api, s) }
     }
     fn device_synchronize(&self) -> gpuport_core::Result<()> {
-        let api = &self.driver.api;
-        // SAFETY: the context is current (the caller bound it).
-        check(api, unsafe { (api.cuCtxSynchronize)() }, "cuCtxSynchronize")
+        // The caller bound the context.
+        ctx::synchronize(&self.driver.api)
     }
-    fn stream_destroy(&self, stream: CUstream) -> gpuport_core::Result<()> {
-        let api = &self.driver.api;
+    fn stream_destroy(&self, s: CUstream) -> gpuport_core::Result<()> {
         // SAFETY: a stream created by gpuport, destroyed once; queued work still completes.
-        check(api, unsafe { (api.cuStreamDestroy)(stream) }, "cuStreamDestroy")
+        unsafe { stream::destroy(&self.driver.api, s) }
     }
-    fn launch_host_callback(&self, stream: CUstream, user: *mut c_void) -> gpuport_core::Result<()> {
-        let api = &self.driver.api;
-        // SAFETY: `host_fn` takes ownership of `user` when the stream reaches it.
-        check(api, unsafe { (api.cuLaunchHostFunc)(stream, Some(host_fn), user) }, "cuLaunchHostFunc")
+    fn launch_host_callback(&self, s: CUstream, user: *mut c_void) -> gpuport_core::Result<()> {
+        // SAFETY: `host_fn` takes ownership of `user` when the stream reaches it, and never
+        // unwinds (the shared trampoline catches panics).
+        unsafe { stream::launch_host_func(&self.driver.api, s, Some(host_fn), user) }
     }
     fn streams(&self) -> &DeviceStreams<Self> {
         &self.streams

@@ -13,7 +13,7 @@ use gpuport_driver::vendor_stream::{refuse_in_callback, VendorStream};
 use crate::context::DeviceCtx;
 use crate::event::CudaEvent;
 use crate::module::CudaKernel;
-use crate::result::check;
+use crate::result;
 use crate::sys::{self, CUdeviceptr};
 use crate::CudaBackend;
 
@@ -25,16 +25,10 @@ impl CudaStream {
     pub(crate) fn create(dev: &std::sync::Arc<DeviceCtx>, flags: StreamFlags, priority: i32) -> Result<Self> {
         dev.bind()?;
         let api = &dev.driver.api;
-        let (mut least, mut greatest) = (0, 0);
-        // SAFETY: valid out-pointers; the context is current.
-        let status = unsafe { (api.cuCtxGetStreamPriorityRange)(&mut least, &mut greatest) };
-        check(api, status, "cuCtxGetStreamPriorityRange")?;
+        let (least, greatest) = result::ctx::stream_priority_range(api)?;
         let priority = priority.clamp(greatest.min(least), greatest.max(least));
         let cu_flags = if flags.contains(StreamFlags::NON_BLOCKING) { sys::STREAM_NON_BLOCKING } else { 0 };
-        let mut raw: sys::CUstream = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; the context is current.
-        let status = unsafe { (api.cuStreamCreateWithPriority)(&mut raw, cu_flags, priority) };
-        check(api, status, "cuStreamCreateWithPriority")?;
+        let raw = result::stream::create_with_priority(api, cu_flags, priority)?;
         Ok(CudaStream(VendorStream::new(dev, raw, true, flags, priority)))
     }
 
@@ -84,12 +78,13 @@ impl Stream for CudaStream {
                     (Some(a), Some(b)) => (a.ctx, b.ctx),
                     _ => return Err(Error::invalid_handle("a peer copy's device is not open")),
                 };
-            // SAFETY: both ranges were checked; contexts are retained by the buffers.
-            let status = unsafe { (api.cuMemcpyPeerAsync)(d, dst_ctx, s, src_ctx, len, raw) };
-            check(api, status, "cuMemcpyPeerAsync")?;
+            // SAFETY: both ranges were checked and are parked below until the copy has run;
+            // contexts are retained by the buffers.
+            unsafe { result::stream::memcpy_peer_async(api, d, dst_ctx, s, src_ctx, len, raw) }?;
         } else {
-            // SAFETY: both ranges were checked; unified addressing resolves the kind.
-            check(api, unsafe { (api.cuMemcpyAsync)(d, s, len, raw) }, "cuMemcpyAsync")?;
+            // SAFETY: both ranges were checked and are parked below until the copy has run;
+            // unified addressing resolves the kind.
+            unsafe { result::stream::memcpy_async(api, d, s, len, raw) }?;
         }
         self.0.park([Keep::Buffer(src.clone()), Keep::Buffer(dst.clone())])
     }
@@ -102,8 +97,8 @@ impl Stream for CudaStream {
         }
         let raw = self.0.raw()?;
         let api = self.api();
-        // SAFETY: the range was checked against a live CUDA allocation.
-        check(api, unsafe { (api.cuMemsetD8Async)(d, value, len, raw) }, "cuMemsetD8Async")?;
+        // SAFETY: the range was checked against a live CUDA allocation, parked below.
+        unsafe { result::stream::memset_d8_async(api, d, value, len, raw) }?;
         self.0.park([Keep::Buffer(dst.clone())])
     }
 
@@ -116,8 +111,7 @@ impl Stream for CudaStream {
         let raw = self.0.raw()?;
         let api = self.api();
         // SAFETY: `src` is borrowed until the synchronize below has seen the copy finish.
-        let status = unsafe { (api.cuMemcpyAsync)(d, src.as_ptr() as usize as CUdeviceptr, src.len(), raw) };
-        check(api, status, "cuMemcpyAsync")?;
+        unsafe { result::stream::memcpy_async(api, d, src.as_ptr() as usize as CUdeviceptr, src.len(), raw) }?;
         self.synchronize()
     }
 
@@ -130,8 +124,7 @@ impl Stream for CudaStream {
         let raw = self.0.raw()?;
         let api = self.api();
         // SAFETY: `dst` is borrowed until the synchronize below has seen the copy finish.
-        let status = unsafe { (api.cuMemcpyAsync)(dst.as_mut_ptr() as usize as CUdeviceptr, s, dst.len(), raw) };
-        check(api, status, "cuMemcpyAsync")?;
+        unsafe { result::stream::memcpy_async(api, dst.as_mut_ptr() as usize as CUdeviceptr, s, dst.len(), raw) }?;
         self.synchronize()
     }
 
@@ -139,14 +132,14 @@ impl Stream for CudaStream {
         let raw = self.0.raw()?;
         let api = self.api();
         // SAFETY: both handles are live.
-        check(api, unsafe { (api.cuEventRecord)(event.raw(), raw) }, "cuEventRecord")
+        unsafe { result::event::record(api, event.raw(), raw) }
     }
 
     fn wait(&self, event: &CudaEvent) -> Result<()> {
         let raw = self.0.raw()?;
         let api = self.api();
         // SAFETY: both handles are live.
-        check(api, unsafe { (api.cuStreamWaitEvent)(raw, event.raw(), 0) }, "cuStreamWaitEvent")
+        unsafe { result::stream::wait_event(api, raw, event.raw()) }
     }
 
     fn host_callback(&self, f: HostCallback) -> Result<()> {
@@ -157,26 +150,20 @@ impl Stream for CudaStream {
         let k = kernel.handle_on::<CudaKernel>(self.device_id(), "launch")?;
         let api = self.api();
         self.0.launch(kernel, config, args, |stream, params| {
-            let [gx, gy, gz] = config.grid;
-            let [bx, by, bz] = config.block;
             // SAFETY: `params` points at one value per kernel parameter, alive for the call (the
-            // driver copies them); the function belongs to this device's context.
-            let status = unsafe {
-                (api.cuLaunchKernel)(
+            // driver copies them); the function belongs to this device's context, whose
+            // module the kernel keeps loaded.
+            unsafe {
+                result::stream::launch_kernel(
+                    api,
                     k.func,
-                    gx,
-                    gy,
-                    gz,
-                    bx,
-                    by,
-                    bz,
+                    config.grid,
+                    config.block,
                     config.shared_mem_bytes,
                     stream,
                     params,
-                    std::ptr::null_mut(),
                 )
-            };
-            check(api, status, "cuLaunchKernel")
+            }
         })
     }
 

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, Weak};
 use gpuport_core::{BackendKind, DeviceId, Error, Result};
 use gpuport_driver::vendor_stream::DeviceStreams;
 
-use crate::result::check;
+use crate::result;
 use crate::sys::Runtime;
 
 /// One opened device, shared by every handle of it.
@@ -28,9 +28,7 @@ impl DeviceCtx {
     /// Opens (or shares the already-open) device `ordinal`.
     pub fn open(rt: &Arc<Runtime>, ordinal: u32) -> Result<Arc<DeviceCtx>> {
         let api = &rt.api;
-        let mut count: c_int = 0;
-        // SAFETY: valid out-pointer.
-        check(api, unsafe { (api.hipGetDeviceCount)(&mut count) }, "hipGetDeviceCount")?;
+        let count = result::device::count(api)?;
         let id = DeviceId::new(BackendKind::Rocm, ordinal);
         if i64::from(ordinal) >= i64::from(count) {
             return Err(Error::DeviceNotFound { device: id, backend: "rocm".into(), count: count.max(0) as u32 });
@@ -39,9 +37,7 @@ impl DeviceCtx {
         if let Some(live) = open.get(ordinal as usize).and_then(Weak::upgrade) {
             return Ok(live);
         }
-        let mut total_memory = 0usize;
-        // SAFETY: valid out-pointer; the ordinal is in range.
-        check(api, unsafe { (api.hipDeviceTotalMem)(&mut total_memory, ordinal as c_int) }, "hipDeviceTotalMem")?;
+        let total_memory = result::device::total_mem(api, ordinal as c_int)?;
         let streams = DeviceStreams::default();
         let dev = Arc::new(DeviceCtx { rt: rt.clone(), id, ordinal: ordinal as c_int, total_memory, streams });
         if open.len() <= ordinal as usize {
@@ -54,12 +50,8 @@ impl DeviceCtx {
     /// Makes this device current on the calling thread.
     pub fn bind(&self) -> Result<()> {
         let api = &self.rt.api;
-        let mut current: c_int = -1;
-        // SAFETY: valid out-pointer.
-        check(api, unsafe { (api.hipGetDevice)(&mut current) }, "hipGetDevice")?;
-        if current != self.ordinal {
-            // SAFETY: the ordinal was checked at open.
-            check(api, unsafe { (api.hipSetDevice)(self.ordinal) }, "hipSetDevice")?;
+        if result::device::get_current(api)? != self.ordinal {
+            result::device::set_current(api, self.ordinal)?;
         }
         Ok(())
     }

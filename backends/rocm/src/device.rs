@@ -1,6 +1,6 @@
 //! ROCm devices.
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use gpuport_core::{
@@ -13,9 +13,9 @@ use gpuport_driver::vendor_stream::VendorStream;
 use crate::context::DeviceCtx;
 use crate::event::RocmEvent;
 use crate::memory;
-use crate::result::check;
+use crate::result;
 use crate::stream::RocmStream;
-use crate::sys::{self, hipUUID, Runtime};
+use crate::sys::{self, Runtime};
 use crate::RocmBackend;
 
 /// A ROCm device.
@@ -24,48 +24,23 @@ pub struct RocmDevice {
     pub(crate) ctx: Arc<DeviceCtx>,
 }
 
-fn attribute(rt: &Runtime, ordinal: c_int, attr: c_int) -> Result<i32> {
-    let mut v: c_int = 0;
-    // SAFETY: valid out-pointer; the attribute id is from hip_runtime_api.h.
-    let status = unsafe { (rt.api.hipDeviceGetAttribute)(&mut v, attr, ordinal) };
-    check(&rt.api, status, "hipDeviceGetAttribute")?;
-    Ok(v)
-}
-
-fn c_text(buf: &[c_char]) -> String {
-    let bytes: Vec<u8> = buf.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
 /// Facts about device `ordinal`, through `hipDeviceGetAttribute` and the small getters.
 pub(crate) fn info(rt: &Runtime, ordinal: u32) -> Result<DeviceInfo> {
     let api = &rt.api;
     let dev = ordinal as c_int;
-    let mut name = [0 as c_char; 256];
-    // SAFETY: the buffer holds 256 bytes.
-    check(api, unsafe { (api.hipDeviceGetName)(name.as_mut_ptr(), 256, dev) }, "hipDeviceGetName")?;
-    let mut total = 0usize;
-    // SAFETY: valid out-pointer.
-    check(api, unsafe { (api.hipDeviceTotalMem)(&mut total, dev) }, "hipDeviceTotalMem")?;
-    let mut pci = [0 as c_char; 32];
-    // SAFETY: the buffer holds 32 bytes.
-    let pci_ok = unsafe { (api.hipDeviceGetPCIBusId)(pci.as_mut_ptr(), 32, dev) } == sys::SUCCESS;
-    let mut uuid = hipUUID::default();
-    // SAFETY: valid out-pointer.
-    let uuid_ok = unsafe { (api.hipDeviceGetUuid)(&mut uuid, dev) } == sys::SUCCESS;
-    let major = attribute(rt, dev, sys::ATTR_COMPUTE_CAPABILITY_MAJOR)?;
-    let minor = attribute(rt, dev, sys::ATTR_COMPUTE_CAPABILITY_MINOR)?;
-    let cus = attribute(rt, dev, sys::ATTR_MULTIPROCESSOR_COUNT)?;
-    let arch = arch_name(rt, dev);
+    let attribute = |attr| result::device::attribute(api, dev, attr);
+    let major = attribute(sys::ATTR_COMPUTE_CAPABILITY_MAJOR)?;
+    let minor = attribute(sys::ATTR_COMPUTE_CAPABILITY_MINOR)?;
+    let cus = attribute(sys::ATTR_MULTIPROCESSOR_COUNT)?;
     Ok(DeviceInfo {
         id: DeviceId::new(BackendKind::Rocm, ordinal),
-        name: c_text(&name),
-        total_memory: total as u64,
+        name: result::device::name(api, dev)?,
+        total_memory: result::device::total_mem(api, dev)? as u64,
         compute_capability: Some((major as u32, minor as u32)),
-        arch,
+        arch: arch_name(rt, dev),
         multiprocessors: Some(cus as u32),
-        pci_bus_id: pci_ok.then(|| c_text(&pci)),
-        uuid: uuid_ok.then(|| uuid.bytes.map(|b| b as u8)),
+        pci_bus_id: result::device::pci_bus_id(api, dev),
+        uuid: result::device::uuid(api, dev),
     })
 }
 
@@ -74,17 +49,7 @@ pub(crate) fn info(rt: &Runtime, ordinal: u32) -> Result<DeviceInfo> {
 /// else the ROCm 5 layout. (The `gcnArch` attribute is no help: ROCm 5.x does not answer
 /// it for newer chips and renders gfx90a as "gfx910".) `None` when neither call answers.
 fn arch_name(rt: &Runtime, dev: c_int) -> Option<String> {
-    let (get, offset) = match rt.device_properties_r0600() {
-        Some(get) if rt.major() >= 6 => (get, sys::GCN_ARCH_NAME_OFFSET_R0600),
-        _ => (rt.device_properties()?, sys::GCN_ARCH_NAME_OFFSET_R0000),
-    };
-    let mut props = vec![0u64; sys::DEVICE_PROP_BUFFER / 8];
-    // SAFETY: the buffer is 8-byte aligned and larger than either hipDeviceProp_t layout;
-    // the ordinal is in range.
-    if unsafe { get(props.as_mut_ptr().cast(), dev) } != sys::SUCCESS {
-        return None;
-    }
-    let bytes: Vec<u8> = props.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    let (bytes, offset) = result::device::properties(rt, dev)?;
     decode_arch_name(&bytes, offset)
 }
 
@@ -144,23 +109,17 @@ impl Device for RocmDevice {
         self.ctx.bind()?;
         let api = &self.ctx.rt.api;
         // SAFETY: the range was checked against a live ROCm allocation.
-        check(api, unsafe { (api.hipMemset)(d as usize as *mut c_void, c_int::from(value), len) }, "hipMemset")?;
+        unsafe { result::stream::memset(api, d as usize as *mut c_void, value, len) }?;
         // hipMemset is queued on the null stream: wait for that stream only, not the device.
         // SAFETY: the null stream is always valid on the current device.
-        let status = unsafe { (api.hipStreamSynchronize)(std::ptr::null_mut()) };
-        check(api, status, "hipStreamSynchronize")
+        unsafe { result::stream::synchronize(api, std::ptr::null_mut()) }
     }
     fn create_stream(&self, flags: StreamFlags, priority: i32) -> Result<RocmStream> {
         RocmStream::create(&self.ctx, flags, priority)
     }
     fn stream_priority_range(&self) -> Result<(i32, i32)> {
         self.ctx.bind()?;
-        let api = &self.ctx.rt.api;
-        let (mut least, mut greatest) = (0, 0);
-        // SAFETY: valid out-pointers.
-        let status = unsafe { (api.hipDeviceGetStreamPriorityRange)(&mut least, &mut greatest) };
-        check(api, status, "hipDeviceGetStreamPriorityRange")?;
-        Ok((least, greatest))
+        result::device::stream_priority_range(&self.ctx.rt.api)
     }
     fn default_stream(&self, which: DefaultStream) -> Result<RocmStream> {
         match which {
@@ -195,25 +154,14 @@ impl Device for RocmDevice {
         if peer.ctx.id == self.ctx.id {
             return Ok(true);
         }
-        let api = &self.ctx.rt.api;
-        let mut can: c_int = 0;
-        // SAFETY: valid out-pointer; both ordinals exist.
-        let status = unsafe { (api.hipDeviceCanAccessPeer)(&mut can, self.ctx.ordinal, peer.ctx.ordinal) };
-        check(api, status, "hipDeviceCanAccessPeer")?;
-        Ok(can != 0)
+        result::device::can_access_peer(&self.ctx.rt.api, self.ctx.ordinal, peer.ctx.ordinal)
     }
     fn enable_peer_access(&self, peer: &Self) -> Result<()> {
         if peer.ctx.id == self.ctx.id {
             return Ok(());
         }
         self.ctx.bind()?;
-        let api = &self.ctx.rt.api;
-        // SAFETY: the peer ordinal exists.
-        let status = unsafe { (api.hipDeviceEnablePeerAccess)(peer.ctx.ordinal, 0) };
-        if status == sys::ERROR_PEER_ACCESS_ALREADY_ENABLED {
-            return Ok(());
-        }
-        check(api, status, "hipDeviceEnablePeerAccess")
+        result::device::enable_peer_access(&self.ctx.rt.api, peer.ctx.ordinal)
     }
     fn pointer_attributes(&self, addr: u64) -> Result<PointerAttributes> {
         memory::pointer_attributes(&self.ctx, addr)

@@ -3,12 +3,12 @@
 use std::ffi::c_uint;
 use std::sync::Arc;
 
-use gpuport_core::{DeviceId, Error, Event, EventFlags, Ownership, Result};
+use gpuport_core::{DeviceId, Event, EventFlags, Ownership, Result};
 use gpuport_driver::release::Deferred;
 use gpuport_driver::vendor_stream::refuse_in_callback;
 
 use crate::context::DeviceCtx;
-use crate::result::{check, check_ready};
+use crate::result;
 use crate::sys::{self, hipEvent_t};
 use crate::RocmBackend;
 
@@ -29,9 +29,8 @@ impl Drop for EventInner {
         if !self.owned || self.dev.bind().is_err() {
             return;
         }
-        let api = &self.dev.rt.api;
         // SAFETY: created by hipEventCreateWithFlags, destroyed once.
-        if let Err(e) = check(api, unsafe { (api.hipEventDestroy)(self.raw) }, "hipEventDestroy") {
+        if let Err(e) = unsafe { result::event::destroy(&self.dev.rt.api, self.raw) } {
             log::warn!("{e}");
         }
     }
@@ -46,12 +45,8 @@ pub struct RocmEvent {
 impl RocmEvent {
     pub(crate) fn create(dev: &Arc<DeviceCtx>, flags: EventFlags) -> Result<Self> {
         dev.bind()?;
-        let api = &dev.rt.api;
         // EventFlags' bits are HIP's: BlockingSync 1, DisableTiming 2, Interprocess 4.
-        let mut raw: hipEvent_t = std::ptr::null_mut();
-        // SAFETY: valid out-pointer.
-        let status = unsafe { (api.hipEventCreateWithFlags)(&mut raw, flags.bits() as c_uint) };
-        check(api, status, "hipEventCreateWithFlags")?;
+        let raw = result::event::create(&dev.rt.api, flags.bits() as c_uint)?;
         Ok(Self::from_parts(dev, raw, true, flags))
     }
 
@@ -86,23 +81,17 @@ impl Event for RocmEvent {
     fn query(&self) -> Result<bool> {
         self.inner.dev.bind()?;
         // SAFETY: live event.
-        check_ready(self.api(), unsafe { (self.api().hipEventQuery)(self.inner.raw) }, "hipEventQuery")
+        unsafe { result::event::query(self.api(), self.inner.raw) }
     }
     fn synchronize(&self) -> Result<()> {
         refuse_in_callback("Event::synchronize")?;
         self.inner.dev.bind()?;
         // SAFETY: live event.
-        check(self.api(), unsafe { (self.api().hipEventSynchronize)(self.inner.raw) }, "hipEventSynchronize")
+        unsafe { result::event::synchronize(self.api(), self.inner.raw) }
     }
     fn elapsed_ms(&self, end: &Self) -> Result<f32> {
         self.inner.dev.bind()?;
-        let mut ms = 0f32;
-        // SAFETY: valid out-pointer; live events.
-        let status = unsafe { (self.api().hipEventElapsedTime)(&mut ms, self.inner.raw, end.inner.raw) };
-        if status == sys::ERROR_NOT_READY {
-            return Err(Error::NotReady { what: "an event's recorded work has not completed".into() });
-        }
-        check(self.api(), status, "hipEventElapsedTime")?;
-        Ok(ms)
+        // SAFETY: both events are live (each handle holds its event).
+        unsafe { result::event::elapsed_time(self.api(), self.inner.raw, end.inner.raw) }
     }
 }

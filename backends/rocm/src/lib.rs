@@ -26,7 +26,6 @@ mod result;
 mod stream;
 mod sys;
 
-use std::ffi::c_int;
 use std::sync::Arc;
 
 use gpuport_core::{Backend, BackendKind, DeviceInfo, DlDeviceType, DlpackDevices, LoadOptions, Result};
@@ -73,10 +72,7 @@ impl Backend for RocmBackend {
     }
 
     fn devices(&self) -> Result<Vec<DeviceInfo>> {
-        let api = &self.rt.api;
-        let mut count: c_int = 0;
-        // SAFETY: valid out-pointer.
-        result::check(api, unsafe { (api.hipGetDeviceCount)(&mut count) }, "hipGetDeviceCount")?;
+        let count = result::device::count(&self.rt.api)?;
         (0..count.max(0) as u32).map(|i| device::info(&self.rt, i)).collect()
     }
 

@@ -10,7 +10,7 @@ use gpuport_core::{
 use gpuport_driver::vendor_stream::StreamErrors;
 
 use crate::context::DeviceCtx;
-use crate::result::{check, check_alloc};
+use crate::result;
 use crate::sys::{self, hipPointerAttribute_t, hipStream_t, MemoryType};
 
 enum Kind {
@@ -47,21 +47,20 @@ impl Release for HipRelease {
         let ptr = addr as usize as *mut c_void;
         match &self.kind {
             // SAFETY: `ptr` came from hipMalloc/hipMallocManaged and is freed once.
-            Kind::Device => check(api, unsafe { (api.hipFree)(ptr) }, "hipFree"),
+            Kind::Device => unsafe { result::memory::free(api, ptr) },
             // SAFETY: `ptr` came from hipHostMalloc and is freed once.
-            Kind::Pinned => check(api, unsafe { (api.hipHostFree)(ptr) }, "hipHostFree"),
+            Kind::Pinned => unsafe { result::memory::host_free(api, ptr) },
             Kind::StreamOrdered { stream, errors, alive } => {
-                let free = rt.free_async().ok_or_else(|| Error::unsupported("rocm", "hipFreeAsync"))?;
                 // The stream, while it lives (held across the call); else the null stream.
                 let live = alive.upgrade();
                 let target = if live.is_some() { *stream } else { std::ptr::null_mut() };
                 // SAFETY: `ptr` came from the stream-ordered allocator and is freed once;
                 // `target` is the live allocating stream or the null stream.
-                let result = check(api, unsafe { free(ptr, target) }, "hipFreeAsync");
-                if let Err(e) = &result {
+                let freed = unsafe { result::memory::free_async(rt, ptr, target) };
+                if let Err(e) = &freed {
                     errors.record(e.clone());
                 }
-                result
+                freed
             }
         }
     }
@@ -90,10 +89,7 @@ pub fn alloc(dev: &Arc<DeviceCtx>, bytes: usize) -> Result<Buffer> {
         return Err(Error::OutOfMemory { device: dev.id, bytes });
     }
     dev.bind()?;
-    let api = &dev.rt.api;
-    let mut ptr: *mut c_void = std::ptr::null_mut();
-    // SAFETY: valid out-pointer; the device is current.
-    check_alloc(api, unsafe { (api.hipMalloc)(&mut ptr, bytes) }, "hipMalloc", dev.id, bytes)?;
+    let ptr = result::memory::malloc(&dev.rt.api, bytes, dev.id)?;
     owned(dev, ptr, bytes, MemoryKind::Device, Kind::Device)
 }
 
@@ -105,10 +101,8 @@ pub fn alloc_async(
     errors: Arc<StreamErrors>,
     alive: Weak<dyn Send + Sync>,
 ) -> Result<Buffer> {
-    let rt = &dev.rt;
-    let malloc =
-        rt.malloc_async().ok_or_else(|| Error::unsupported("rocm", "stream-ordered allocation (hipMallocAsync)"))?;
-    rt.free_async().ok_or_else(|| Error::unsupported("rocm", "hipFreeAsync"))?;
+    // Both calls must exist before anything is allocated.
+    result::memory::has_stream_ordered(&dev.rt)?;
     if bytes == 0 {
         return empty(dev.id, MemoryKind::Device, false);
     }
@@ -116,9 +110,8 @@ pub fn alloc_async(
         return Err(Error::OutOfMemory { device: dev.id, bytes });
     }
     dev.bind()?;
-    let mut ptr: *mut c_void = std::ptr::null_mut();
-    // SAFETY: valid out-pointer; `stream` is live (the caller holds it).
-    check_alloc(&rt.api, unsafe { malloc(&mut ptr, bytes, stream) }, "hipMallocAsync", dev.id, bytes)?;
+    // SAFETY: `stream` is live (the caller holds it).
+    let ptr = unsafe { result::memory::malloc_async(&dev.rt, bytes, stream, dev.id) }?;
     owned(dev, ptr, bytes, MemoryKind::Device, Kind::StreamOrdered { stream, errors, alive })
 }
 
@@ -132,11 +125,7 @@ pub fn alloc_pinned(dev: &Arc<DeviceCtx>, bytes: usize, flags: HostAllocFlags) -
         return Err(Error::OutOfMemory { device: dev.id, bytes });
     }
     dev.bind()?;
-    let api = &dev.rt.api;
-    let mut ptr: *mut c_void = std::ptr::null_mut();
-    // SAFETY: valid out-pointer.
-    let status = unsafe { (api.hipHostMalloc)(&mut ptr, bytes, flags.bits() as c_uint) };
-    check_alloc(api, status, "hipHostMalloc", dev.id, bytes)?;
+    let ptr = result::memory::host_malloc(&dev.rt.api, bytes, flags.bits() as c_uint, dev.id)?;
     owned(dev, ptr, bytes, MemoryKind::PinnedHost, Kind::Pinned)
 }
 
@@ -149,11 +138,7 @@ pub fn alloc_managed(dev: &Arc<DeviceCtx>, bytes: usize) -> Result<Buffer> {
         return Err(Error::OutOfMemory { device: dev.id, bytes });
     }
     dev.bind()?;
-    let api = &dev.rt.api;
-    let mut ptr: *mut c_void = std::ptr::null_mut();
-    // SAFETY: valid out-pointer.
-    let status = unsafe { (api.hipMallocManaged)(&mut ptr, bytes, sys::MEM_ATTACH_GLOBAL) };
-    check_alloc(api, status, "hipMallocManaged", dev.id, bytes)?;
+    let ptr = result::memory::malloc_managed(&dev.rt.api, bytes, dev.id)?;
     owned(dev, ptr, bytes, MemoryKind::Managed, Kind::Device)
 }
 
@@ -179,22 +164,11 @@ pub(crate) fn decode_pointer(major: u32, attrs: &hipPointerAttribute_t) -> Point
 /// `hipPointerGetAttributes` for `addr`.
 pub fn pointer_attributes(dev: &DeviceCtx, addr: u64) -> Result<PointerAttributes> {
     dev.bind()?;
-    let api = &dev.rt.api;
-    let mut attrs = hipPointerAttribute_t {
-        memoryType: -1,
-        device: -1,
-        devicePointer: std::ptr::null_mut(),
-        hostPointer: std::ptr::null_mut(),
-        isManaged: 0,
-        allocationFlags: 0,
-    };
-    // SAFETY: valid out-pointer of the declared layout; the address is only inspected.
-    let status = unsafe { (api.hipPointerGetAttributes)(&mut attrs, addr as usize as *const c_void) };
-    match status {
-        sys::SUCCESS => Ok(decode_pointer(dev.rt.major(), &attrs)),
-        sys::ERROR_INVALID_VALUE => Ok(PointerAttributes::unregistered()),
-        _ => check(api, status, "hipPointerGetAttributes").map(|_| PointerAttributes::unregistered()),
-    }
+    Ok(match result::memory::pointer_attributes(&dev.rt.api, addr as usize as *const c_void)? {
+        Some(attrs) => decode_pointer(dev.rt.major(), &attrs),
+        // Unregistered host memory, or an address nobody allocated.
+        None => PointerAttributes::unregistered(),
+    })
 }
 
 #[cfg(test)]

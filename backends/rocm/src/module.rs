@@ -7,8 +7,8 @@ use gpuport_core::{Error, Kernel, Module, ModuleImage, Result};
 use gpuport_driver::release::Deferred;
 
 use crate::context::DeviceCtx;
-use crate::result::check;
-use crate::sys::{self, hipFunction_t, hipModule_t};
+use crate::result;
+use crate::sys::{hipFunction_t, hipModule_t};
 
 struct ModuleInner {
     dev: Arc<DeviceCtx>,
@@ -25,9 +25,8 @@ impl Drop for ModuleInner {
         if self.dev.bind().is_err() {
             return;
         }
-        let api = &self.dev.rt.api;
-        // SAFETY: loaded by hipModuleLoadData, unloaded once.
-        if let Err(e) = check(api, unsafe { (api.hipModuleUnload)(self.raw) }, "hipModuleUnload") {
+        // SAFETY: loaded by hipModuleLoadData, unloaded once (kernels hold the module).
+        if let Err(e) = unsafe { result::module::unload(&self.dev.rt.api, self.raw) } {
             log::warn!("{e}");
         }
     }
@@ -61,10 +60,8 @@ pub(crate) fn load(dev: &Arc<DeviceCtx>, image: ModuleImage<'_>) -> Result<Modul
         other => return Err(Error::unsupported("rocm", format!("loading a {}", other.kind_name()))),
     };
     dev.bind()?;
-    let api = &dev.rt.api;
-    let mut raw: hipModule_t = std::ptr::null_mut();
     // SAFETY: `data` is a checked image alive for the call.
-    check(api, unsafe { (api.hipModuleLoadData)(&mut raw, data) }, "hipModuleLoadData")?;
+    let raw = unsafe { result::module::load_data(&dev.rt.api, data) }?;
     Ok(Module::new(dev.id, RocmModule(Arc::new(Deferred::new(ModuleInner { dev: dev.clone(), raw })))))
 }
 
@@ -72,13 +69,7 @@ pub(crate) fn kernel(dev: &Arc<DeviceCtx>, module: &Module, name: &str) -> Resul
     let RocmModule(inner) = module.handle_on::<RocmModule>(dev.id, "kernel lookup")?;
     let cname = CString::new(name).map_err(|_| Error::invalid_argument("kernel name contains a NUL byte"))?;
     dev.bind()?;
-    let api = &dev.rt.api;
-    let mut func: hipFunction_t = std::ptr::null_mut();
-    // SAFETY: valid out-pointer; live module; NUL-terminated name.
-    let status = unsafe { (api.hipModuleGetFunction)(&mut func, inner.raw, cname.as_ptr()) };
-    if status == sys::ERROR_NOT_FOUND {
-        return Err(Error::invalid_argument(format!("the module has no kernel named {name:?}")));
-    }
-    check(api, status, "hipModuleGetFunction")?;
+    // SAFETY: `inner` keeps the module loaded.
+    let func = unsafe { result::module::get_function(&dev.rt.api, inner.raw, &cname) }?;
     Ok(Kernel::new(dev.id, name, RocmKernel { _module: inner.clone(), func }))
 }

@@ -1,7 +1,10 @@
-//! The `result` layer: every `hipError_t` checked (the mapping itself is shared, in
-//! `gpuport_driver::status`), named with `hipGetErrorName` / `hipGetErrorString`; and the
-//! calls the shared stream machinery makes (`gpuport_driver::vendor_stream`), one checked
-//! runtime call each.
+//! The `result` layer (cudarc's): one checked function per runtime call, by area —
+//! [`device`], [`stream`], [`event`], [`memory`], [`module`] — so the trait implementations
+//! above it never touch `sys` directly. Every `hipError_t` is checked (the mapping itself
+//! is shared, in `gpuport_driver::status`) and named with `hipGetErrorName` /
+//! `hipGetErrorString`. Functions that take raw handles are `unsafe`: the caller keeps the
+//! handles alive. Here too: the calls the shared stream machinery makes
+//! (`gpuport_driver::vendor_stream`).
 
 use std::ffi::c_void;
 
@@ -10,6 +13,12 @@ use gpuport_driver::vendor_stream::{run_host_callback, DeviceStreams, VendorStre
 
 use crate::context::DeviceCtx;
 use crate::sys::{hipEvent_t, hipStream_t, Api, Status};
+
+pub mod device;
+pub mod event;
+pub mod memory;
+pub mod module;
+pub mod stream;
 
 impl StatusNames for Api {
     const BACKEND: &'static str = "rocm";
@@ -61,60 +70,46 @@ impl VendorStreams for DeviceCtx {
     fn stream_raw(stream: hipStream_t) -> usize {
         stream as usize
     }
-    fn fence_event(&self, stream: hipStream_t) -> gpuport_core::Result<hipEvent_t> {
+    fn fence_event(&self, s: hipStream_t) -> gpuport_core::Result<hipEvent_t> {
         let api = &self.rt.api;
-        let mut ev: hipEvent_t = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; 2 = hipEventDisableTiming.
-        check(api, unsafe { (api.hipEventCreateWithFlags)(&mut ev, 2) }, "hipEventCreateWithFlags")?;
+        // 2 = hipEventDisableTiming; the device is current.
+        let ev = event::create(api, 2)?;
         // SAFETY: both handles are live.
-        if let Err(e) = check(api, unsafe { (api.hipEventRecord)(ev, stream) }, "hipEventRecord") {
+        if let Err(e) = unsafe { event::record(api, ev, s) } {
             let _ = self.event_destroy(ev);
             return Err(e);
         }
         Ok(ev)
     }
-    fn event_done(&self, event: hipEvent_t) -> gpuport_core::Result<bool> {
-        let api = &self.rt.api;
+    fn event_done(&self, ev: hipEvent_t) -> gpuport_core::Result<bool> {
         // SAFETY: a live event.
-        check_ready(api, unsafe { (api.hipEventQuery)(event) }, "hipEventQuery")
+        unsafe { event::query(&self.rt.api, ev) }
     }
-    fn event_destroy(&self, event: hipEvent_t) -> gpuport_core::Result<()> {
-        let api = &self.rt.api;
+    fn event_destroy(&self, ev: hipEvent_t) -> gpuport_core::Result<()> {
         // SAFETY: an event created by gpuport, destroyed once.
-        check(api, unsafe { (api.hipEventDestroy)(event) }, "hipEventDestroy")
+        unsafe { event::destroy(&self.rt.api, ev) }
     }
-    fn stream_done(&self, stream: hipStream_t) -> gpuport_core::Result<bool> {
-        let api = &self.rt.api;
+    fn stream_done(&self, s: hipStream_t) -> gpuport_core::Result<bool> {
         // SAFETY: a live stream handle.
-        check_ready(api, unsafe { (api.hipStreamQuery)(stream) }, "hipStreamQuery")
+        unsafe { stream::query(&self.rt.api, s) }
     }
-    fn stream_synchronize(&self, stream: hipStream_t) -> gpuport_core::Result<()> {
-        let api = &self.rt.api;
+    fn stream_synchronize(&self, s: hipStream_t) -> gpuport_core::Result<()> {
         // SAFETY: a live stream handle.
-        check(api, unsafe { (api.hipStreamSynchronize)(stream) }, "hipStreamSynchronize")
+        unsafe { stream::synchronize(&self.rt.api, s) }
     }
     fn device_synchronize(&self) -> gpuport_core::Result<()> {
-        let api = &self.rt.api;
-        // SAFETY: the device is current (the caller bound it).
-        check(api, unsafe { (api.hipDeviceSynchronize)() }, "hipDeviceSynchronize")
+        // The caller bound the device.
+        device::synchronize(&self.rt.api)
     }
-    fn stream_destroy(&self, stream: hipStream_t) -> gpuport_core::Result<()> {
-        let api = &self.rt.api;
+    fn stream_destroy(&self, s: hipStream_t) -> gpuport_core::Result<()> {
         // SAFETY: a stream created by gpuport, destroyed once.
-        check(api, unsafe { (api.hipStreamDestroy)(stream) }, "hipStreamDestroy")
+        unsafe { stream::destroy(&self.rt.api, s) }
     }
-    fn launch_host_callback(&self, stream: hipStream_t, user: *mut c_void) -> gpuport_core::Result<()> {
-        let rt = &self.rt;
-        let (status, call) = match rt.launch_host_func() {
-            // SAFETY: `host_fn` takes ownership of `user` when the stream reaches it.
-            Some(launch) => (unsafe { launch(stream, Some(host_fn), user) }, "hipLaunchHostFunc"),
-            // SAFETY: as above, through the older callback API.
-            None => (
-                unsafe { (rt.api.hipStreamAddCallback)(stream, Some(stream_callback), user, 0) },
-                "hipStreamAddCallback",
-            ),
-        };
-        check(&rt.api, status, call)
+    fn launch_host_callback(&self, s: hipStream_t, user: *mut c_void) -> gpuport_core::Result<()> {
+        // SAFETY: `host_fn` / `stream_callback` take ownership of `user` when the stream
+        // reaches them (only one is queued), and never unwind (the shared trampoline
+        // catches panics).
+        unsafe { stream::launch_host_func(&self.rt, s, Some(host_fn), Some(stream_callback), user) }
     }
     fn streams(&self) -> &DeviceStreams<Self> {
         &self.streams

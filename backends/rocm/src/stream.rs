@@ -15,8 +15,8 @@ use gpuport_driver::vendor_stream::{refuse_in_callback, VendorStream};
 use crate::context::DeviceCtx;
 use crate::event::RocmEvent;
 use crate::module::RocmKernel;
-use crate::result::check;
-use crate::sys::{self, hipStream_t};
+use crate::result;
+use crate::sys;
 use crate::RocmBackend;
 
 /// A HIP stream.
@@ -27,16 +27,10 @@ impl RocmStream {
     pub(crate) fn create(dev: &std::sync::Arc<DeviceCtx>, flags: StreamFlags, priority: i32) -> Result<Self> {
         dev.bind()?;
         let api = &dev.rt.api;
-        let (mut least, mut greatest): (c_int, c_int) = (0, 0);
-        // SAFETY: valid out-pointers.
-        let status = unsafe { (api.hipDeviceGetStreamPriorityRange)(&mut least, &mut greatest) };
-        check(api, status, "hipDeviceGetStreamPriorityRange")?;
+        let (least, greatest) = result::device::stream_priority_range(api)?;
         let priority = priority.clamp(greatest.min(least), greatest.max(least));
         let hip_flags = if flags.contains(StreamFlags::NON_BLOCKING) { sys::STREAM_NON_BLOCKING } else { 0 };
-        let mut raw: hipStream_t = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; the device is current.
-        let status = unsafe { (api.hipStreamCreateWithPriority)(&mut raw, hip_flags, priority) };
-        check(api, status, "hipStreamCreateWithPriority")?;
+        let raw = result::stream::create_with_priority(api, hip_flags, priority)?;
         Ok(RocmStream(VendorStream::new(dev, raw, true, flags, priority)))
     }
 
@@ -83,14 +77,25 @@ impl Stream for RocmStream {
             && sd != dd
             && !src.is_host_accessible()
             && !dst.is_host_accessible();
-        let status = if peer {
-            // SAFETY: both ranges were checked; both devices exist.
-            unsafe { (api.hipMemcpyPeerAsync)(ptr(d), dd.ordinal as c_int, ptr(s), sd.ordinal as c_int, len, raw) }
+        if peer {
+            // SAFETY: both ranges were checked and are parked below until the copy has run;
+            // both devices exist.
+            unsafe {
+                result::stream::memcpy_peer_async(
+                    api,
+                    ptr(d),
+                    dd.ordinal as c_int,
+                    ptr(s),
+                    sd.ordinal as c_int,
+                    len,
+                    raw,
+                )
+            }?;
         } else {
-            // SAFETY: both ranges were checked; unified addressing infers the direction.
-            unsafe { (api.hipMemcpyAsync)(ptr(d), ptr(s), len, sys::MEMCPY_DEFAULT, raw) }
-        };
-        check(api, status, if peer { "hipMemcpyPeerAsync" } else { "hipMemcpyAsync" })?;
+            // SAFETY: both ranges were checked and are parked below until the copy has run;
+            // unified addressing infers the direction.
+            unsafe { result::stream::memcpy_async(api, ptr(d), ptr(s), len, raw) }?;
+        }
         self.0.park([Keep::Buffer(src.clone()), Keep::Buffer(dst.clone())])
     }
 
@@ -102,8 +107,8 @@ impl Stream for RocmStream {
         }
         let raw = self.0.raw()?;
         let api = self.api();
-        // SAFETY: the range was checked against a live ROCm allocation.
-        check(api, unsafe { (api.hipMemsetAsync)(ptr(d), c_int::from(value), len, raw) }, "hipMemsetAsync")?;
+        // SAFETY: the range was checked against a live ROCm allocation, parked below.
+        unsafe { result::stream::memset_async(api, ptr(d), value, len, raw) }?;
         self.0.park([Keep::Buffer(dst.clone())])
     }
 
@@ -116,8 +121,7 @@ impl Stream for RocmStream {
         let raw = self.0.raw()?;
         let api = self.api();
         // SAFETY: `src` stays borrowed until the synchronize below.
-        let status = unsafe { (api.hipMemcpyAsync)(ptr(d), src.as_ptr().cast(), src.len(), sys::MEMCPY_DEFAULT, raw) };
-        check(api, status, "hipMemcpyAsync")?;
+        unsafe { result::stream::memcpy_async(api, ptr(d), src.as_ptr().cast(), src.len(), raw) }?;
         self.synchronize()
     }
 
@@ -130,9 +134,7 @@ impl Stream for RocmStream {
         let raw = self.0.raw()?;
         let api = self.api();
         // SAFETY: `dst` stays borrowed until the synchronize below.
-        let status =
-            unsafe { (api.hipMemcpyAsync)(dst.as_mut_ptr().cast(), ptr(s), dst.len(), sys::MEMCPY_DEFAULT, raw) };
-        check(api, status, "hipMemcpyAsync")?;
+        unsafe { result::stream::memcpy_async(api, dst.as_mut_ptr().cast(), ptr(s), dst.len(), raw) }?;
         self.synchronize()
     }
 
@@ -140,14 +142,14 @@ impl Stream for RocmStream {
         let raw = self.0.raw()?;
         let api = self.api();
         // SAFETY: both handles are live.
-        check(api, unsafe { (api.hipEventRecord)(event.raw(), raw) }, "hipEventRecord")
+        unsafe { result::event::record(api, event.raw(), raw) }
     }
 
     fn wait(&self, event: &RocmEvent) -> Result<()> {
         let raw = self.0.raw()?;
         let api = self.api();
         // SAFETY: both handles are live.
-        check(api, unsafe { (api.hipStreamWaitEvent)(raw, event.raw(), 0) }, "hipStreamWaitEvent")
+        unsafe { result::stream::wait_event(api, raw, event.raw()) }
     }
 
     fn host_callback(&self, f: HostCallback) -> Result<()> {
@@ -158,26 +160,20 @@ impl Stream for RocmStream {
         let k = kernel.handle_on::<RocmKernel>(self.device_id(), "launch")?;
         let api = self.api();
         self.0.launch(kernel, config, args, |stream, params| {
-            let [gx, gy, gz] = config.grid;
-            let [bx, by, bz] = config.block;
             // SAFETY: one value per kernel parameter, alive for the call (the runtime copies
-            // them); the function belongs to this device.
-            let status = unsafe {
-                (api.hipModuleLaunchKernel)(
+            // them); the function belongs to this device, whose module the kernel keeps
+            // loaded.
+            unsafe {
+                result::stream::launch_kernel(
+                    api,
                     k.func,
-                    gx,
-                    gy,
-                    gz,
-                    bx,
-                    by,
-                    bz,
+                    config.grid,
+                    config.block,
                     config.shared_mem_bytes,
                     stream,
                     params,
-                    std::ptr::null_mut(),
                 )
-            };
-            check(api, status, "hipModuleLaunchKernel")
+            }
         })
     }
 

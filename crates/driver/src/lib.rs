@@ -16,11 +16,13 @@
 //!   kept errors reported by stream and device, the host-callback trampoline, default
 //!   streams, non-blocking drop), generic over the vendor's calls;
 //! - [`host_memory`]: the host's memory limit, which every host-side allocation is checked
-//!   against before the allocator is asked.
+//!   against before the allocator is asked;
+//! - [`c_text`]: text from the fixed `char` buffers vendors fill.
 //!
 //! CUDA, ROCm and any vendor port may use it; a software device uses `gpuport-queue`,
 //! which builds on it.
 
+pub mod c_text;
 pub mod host_memory;
 pub mod kernel_args;
 pub mod loading;

@@ -1,0 +1,103 @@
+//! Allocations and pointer attributes: one checked call each. Allocation failures are
+//! `OutOfMemory` for `device` (`check_alloc`).
+
+use std::ffi::{c_uint, c_void};
+
+use gpuport_core::{DeviceId, Error, Result};
+
+use super::{check, check_alloc};
+use crate::sys::{self, hipPointerAttribute_t, hipStream_t, Api, Runtime};
+
+/// `hipMalloc` on the current device.
+pub fn malloc(api: &Api, bytes: usize, device: DeviceId) -> Result<*mut c_void> {
+    let mut ptr: *mut c_void = std::ptr::null_mut();
+    // SAFETY: valid out-pointer.
+    check_alloc(api, unsafe { (api.hipMalloc)(&mut ptr, bytes) }, "hipMalloc", device, bytes)?;
+    Ok(ptr)
+}
+
+/// `hipFree`.
+///
+/// # Safety
+/// `ptr` must come from [`malloc`] or [`malloc_managed`], freed once, unused afterwards.
+pub unsafe fn free(api: &Api, ptr: *mut c_void) -> Result<()> {
+    // SAFETY: the caller's contract.
+    check(api, unsafe { (api.hipFree)(ptr) }, "hipFree")
+}
+
+/// `hipHostMalloc`; `flags` are HIP's (`Portable` 1, `Mapped` 2, `WriteCombined` 4).
+pub fn host_malloc(api: &Api, bytes: usize, flags: c_uint, device: DeviceId) -> Result<*mut c_void> {
+    let mut ptr: *mut c_void = std::ptr::null_mut();
+    // SAFETY: valid out-pointer; the runtime checks the flags.
+    check_alloc(api, unsafe { (api.hipHostMalloc)(&mut ptr, bytes, flags) }, "hipHostMalloc", device, bytes)?;
+    Ok(ptr)
+}
+
+/// `hipHostFree`.
+///
+/// # Safety
+/// `ptr` must come from [`host_malloc`], freed once, unused afterwards.
+pub unsafe fn host_free(api: &Api, ptr: *mut c_void) -> Result<()> {
+    // SAFETY: the caller's contract.
+    check(api, unsafe { (api.hipHostFree)(ptr) }, "hipHostFree")
+}
+
+/// `hipMallocManaged`, attached globally.
+pub fn malloc_managed(api: &Api, bytes: usize, device: DeviceId) -> Result<*mut c_void> {
+    let mut ptr: *mut c_void = std::ptr::null_mut();
+    // SAFETY: valid out-pointer.
+    let status = unsafe { (api.hipMallocManaged)(&mut ptr, bytes, sys::MEM_ATTACH_GLOBAL) };
+    check_alloc(api, status, "hipMallocManaged", device, bytes)?;
+    Ok(ptr)
+}
+
+/// Whether the runtime has both stream-ordered calls (checked before allocating).
+pub fn has_stream_ordered(rt: &Runtime) -> Result<()> {
+    rt.malloc_async().ok_or_else(|| Error::unsupported("rocm", "stream-ordered allocation (hipMallocAsync)"))?;
+    rt.free_async().ok_or_else(|| Error::unsupported("rocm", "hipFreeAsync"))?;
+    Ok(())
+}
+
+/// `hipMallocAsync` on `stream` (resolved on first use).
+///
+/// # Safety
+/// `stream` must be live.
+pub unsafe fn malloc_async(rt: &Runtime, bytes: usize, stream: hipStream_t, device: DeviceId) -> Result<*mut c_void> {
+    let malloc =
+        rt.malloc_async().ok_or_else(|| Error::unsupported("rocm", "stream-ordered allocation (hipMallocAsync)"))?;
+    let mut ptr: *mut c_void = std::ptr::null_mut();
+    // SAFETY: valid out-pointer; the caller's contract for `stream`.
+    check_alloc(&rt.api, unsafe { malloc(&mut ptr, bytes, stream) }, "hipMallocAsync", device, bytes)?;
+    Ok(ptr)
+}
+
+/// `hipFreeAsync` on `stream` (null: the null stream).
+///
+/// # Safety
+/// `ptr` must come from [`malloc_async`], freed once and unused by work queued after this;
+/// `stream` must be live or null.
+pub unsafe fn free_async(rt: &Runtime, ptr: *mut c_void, stream: hipStream_t) -> Result<()> {
+    let free = rt.free_async().ok_or_else(|| Error::unsupported("rocm", "hipFreeAsync"))?;
+    // SAFETY: the caller's contract.
+    check(&rt.api, unsafe { free(ptr, stream) }, "hipFreeAsync")
+}
+
+/// `hipPointerGetAttributes` for `addr`; `None` for memory the runtime does not know
+/// (unregistered host memory, or an address nobody allocated).
+pub fn pointer_attributes(api: &Api, addr: *const c_void) -> Result<Option<hipPointerAttribute_t>> {
+    let mut attrs = hipPointerAttribute_t {
+        memoryType: -1,
+        device: -1,
+        devicePointer: std::ptr::null_mut(),
+        hostPointer: std::ptr::null_mut(),
+        isManaged: 0,
+        allocationFlags: 0,
+    };
+    // SAFETY: valid out-pointer of the declared layout; the address is only inspected.
+    let status = unsafe { (api.hipPointerGetAttributes)(&mut attrs, addr) };
+    match status {
+        sys::SUCCESS => Ok(Some(attrs)),
+        sys::ERROR_INVALID_VALUE => Ok(None),
+        _ => check(api, status, "hipPointerGetAttributes").map(|_| None),
+    }
+}

@@ -8,6 +8,7 @@ use gpuport_core::{
     ModuleImage, PointerAttributes, Result, StreamFlags,
 };
 
+use gpuport_driver::vendor_event::VendorEvent;
 use gpuport_driver::vendor_stream::VendorStream;
 
 use crate::context::DeviceCtx;
@@ -121,13 +122,13 @@ impl Device for CudaDevice {
         Ok(CudaStream(VendorStream::new(&self.ctx, raw as sys::CUstream, false, StreamFlags::empty(), 0)))
     }
     fn create_event(&self, flags: EventFlags) -> Result<CudaEvent> {
-        CudaEvent::create(&self.ctx, flags)
+        VendorEvent::create(&self.ctx, flags).map(CudaEvent)
     }
     unsafe fn wrap_event(&self, raw: usize) -> Result<CudaEvent> {
         if raw == 0 {
             return Err(Error::invalid_handle("a null CUevent"));
         }
-        Ok(CudaEvent::from_parts(&self.ctx, raw as sys::CUevent, false, EventFlags::empty()))
+        Ok(CudaEvent(VendorEvent::from_parts(&self.ctx, raw as sys::CUevent, false, EventFlags::empty())))
     }
     fn synchronize(&self) -> Result<()> {
         // Waits for the context, then reports its streams' kept errors (sticky).

@@ -69,6 +69,21 @@ impl VendorStreams for DeviceCtx {
     fn stream_raw(stream: CUstream) -> usize {
         stream as usize
     }
+    fn event_raw(ev: CUevent) -> usize {
+        ev as usize
+    }
+    fn event_create(&self, flags: gpuport_core::EventFlags) -> gpuport_core::Result<CUevent> {
+        // EventFlags' bits are the driver's: BLOCKING_SYNC 1, DISABLE_TIMING 2, INTERPROCESS 4.
+        event::create(&self.driver.api, flags.bits() as std::ffi::c_uint)
+    }
+    fn event_synchronize(&self, ev: CUevent) -> gpuport_core::Result<()> {
+        // SAFETY: a live event (its handle holds it).
+        unsafe { event::synchronize(&self.driver.api, ev) }
+    }
+    fn event_elapsed_ms(&self, start: CUevent, end: CUevent) -> gpuport_core::Result<f32> {
+        // SAFETY: both events are live (each handle holds its event).
+        unsafe { event::elapsed_time(&self.driver.api, start, end) }
+    }
     fn fence_event(&self, stream: CUstream) -> gpuport_core::Result<CUevent> {
         let api = &self.driver.api;
         // 2 = CU_EVENT_DISABLE_TIMING; the context is current.

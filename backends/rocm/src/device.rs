@@ -8,6 +8,7 @@ use gpuport_core::{
     Module, ModuleImage, PointerAttributes, Result, StreamFlags,
 };
 
+use gpuport_driver::vendor_event::VendorEvent;
 use gpuport_driver::vendor_stream::VendorStream;
 
 use crate::context::DeviceCtx;
@@ -138,13 +139,13 @@ impl Device for RocmDevice {
         Ok(RocmStream(VendorStream::new(&self.ctx, raw as sys::hipStream_t, false, StreamFlags::empty(), 0)))
     }
     fn create_event(&self, flags: EventFlags) -> Result<RocmEvent> {
-        RocmEvent::create(&self.ctx, flags)
+        VendorEvent::create(&self.ctx, flags).map(RocmEvent)
     }
     unsafe fn wrap_event(&self, raw: usize) -> Result<RocmEvent> {
         if raw == 0 {
             return Err(Error::invalid_handle("a null hipEvent_t"));
         }
-        Ok(RocmEvent::from_parts(&self.ctx, raw as sys::hipEvent_t, false, EventFlags::empty()))
+        Ok(RocmEvent(VendorEvent::from_parts(&self.ctx, raw as sys::hipEvent_t, false, EventFlags::empty())))
     }
     fn synchronize(&self) -> Result<()> {
         // Waits for the device, then reports its streams' kept errors (sticky).

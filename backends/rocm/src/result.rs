@@ -70,6 +70,21 @@ impl VendorStreams for DeviceCtx {
     fn stream_raw(stream: hipStream_t) -> usize {
         stream as usize
     }
+    fn event_raw(ev: hipEvent_t) -> usize {
+        ev as usize
+    }
+    fn event_create(&self, flags: gpuport_core::EventFlags) -> gpuport_core::Result<hipEvent_t> {
+        // EventFlags' bits are HIP's: BlockingSync 1, DisableTiming 2, Interprocess 4.
+        event::create(&self.rt.api, flags.bits() as std::ffi::c_uint)
+    }
+    fn event_synchronize(&self, ev: hipEvent_t) -> gpuport_core::Result<()> {
+        // SAFETY: a live event (its handle holds it).
+        unsafe { event::synchronize(&self.rt.api, ev) }
+    }
+    fn event_elapsed_ms(&self, start: hipEvent_t, end: hipEvent_t) -> gpuport_core::Result<f32> {
+        // SAFETY: both events are live (each handle holds its event).
+        unsafe { event::elapsed_time(&self.rt.api, start, end) }
+    }
     fn fence_event(&self, s: hipStream_t) -> gpuport_core::Result<hipEvent_t> {
         let api = &self.rt.api;
         // 2 = hipEventDisableTiming; the device is current.

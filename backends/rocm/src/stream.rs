@@ -142,14 +142,14 @@ impl Stream for RocmStream {
         let raw = self.0.raw()?;
         let api = self.api();
         // SAFETY: both handles are live.
-        unsafe { result::event::record(api, event.raw(), raw) }
+        unsafe { result::event::record(api, event.0.raw(), raw) }
     }
 
     fn wait(&self, event: &RocmEvent) -> Result<()> {
         let raw = self.0.raw()?;
         let api = self.api();
         // SAFETY: both handles are live.
-        unsafe { result::stream::wait_event(api, raw, event.raw()) }
+        unsafe { result::stream::wait_event(api, raw, event.0.raw()) }
     }
 
     fn host_callback(&self, f: HostCallback) -> Result<()> {

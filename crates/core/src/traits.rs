@@ -205,3 +205,40 @@ pub trait Event: Clone + Send + Sync + 'static {
     /// Milliseconds between this event and `end`; both must have completed and time.
     fn elapsed_ms(&self, end: &Self) -> Result<f32>;
 }
+
+/// Implements [`Event`] for a newtype whose field `0` has inherent methods of the same
+/// names and signatures (`device_id`, `ownership`, `raw_handle`, `flags`, `query`,
+/// `synchronize`, `elapsed_ms(&inner)`): every method forwards. The event types of
+/// `gpuport-queue` (software devices) and `gpuport-driver` (vendor runtimes) are such
+/// fields; their `impl_queue_event!` / `impl_vendor_event!` call this.
+/// `forward_event!(MyEvent, MyBackend)`.
+#[macro_export]
+macro_rules! forward_event {
+    ($event:ty, $backend:ty) => {
+        impl $crate::Event for $event {
+            type Backend = $backend;
+
+            fn device_id(&self) -> $crate::DeviceId {
+                self.0.device_id()
+            }
+            fn ownership(&self) -> $crate::Ownership {
+                self.0.ownership()
+            }
+            fn raw_handle(&self) -> usize {
+                self.0.raw_handle()
+            }
+            fn flags(&self) -> $crate::EventFlags {
+                self.0.flags()
+            }
+            fn query(&self) -> $crate::Result<bool> {
+                self.0.query()
+            }
+            fn synchronize(&self) -> $crate::Result<()> {
+                self.0.synchronize()
+            }
+            fn elapsed_ms(&self, end: &Self) -> $crate::Result<f32> {
+                self.0.elapsed_ms(&end.0)
+            }
+        }
+    };
+}

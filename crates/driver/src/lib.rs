@@ -15,6 +15,8 @@
 //! - [`vendor_stream`]: the stream machinery of a vendor backend (ownership, parking,
 //!   kept errors reported by stream and device, the host-callback trampoline, default
 //!   streams, non-blocking drop), generic over the vendor's calls;
+//! - [`vendor_event`]: the event handle of a vendor backend (ownership, deferred destroy,
+//!   binding, no blocking inside a host callback), over the same calls;
 //! - [`host_memory`]: the host's memory limit, which every host-side allocation is checked
 //!   against before the allocator is asked;
 //! - [`c_text`]: text from the fixed `char` buffers vendors fill.
@@ -28,6 +30,10 @@ pub mod kernel_args;
 pub mod loading;
 pub mod parking;
 pub mod status;
+pub mod vendor_event;
 pub mod vendor_stream;
 
 pub use gpuport_core::release;
+
+#[doc(hidden)]
+pub use gpuport_core as __core;

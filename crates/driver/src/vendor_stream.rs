@@ -46,6 +46,14 @@ pub trait VendorStreams: Send + Sync + Sized + 'static {
     fn bind(&self) -> Result<()>;
     /// The raw value of a stream handle.
     fn stream_raw(stream: Self::Stream) -> usize;
+    /// The raw value of an event handle.
+    fn event_raw(event: Self::Event) -> usize;
+    /// A new event with `flags` (the vendor's own bits) on the bound device.
+    fn event_create(&self, flags: gpuport_core::EventFlags) -> Result<Self::Event>;
+    /// Blocks until the event's latest record has completed.
+    fn event_synchronize(&self, event: Self::Event) -> Result<()>;
+    /// Milliseconds between two completed records (`NotReady` while one is pending).
+    fn event_elapsed_ms(&self, start: Self::Event, end: Self::Event) -> Result<f32>;
     /// A new event without timing, recorded on `stream`.
     fn fence_event(&self, stream: Self::Stream) -> Result<Self::Event>;
     /// Whether the event's work has completed.

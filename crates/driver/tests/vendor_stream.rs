@@ -2,14 +2,16 @@
 //! until the test lets it run: drops never block or synchronize a borrowed stream, parked
 //! handles outlive the work that uses them, errors reach stream and device as the
 //! contract says, blocking calls inside callbacks and the per-thread stream on another
-//! thread are refused.
+//! thread are refused; the shared event handle destroys only what it owns, once, and
+//! refuses to block inside a callback.
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use gpuport_core::{Buffer, BufferDesc, DeviceId, Error, MemoryKind, Ownership, Result, StreamFlags};
+use gpuport_core::{Buffer, BufferDesc, DeviceId, Error, EventFlags, MemoryKind, Ownership, Result, StreamFlags};
 use gpuport_driver::parking::Keep;
+use gpuport_driver::vendor_event::VendorEvent;
 use gpuport_driver::vendor_stream::{run_host_callback, DeviceStreams, VendorStream, VendorStreams};
 
 /// A fake runtime: host callbacks wait in a list until the test (or a synchronize) runs
@@ -19,6 +21,8 @@ struct Fake {
     pending: Mutex<Vec<(usize, usize)>>, // (stream, user pointer)
     synchronized: AtomicUsize,
     destroyed: Mutex<Vec<usize>>,
+    events_made: AtomicUsize,
+    events_destroyed: Mutex<Vec<usize>>,
     streams: DeviceStreams<Fake>,
 }
 
@@ -56,8 +60,22 @@ impl VendorStreams for Fake {
     fn event_done(&self, _event: usize) -> Result<bool> {
         Ok(false)
     }
-    fn event_destroy(&self, _event: usize) -> Result<()> {
+    fn event_destroy(&self, event: usize) -> Result<()> {
+        self.events_destroyed.lock().unwrap().push(event);
         Ok(())
+    }
+    fn event_raw(event: usize) -> usize {
+        event
+    }
+    fn event_create(&self, flags: EventFlags) -> Result<usize> {
+        // Handles 100, 101, …; the flags' bits ride along in the thousands.
+        Ok(100 + self.events_made.fetch_add(1, Ordering::SeqCst) + 1000 * flags.bits() as usize)
+    }
+    fn event_synchronize(&self, _event: usize) -> Result<()> {
+        Ok(())
+    }
+    fn event_elapsed_ms(&self, start: usize, end: usize) -> Result<f32> {
+        Ok(end as f32 - start as f32)
     }
     fn stream_done(&self, stream: usize) -> Result<bool> {
         Ok(!self.pending.lock().unwrap().iter().any(|(s, _)| *s == stream))
@@ -170,4 +188,35 @@ fn default_streams_are_shared_and_the_per_thread_one_stays_on_its_thread() {
     });
     assert!(!theirs.same_stream(&mine), "two threads share a per-thread stream");
     assert!(matches!(other, Err(Error::InvalidArgument { .. })), "the per-thread stream used on another thread");
+}
+
+#[test]
+fn owned_events_are_destroyed_once_with_their_last_handle_and_borrowed_ones_never() {
+    let dev = Arc::new(Fake::default());
+    let owned = VendorEvent::create(&dev, EventFlags::DISABLE_TIMING).unwrap();
+    assert_eq!(owned.raw_handle(), 100 + 1000 * EventFlags::DISABLE_TIMING.bits() as usize);
+    assert_eq!((owned.ownership(), owned.flags()), (Ownership::Owned, EventFlags::DISABLE_TIMING));
+    let wrapped = VendorEvent::from_parts(&dev, 7, false, EventFlags::empty());
+    assert_eq!(wrapped.ownership(), Ownership::Borrowed);
+    let (second, raw) = (owned.clone(), owned.raw());
+    drop(owned);
+    gpuport_core::release::flush();
+    assert!(dev.events_destroyed.lock().unwrap().is_empty(), "destroyed while a handle lives");
+    assert_eq!(second.elapsed_ms(&wrapped).unwrap(), 7.0 - raw as f32, "start is self, end the argument");
+    drop((second, wrapped));
+    gpuport_core::release::flush();
+    assert_eq!(*dev.events_destroyed.lock().unwrap(), vec![raw], "the owned event once; the wrapped one never");
+}
+
+#[test]
+fn an_event_synchronize_inside_a_callback_is_refused() {
+    let dev = Arc::new(Fake::default());
+    let s = VendorStream::new(&dev, 5, true, StreamFlags::empty(), 0);
+    let ev = VendorEvent::create(&dev, EventFlags::empty()).unwrap();
+    let seen = Arc::new(Mutex::new(None));
+    let out = seen.clone();
+    s.host_callback(Box::new(move || *out.lock().unwrap() = Some(ev.synchronize()))).unwrap();
+    dev.run(Some(5));
+    let seen = seen.lock().unwrap();
+    assert!(matches!(*seen, Some(Err(Error::WouldDeadlock { .. }))), "{:?}", *seen);
 }

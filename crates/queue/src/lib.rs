@@ -43,36 +43,12 @@ pub use stream::{host_range, host_resolver, QueueStream, Resolve};
 pub use gpuport_core as __core;
 
 /// Implements `gpuport_core::Event` for a newtype over [`QueueEvent`]
-/// (`struct MyEvent(QueueEvent)`): every method forwards. `impl_queue_event!(MyEvent,
-/// MyBackend)`.
+/// (`struct MyEvent(QueueEvent)`): every method forwards (`gpuport_core::forward_event!`).
+/// `impl_queue_event!(MyEvent, MyBackend)`.
 #[macro_export]
 macro_rules! impl_queue_event {
     ($event:ty, $backend:ty) => {
-        impl $crate::__core::Event for $event {
-            type Backend = $backend;
-
-            fn device_id(&self) -> $crate::__core::DeviceId {
-                self.0.device_id()
-            }
-            fn ownership(&self) -> $crate::__core::Ownership {
-                self.0.ownership()
-            }
-            fn raw_handle(&self) -> usize {
-                self.0.raw_handle()
-            }
-            fn flags(&self) -> $crate::__core::EventFlags {
-                self.0.flags()
-            }
-            fn query(&self) -> $crate::__core::Result<bool> {
-                self.0.query()
-            }
-            fn synchronize(&self) -> $crate::__core::Result<()> {
-                self.0.synchronize()
-            }
-            fn elapsed_ms(&self, end: &Self) -> $crate::__core::Result<f32> {
-                self.0.elapsed_ms(&end.0)
-            }
-        }
+        $crate::__core::forward_event!($event, $backend);
     };
 }
 

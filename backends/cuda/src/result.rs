@@ -84,16 +84,9 @@ impl VendorStreams for DeviceCtx {
         // SAFETY: both events are live (each handle holds its event).
         unsafe { event::elapsed_time(&self.driver.api, start, end) }
     }
-    fn fence_event(&self, stream: CUstream) -> gpuport_core::Result<CUevent> {
-        let api = &self.driver.api;
-        // 2 = CU_EVENT_DISABLE_TIMING; the context is current.
-        let ev = event::create(api, 2)?;
-        // SAFETY: both handles are live.
-        if let Err(e) = unsafe { event::record(api, ev, stream) } {
-            let _ = self.event_destroy(ev);
-            return Err(e);
-        }
-        Ok(ev)
+    fn event_record(&self, ev: CUevent, s: CUstream) -> gpuport_core::Result<()> {
+        // SAFETY: both handles are live (the caller's stream state holds them).
+        unsafe { event::record(&self.driver.api, ev, s) }
     }
     fn event_done(&self, ev: CUevent) -> gpuport_core::Result<bool> {
         // SAFETY: a live event.

@@ -85,16 +85,9 @@ impl VendorStreams for DeviceCtx {
         // SAFETY: both events are live (each handle holds its event).
         unsafe { event::elapsed_time(&self.rt.api, start, end) }
     }
-    fn fence_event(&self, s: hipStream_t) -> gpuport_core::Result<hipEvent_t> {
-        let api = &self.rt.api;
-        // 2 = hipEventDisableTiming; the device is current.
-        let ev = event::create(api, 2)?;
-        // SAFETY: both handles are live.
-        if let Err(e) = unsafe { event::record(api, ev, s) } {
-            let _ = self.event_destroy(ev);
-            return Err(e);
-        }
-        Ok(ev)
+    fn event_record(&self, ev: hipEvent_t, s: hipStream_t) -> gpuport_core::Result<()> {
+        // SAFETY: both handles are live (the caller's stream state holds them).
+        unsafe { event::record(&self.rt.api, ev, s) }
     }
     fn event_done(&self, ev: hipEvent_t) -> gpuport_core::Result<bool> {
         // SAFETY: a live event.

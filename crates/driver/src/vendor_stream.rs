@@ -54,8 +54,18 @@ pub trait VendorStreams: Send + Sync + Sized + 'static {
     fn event_synchronize(&self, event: Self::Event) -> Result<()>;
     /// Milliseconds between two completed records (`NotReady` while one is pending).
     fn event_elapsed_ms(&self, start: Self::Event, end: Self::Event) -> Result<f32>;
-    /// A new event without timing, recorded on `stream`.
-    fn fence_event(&self, stream: Self::Stream) -> Result<Self::Event>;
+    /// Records `event` on `stream`.
+    fn event_record(&self, event: Self::Event, stream: Self::Stream) -> Result<()>;
+    /// A new event without timing, recorded on `stream` (destroyed again when the record
+    /// fails).
+    fn fence_event(&self, stream: Self::Stream) -> Result<Self::Event> {
+        let event = self.event_create(gpuport_core::EventFlags::DISABLE_TIMING)?;
+        if let Err(e) = self.event_record(event, stream) {
+            let _ = self.event_destroy(event);
+            return Err(e);
+        }
+        Ok(event)
+    }
     /// Whether the event's work has completed.
     fn event_done(&self, event: Self::Event) -> Result<bool>;
     /// Destroys an event (it may still be pending).

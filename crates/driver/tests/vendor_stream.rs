@@ -71,6 +71,9 @@ impl VendorStreams for Fake {
         // Handles 100, 101, …; the flags' bits ride along in the thousands.
         Ok(100 + self.events_made.fetch_add(1, Ordering::SeqCst) + 1000 * flags.bits() as usize)
     }
+    fn event_record(&self, _event: usize, _stream: usize) -> Result<()> {
+        Ok(())
+    }
     fn event_synchronize(&self, _event: usize) -> Result<()> {
         Ok(())
     }

@@ -1,0 +1,102 @@
+//! Helpers for the doubles' exported C functions: serving a call without ever unwinding
+//! into C, and writing through the out-pointers a caller passes.
+
+use std::ffi::c_char;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::{Call, Error, Result};
+
+/// Serves one call: runs `body`, maps its error to the vendor's status with `code`, and
+/// turns a panic (a bug in the double) into a report and `unknown`, never an unwind
+/// across the C boundary.
+pub fn serve(cx: &Call<'_>, code: fn(Error) -> u32, unknown: u32, body: impl FnOnce() -> Result<()>) -> u32 {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => code(e),
+        Err(_) => {
+            crate::report::violation("internal", cx, "the double panicked serving this call (a bug in the double)");
+            unknown
+        }
+    }
+}
+
+/// Writes `value` through an out-pointer; a null one is `InvalidValue`.
+///
+/// # Safety
+/// `p` is null or valid for a write of `T` (the caller's contract with the driver).
+pub unsafe fn put<T>(p: *mut T, value: T) -> Result<()> {
+    if p.is_null() {
+        return Err(Error::InvalidValue);
+    }
+    // SAFETY: non-null, and valid for a write per the contract; unaligned is tolerated.
+    unsafe { p.write_unaligned(value) };
+    Ok(())
+}
+
+/// Copies `text` into a caller's buffer of `len` bytes, truncated and NUL-terminated.
+///
+/// # Safety
+/// `buf` is null or valid for `len` bytes.
+pub unsafe fn put_text(buf: *mut c_char, len: i32, text: &str) -> Result<()> {
+    if buf.is_null() || len <= 0 {
+        return Err(Error::InvalidValue);
+    }
+    let n = text.len().min(len as usize - 1);
+    // SAFETY: `n + 1 <= len` bytes of the caller's buffer.
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr().cast::<c_char>(), buf, n);
+        *buf.add(n) = 0;
+    }
+    Ok(())
+}
+
+/// The length of an image the caller passed without one: a NUL-terminated text, an ELF
+/// file (up to the end of its last section or header table), a fatbin (its header's
+/// size) or a clang offload bundle (its last entry's end).
+///
+/// # Safety
+/// `image` points at a well-formed image of one of these kinds (the driver's contract:
+/// the driver reads as far as the image's own headers say).
+pub unsafe fn image_bytes<'a>(image: *const u8) -> Result<&'a [u8]> {
+    if image.is_null() {
+        return Err(Error::InvalidValue);
+    }
+    // SAFETY: every image kind has at least 8 bytes: a PTX text is read as a C string
+    // below only after its first bytes were found to be text.
+    let head = |at: usize, n: usize| unsafe { std::slice::from_raw_parts(image.add(at), n) };
+    let u16_at = |at: usize| u16::from_le_bytes([head(at, 2)[0], head(at, 2)[1]]) as usize;
+    let u64_at = |at: usize| {
+        let b = head(at, 8);
+        u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]) as usize
+    };
+    let first = head(0, 4);
+    let len = if first == b"\x7fELF" {
+        let (phoff, phentsize, phnum) = (u64_at(0x20), u16_at(0x36), u16_at(0x38));
+        let (shoff, shentsize, shnum) = (u64_at(0x28), u16_at(0x3A), u16_at(0x3C));
+        let mut end = (phoff + phentsize * phnum).max(shoff + shentsize * shnum).max(64);
+        for i in 0..shnum {
+            let at = shoff + i * shentsize;
+            let (kind, off, size) = (u16_at(at + 4), u64_at(at + 0x18), u64_at(at + 0x20));
+            if kind != 8 {
+                end = end.max(off.saturating_add(size)); // SHT_NOBITS occupies nothing
+            }
+        }
+        end
+    } else if u32::from_le_bytes([first[0], first[1], first[2], first[3]]) == crate::image::FATBIN_MAGIC {
+        u16_at(6) + u64_at(8)
+    } else if head(0, crate::image::BUNDLE_MAGIC.len()) == crate::image::BUNDLE_MAGIC {
+        let count = u64_at(24);
+        let (mut at, mut end) = (32, 32);
+        for _ in 0..count.min(4096) {
+            let (offset, size, tlen) = (u64_at(at), u64_at(at + 8), u64_at(at + 16));
+            at += 24 + tlen;
+            end = end.max(at).max(offset + size);
+        }
+        end
+    } else {
+        // SAFETY: a text image is NUL-terminated (the contract).
+        unsafe { std::ffi::CStr::from_ptr(image.cast()) }.to_bytes().len()
+    };
+    // SAFETY: the image holds `len` bytes per its own headers (the contract).
+    Ok(unsafe { std::slice::from_raw_parts(image, len) })
+}

@@ -75,8 +75,12 @@ impl Device for CudaDevice {
         let raw = stream.0.raw()?;
         // A per-thread stream's free may run on another thread: it goes to the legacy
         // stream, which every per-thread stream synchronizes with.
-        let free_on = if stream.0.is_per_thread() { sys::STREAM_LEGACY as sys::CUstream } else { raw };
-        memory::alloc_async(&self.ctx, bytes, raw, free_on, stream.0.errors().clone(), stream.0.downgrade())
+        let (free_on, keep) = if stream.0.is_per_thread() {
+            (sys::STREAM_LEGACY as sys::CUstream, None)
+        } else {
+            (raw, Some(stream.0.handle_keeper()))
+        };
+        memory::alloc_async(&self.ctx, bytes, raw, free_on, stream.0.errors().clone(), keep)
     }
     fn alloc_pinned(&self, bytes: usize, flags: HostAllocFlags) -> Result<Buffer> {
         memory::alloc_pinned(&self.ctx, bytes, flags)

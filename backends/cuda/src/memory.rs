@@ -1,7 +1,7 @@
 //! Device, pinned and managed allocations, and pointer attributes.
 
 use std::ffi::{c_int, c_uint, c_void};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use gpuport_core::{
     BackendKind, Buffer, BufferDesc, DeviceId, Error, HostAllocFlags, MemoryKind, PointerAttributes, Release, Result,
@@ -22,11 +22,10 @@ enum Kind {
     StreamOrdered {
         stream: CUstream,
         errors: Arc<StreamErrors>,
-        /// The stream's handle, weakly: a buffer parked on its own stream must not keep
-        /// that stream alive (a cycle). Once the stream is gone, no work on it can still
-        /// use the buffer (its drop waited for what it had parked), so the free goes to
-        /// the null stream.
-        alive: Weak<dyn Send + Sync>,
+        /// Keeps the vendor stream alive until the free is queued on it (its handle only,
+        /// not its state: no cycle when the buffer is parked on its own stream). `None`
+        /// when the free goes to a default stream, which is never destroyed.
+        _keep: Option<Arc<dyn Send + Sync>>,
     },
 }
 
@@ -50,13 +49,10 @@ impl Release for CudaRelease {
             Kind::Device => unsafe { result::memory::free(api, addr as CUdeviceptr) },
             // SAFETY: `addr` came from cuMemHostAlloc and is freed once.
             Kind::Pinned => unsafe { result::memory::free_host(api, addr as usize as *mut c_void) },
-            Kind::StreamOrdered { stream, errors, alive } => {
-                // The stream, while it lives (held across the call); else the null stream.
-                let live = alive.upgrade();
-                let target = if live.is_some() { *stream } else { std::ptr::null_mut() };
-                // SAFETY: `addr` came from the stream-ordered allocator and is freed once;
-                // `target` is the live allocating stream or the null stream.
-                let freed = unsafe { result::memory::free_async(driver, addr as CUdeviceptr, target) };
+            Kind::StreamOrdered { stream, errors, .. } => {
+                // SAFETY: `addr` came from the stream-ordered allocator and is freed once,
+                // on its stream, which `_keep` holds alive (or a default stream).
+                let freed = unsafe { result::memory::free_async(driver, addr as CUdeviceptr, *stream) };
                 if let Err(e) = &freed {
                     errors.record(e.clone());
                 }
@@ -103,7 +99,7 @@ pub fn alloc_async(
     stream: CUstream,
     free_on: CUstream,
     errors: Arc<StreamErrors>,
-    alive: Weak<dyn Send + Sync>,
+    keep: Option<Arc<dyn Send + Sync>>,
 ) -> Result<Buffer> {
     // Both calls must exist before anything is allocated.
     result::memory::has_alloc_async(&dev.driver)?;
@@ -117,7 +113,7 @@ pub fn alloc_async(
     dev.bind()?;
     // SAFETY: `stream` is live (the caller holds it); the context is current.
     let ptr = unsafe { result::memory::alloc_async(&dev.driver, bytes, stream, dev.id) }?;
-    owned(dev, ptr, bytes, MemoryKind::Device, Kind::StreamOrdered { stream: free_on, errors, alive })
+    owned(dev, ptr, bytes, MemoryKind::Device, Kind::StreamOrdered { stream: free_on, errors, _keep: keep })
 }
 
 /// `cuMemHostAlloc`; the flag bits are the driver's `CU_MEMHOSTALLOC_*`.

@@ -91,7 +91,7 @@ impl Device for RocmDevice {
     fn alloc_async(&self, bytes: usize, stream: &RocmStream) -> Result<Buffer> {
         self.check_stream(stream)?;
         let raw = stream.0.raw()?;
-        memory::alloc_async(&self.ctx, bytes, raw, stream.0.errors().clone(), stream.0.downgrade())
+        memory::alloc_async(&self.ctx, bytes, raw, stream.0.errors().clone(), Some(stream.0.handle_keeper()))
     }
     fn alloc_pinned(&self, bytes: usize, flags: HostAllocFlags) -> Result<Buffer> {
         memory::alloc_pinned(&self.ctx, bytes, flags)

@@ -1,7 +1,7 @@
 //! Device, pinned and managed allocations, and pointer attributes.
 
 use std::ffi::{c_uint, c_void};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use gpuport_core::{
     BackendKind, Buffer, BufferDesc, DeviceId, Error, HostAllocFlags, MemoryKind, PointerAttributes, Release, Result,
@@ -21,11 +21,10 @@ enum Kind {
     StreamOrdered {
         stream: hipStream_t,
         errors: Arc<StreamErrors>,
-        /// The stream's handle, weakly: a buffer parked on its own stream must not keep
-        /// that stream alive (a cycle). Once the stream is gone, no work on it can still
-        /// use the buffer (its drop waited for what it had parked), so the free goes to
-        /// the null stream.
-        alive: Weak<dyn Send + Sync>,
+        /// Keeps the vendor stream alive until the free is queued on it (its handle only,
+        /// not its state: no cycle when the buffer is parked on its own stream). `None`
+        /// when the free goes to a default stream, which is never destroyed.
+        _keep: Option<Arc<dyn Send + Sync>>,
     },
 }
 
@@ -50,13 +49,10 @@ impl Release for HipRelease {
             Kind::Device => unsafe { result::memory::free(api, ptr) },
             // SAFETY: `ptr` came from hipHostMalloc and is freed once.
             Kind::Pinned => unsafe { result::memory::host_free(api, ptr) },
-            Kind::StreamOrdered { stream, errors, alive } => {
-                // The stream, while it lives (held across the call); else the null stream.
-                let live = alive.upgrade();
-                let target = if live.is_some() { *stream } else { std::ptr::null_mut() };
-                // SAFETY: `ptr` came from the stream-ordered allocator and is freed once;
-                // `target` is the live allocating stream or the null stream.
-                let freed = unsafe { result::memory::free_async(rt, ptr, target) };
+            Kind::StreamOrdered { stream, errors, .. } => {
+                // SAFETY: `ptr` came from the stream-ordered allocator and is freed once, on
+                // its stream, which `_keep` holds alive.
+                let freed = unsafe { result::memory::free_async(rt, ptr, *stream) };
                 if let Err(e) = &freed {
                     errors.record(e.clone());
                 }
@@ -99,7 +95,7 @@ pub fn alloc_async(
     bytes: usize,
     stream: hipStream_t,
     errors: Arc<StreamErrors>,
-    alive: Weak<dyn Send + Sync>,
+    keep: Option<Arc<dyn Send + Sync>>,
 ) -> Result<Buffer> {
     // Both calls must exist before anything is allocated.
     result::memory::has_stream_ordered(&dev.rt)?;
@@ -112,7 +108,7 @@ pub fn alloc_async(
     dev.bind()?;
     // SAFETY: `stream` is live (the caller holds it).
     let ptr = unsafe { result::memory::malloc_async(&dev.rt, bytes, stream, dev.id) }?;
-    owned(dev, ptr, bytes, MemoryKind::Device, Kind::StreamOrdered { stream, errors, alive })
+    owned(dev, ptr, bytes, MemoryKind::Device, Kind::StreamOrdered { stream, errors, _keep: keep })
 }
 
 /// `hipHostMalloc`; `HostAllocFlags` bits are HIP's (`Portable` 1, `Mapped` 2,

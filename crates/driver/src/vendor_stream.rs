@@ -152,11 +152,42 @@ impl<V: VendorStreams> DeviceStreams<V> {
     }
 }
 
+/// A vendor stream handle, destroyed (when owned) once nothing refers to it any more:
+/// neither the stream's state nor a buffer allocated stream-ordered on it. Such a buffer
+/// is freed on its own stream, in that stream's order — on any other stream the free could
+/// run before the allocation, or before work the allocating stream still has queued on
+/// the memory — so the stream must outlive it. The buffer holds only this handle, never
+/// the stream's state, so a buffer parked on its own stream forms no cycle.
+pub struct RawStream<V: VendorStreams> {
+    dev: Arc<V>,
+    raw: V::Stream,
+    owned: bool,
+}
+
+// SAFETY: vendor stream handles may be used from any thread.
+unsafe impl<V: VendorStreams> Send for RawStream<V> {}
+// SAFETY: as above; the handle is immutable.
+unsafe impl<V: VendorStreams> Sync for RawStream<V> {}
+
+impl<V: VendorStreams> Drop for RawStream<V> {
+    fn drop(&mut self) {
+        if !self.owned || self.dev.bind().is_err() {
+            return;
+        }
+        // Queued work still completes (the vendors' stream destroy does not wait).
+        if let Err(e) = self.dev.stream_destroy(self.raw) {
+            log::warn!("{e}");
+        }
+    }
+}
+
 /// One vendor stream's state, shared by its handles.
 pub struct StreamState<V: VendorStreams> {
     dev: Arc<V>,
     raw: V::Stream,
     owned: bool,
+    /// Destroys the stream once the last of its users is gone.
+    handle: Arc<Deferred<RawStream<V>>>,
     flags: StreamFlags,
     priority: i32,
     /// For the per-thread default stream: the only thread whose stream it is.
@@ -199,11 +230,8 @@ impl<V: VendorStreams> Drop for StreamState<V> {
         if !keep.is_empty() {
             self.release_after_work(keep);
         }
-        if self.owned {
-            if let Err(e) = self.dev.stream_destroy(self.raw) {
-                log::warn!("{e}");
-            }
-        }
+        // The stream itself is destroyed with `handle`, once no stream-ordered buffer of
+        // it is left either.
     }
 }
 
@@ -267,8 +295,18 @@ impl<V: VendorStreams> VendorStream<V> {
     ) -> Self {
         let errors = Arc::new(StreamErrors::default());
         dev.streams().track(&errors);
-        let state =
-            StreamState { dev: dev.clone(), raw, owned, flags, priority, thread, errors, parked: Mutex::default() };
+        let handle = Arc::new(Deferred::new(RawStream { dev: dev.clone(), raw, owned }));
+        let state = StreamState {
+            dev: dev.clone(),
+            raw,
+            owned,
+            handle,
+            flags,
+            priority,
+            thread,
+            errors,
+            parked: Mutex::default(),
+        };
         VendorStream { inner: Arc::new(Deferred::new(state)) }
     }
 
@@ -353,11 +391,10 @@ impl<V: VendorStreams> VendorStream<V> {
     pub fn errors(&self) -> &Arc<StreamErrors> {
         &self.inner.errors
     }
-    /// A weak reference to the stream's state, for buffers that must not keep their
-    /// stream alive (a buffer parked on its own stream would form a cycle).
-    pub fn downgrade(&self) -> Weak<dyn Send + Sync> {
-        let weak: Weak<Deferred<StreamState<V>>> = Arc::downgrade(&self.inner);
-        weak
+    /// The stream's handle alone, for a buffer allocated stream-ordered on it: it keeps
+    /// the vendor stream (not its state) alive until the buffer is freed on it.
+    pub fn handle_keeper(&self) -> Arc<dyn Send + Sync> {
+        self.inner.handle.clone()
     }
 
     /// The device address of `len` bytes at `offset` of a buffer this stream may copy to

@@ -65,6 +65,15 @@ impl Default for CopyEngine {
     }
 }
 
+/// Frees the staging buffers (and their events) that staged copies keep per device pair
+/// for reuse; the next staged copy makes new ones. A program that wants every device
+/// resource gone — before it checks for leaks, or to give pinned memory back — calls
+/// this after its last copy. Sets still in use by a queued copy are dropped once their
+/// work has drained (buffers are only freed after the work queued on them).
+pub fn release_staging_buffers() {
+    staging::release_all();
+}
+
 /// Copies `src` into `dst` (same shape and dtype, any devices) and waits for the copy.
 pub fn copy(src: &Array, dst: &Array) -> Result<CopyRoute> {
     CopyEngine::default().copy(src, dst)

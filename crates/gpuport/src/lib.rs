@@ -65,11 +65,12 @@ mod pending;
 mod runtime;
 
 pub use array::{Array, ForeignElements};
-pub use copy::{copy, CopyEngine, CopyRoute};
+pub use copy::{copy, release_staging_buffers, CopyEngine, CopyRoute};
 pub use dynamic::{
     device_into_any, event_into_any, stream_into_any, AnyDevice, AnyEvent, AnyStream, PluginDevice, PluginEvent,
     PluginStream,
 };
+pub use gpuport_core::release;
 pub use gpuport_core::{
     as_bytes, as_bytes_mut, c_strides, check_copy, zeroed_vec, Backend, BackendKind, Buffer, BufferDesc, ByteSpan,
     DType, DTypeCode, DefaultStream, Device, DeviceId, DeviceInfo, DeviceSpec, DlDeviceType, DlpackDevices, Element,

@@ -357,6 +357,10 @@ pub fn run_port(port: &Port) -> Report {
             (case.name.to_owned(), result)
         })
         .collect();
+    drop(target);
+    // The staging buffers the copy cases made are the port's memory: give them back.
+    gpuport::release_staging_buffers();
+    gpuport::release::flush();
     Report { backend, cases }
 }
 

@@ -60,6 +60,13 @@ pub(super) fn checkout(src: &AnyDevice, dst: &AnyDevice, chunk: usize, max_chunk
     })
 }
 
+/// Drops every pooled set (their buffers and events are released as any buffer is: after
+/// the work queued on them).
+pub(super) fn release_all() {
+    let sets = std::mem::take(&mut *pool());
+    drop(sets);
+}
+
 /// Returns a set to the pool (or drops it when the pair already has enough).
 pub(super) fn give_back(set: StagingSet) {
     let mut sets = pool();

@@ -61,26 +61,28 @@ pub fn cross_stream_event(t: &Target) -> Outcome {
     Ok(())
 }
 
-/// The same work without the wait: B must be able to run ahead of A — so the previous
-/// case really tests the event, not an accidental serialisation.
+/// The same shape without the wait: B must be able to run ahead of A — so the previous
+/// case really tests the event, not an accidental serialisation. (B works on memory of
+/// its own: reading what A writes without ordering would be a data race.)
 pub fn without_wait_streams_overlap(t: &Target) -> Outcome {
     let dev = t.device();
     let (a, b) = (stream(dev)?, stream(dev)?);
     let n = 1 << 16;
-    let src = dev.alloc(n)?;
-    let mid = dev.alloc(n)?;
-    let dst = dev.alloc(n)?;
+    let (src, mid) = (dev.alloc(n)?, dev.alloc(n)?);
+    let (other, dst) = (dev.alloc(n)?, dev.alloc(n)?);
     let data = pattern(n, 12);
-    let stale = pattern(n, 99);
+    let unrelated = pattern(n, 99);
     a.write(&data, &src, 0)?;
-    a.write(&stale, &mid, 0)?;
+    b.write(&unrelated, &other, 0)?;
     let gate = Gate::default();
     let _open = OpenOnDrop(gate.clone());
     gate.block(&a)?;
     a.copy(&src, 0, &mid, 0, n)?;
-    b.copy(&mid, 0, &dst, 0, n)?;
-    b.synchronize()?; // completes although A is still blocked
-    ensure!(read_all(&b, &dst)? == stale, "without a wait, B should have copied the stale data");
+    // B's work touches nothing A's does (sharing memory without ordering would be a data
+    // race): it must complete while A is still held.
+    b.copy(&other, 0, &dst, 0, n)?;
+    b.synchronize()?;
+    ensure!(read_all(&b, &dst)? == unrelated, "stream B's copy did not complete while A was held");
     ensure!(!a.query()?, "stream A finished while blocked");
     gate.open();
     a.synchronize()?;

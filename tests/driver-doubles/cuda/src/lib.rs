@@ -26,8 +26,8 @@ use gpuport_double_sim::{
     Machine, MemcpyCheck, Result, StreamRef, Vendor,
 };
 
-pub use status::{code, CUresult};
 use status::*;
+pub use status::{code, CUresult};
 
 /// `CUdevice`.
 pub type CUdevice = c_int;
@@ -733,7 +733,9 @@ unsafe fn write_pointer_attribute(
                     _ => std::ptr::null_mut(),
                 },
             ),
-            pointer::IS_MANAGED => put(out.cast::<c_uint>(), c_uint::from(info.is_some_and(|i| i.kind == Attributes::Managed))),
+            pointer::IS_MANAGED => {
+                put(out.cast::<c_uint>(), c_uint::from(info.is_some_and(|i| i.kind == Attributes::Managed)))
+            }
             pointer::DEVICE_ORDINAL => put(out.cast::<c_int>(), info.map_or(-2, |i| i.device as c_int)),
             pointer::RANGE_START_ADDR => put(out.cast::<CUdeviceptr>(), info.map_or(0, |i| i.start)),
             pointer::RANGE_SIZE => put(out.cast::<usize>(), info.map_or(0, |i| i.size as usize)),
@@ -813,7 +815,13 @@ fn entry_points() -> &'static [(&'static str, c_int, usize)] {
 /// # Safety
 /// `symbol` is NUL-terminated; `pfn` and `status` are valid out-pointers (`status` may be
 /// null).
-unsafe fn proc_address(symbol: *const c_char, pfn: *mut *mut c_void, version: c_int, flags: u64, status: *mut c_int) -> Result<()> {
+unsafe fn proc_address(
+    symbol: *const c_char,
+    pfn: *mut *mut c_void,
+    version: c_int,
+    flags: u64,
+    status: *mut c_int,
+) -> Result<()> {
     if symbol.is_null() || pfn.is_null() || flags > 1 {
         return Err(Error::InvalidValue);
     }

@@ -93,7 +93,9 @@ pub struct Table;
 
 impl StatusTable for Table {
     fn code(&self, name: &str) -> Option<u32> {
-        (0..1000u32).find(|&c| self::name(c).is_some_and(|(n, _)| n.to_bytes().strip_prefix(b"CUDA_ERROR_") == Some(name.as_bytes())))
+        (0..1000u32).find(|&c| {
+            self::name(c).is_some_and(|(n, _)| n.to_bytes().strip_prefix(b"CUDA_ERROR_") == Some(name.as_bytes()))
+        })
     }
     fn sticky(&self, code: u32) -> bool {
         matches!(

@@ -53,7 +53,13 @@ pub fn elf_entries(b: &[u8]) -> Result<Vec<String>, Error> {
     let section = |i: usize| -> Option<(usize, usize, usize, usize, usize)> {
         let at = shoff.checked_add(i.checked_mul(shentsize)?)?;
         // (type, offset, size, link, entsize)
-        Some((u32_at(b, at + 4)?, u64_at(b, at + 0x18)?, u64_at(b, at + 0x20)?, u32_at(b, at + 0x28)?, u64_at(b, at + 0x38)?))
+        Some((
+            u32_at(b, at + 4)?,
+            u64_at(b, at + 0x18)?,
+            u64_at(b, at + 0x20)?,
+            u32_at(b, at + 0x28)?,
+            u64_at(b, at + 0x38)?,
+        ))
     };
     let mut names = Vec::new();
     for i in 0..shnum {
@@ -160,7 +166,10 @@ mod tests {
     #[test]
     fn truncated_images_are_refused() {
         assert_eq!(elf_entries(b"\x7fELF\x02\x01"), Err(Error::InvalidImage));
-        assert_eq!(fatbin_entries(&[0x50, 0xED, 0x55, 0xBA, 0, 0, 16, 0, 0xFF, 0xFF, 0, 0, 0, 0, 0, 0]), Err(Error::InvalidImage));
+        assert_eq!(
+            fatbin_entries(&[0x50, 0xED, 0x55, 0xBA, 0, 0, 16, 0, 0xFF, 0xFF, 0, 0, 0, 0, 0, 0]),
+            Err(Error::InvalidImage)
+        );
         assert_eq!(bundle_entry(b"__CLANG_OFFLOAD_BUNDLE__\x05", "gfx90a"), Err(Error::InvalidImage));
     }
 }

@@ -18,8 +18,8 @@ use crate::config::Config;
 use crate::faults::{Fault, Faults, StatusTable};
 use crate::memory::{DeviceSpace, HostBlock};
 use crate::report::{violation, violation_outside_call};
-use crate::stream::{spawn_worker, Completion, CtxShared, Op, RecordSlot, StreamCore, Work};
 pub use crate::stream::{in_host_function, HostFn as HostCallback, StreamKind};
+use crate::stream::{spawn_worker, Completion, CtxShared, Op, RecordSlot, StreamCore, Work};
 use crate::{Call, Error, Result};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -356,10 +356,8 @@ impl Machine {
                 violation_outside_call("bad-fault-spec", format!("{}: {e}", crate::config::FAULTS_ENV));
                 Faults::default()
             });
-            let spaces: Vec<Mutex<DeviceSpace>> = (0..config.devices)
-                .filter_map(|_| DeviceSpace::new(config.memory))
-                .map(Mutex::new)
-                .collect();
+            let spaces: Vec<Mutex<DeviceSpace>> =
+                (0..config.devices).filter_map(|_| DeviceSpace::new(config.memory)).map(Mutex::new).collect();
             let facts = (0..spaces.len()).map(|i| (vendor.facts)(i, config.memory)).collect();
             let lost = (0..spaces.len()).map(|_| AtomicBool::new(false)).collect();
             let state = State { primary: vec![None; spaces.len()], ..State::default() };
@@ -433,10 +431,11 @@ impl Machine {
         let what = if tag & 0xFF00 != self.vendor.tag {
             format!("{handle:#x} is not a {} handle this driver gave out", kind.noun())
         } else if tag & 0xFF != kind as u16 {
-            let given = [HandleKind::Context, HandleKind::Stream, HandleKind::Event, HandleKind::Module, HandleKind::Function]
-                .into_iter()
-                .find(|k| *k as u16 == tag & 0xFF)
-                .map_or("unknown", HandleKind::noun);
+            let given =
+                [HandleKind::Context, HandleKind::Stream, HandleKind::Event, HandleKind::Module, HandleKind::Function]
+                    .into_iter()
+                    .find(|k| *k as u16 == tag & 0xFF)
+                    .map_or("unknown", HandleKind::noun);
             format!("a {given} handle {handle:#x} passed as a {}", kind.noun())
         } else if st.destroyed.contains_key(&id) {
             format!("the {} {handle:#x} was destroyed", kind.noun())
@@ -837,7 +836,8 @@ impl Machine {
         let (lo, hi) = (addr, addr + len);
         for prior in &alloc.accesses {
             let overlaps = prior.lo < hi && lo < prior.hi;
-            if overlaps && prior.stream != core.id && (prior.write || write) && !clock.covers(prior.stream, prior.tick) {
+            if overlaps && prior.stream != core.id && (prior.write || write) && !clock.covers(prior.stream, prior.tick)
+            {
                 violation(
                     "hazard",
                     cx,
@@ -890,7 +890,11 @@ impl Machine {
                 return Err(Error::InvalidValue);
             }
             if a.freeing {
-                violation("use-after-free", cx, format!("[{addr:#x}, {end:#x}) is queued after its stream-ordered free"));
+                violation(
+                    "use-after-free",
+                    cx,
+                    format!("[{addr:#x}, {end:#x}) is queued after its stream-ordered free"),
+                );
                 return Err(Error::InvalidValue);
             }
             if let Some(d) = device {
@@ -925,7 +929,15 @@ impl Machine {
     }
 
     /// `cuMemcpyAsync` / `hipMemcpyAsync` / the peer copies.
-    pub fn memcpy(&self, cx: &Call<'_>, dst: usize, src: usize, len: usize, s: StreamRef, check: MemcpyCheck) -> Result<()> {
+    pub fn memcpy(
+        &self,
+        cx: &Call<'_>,
+        dst: usize,
+        src: usize,
+        len: usize,
+        s: StreamRef,
+        check: MemcpyCheck,
+    ) -> Result<()> {
         let mut st = lock(&self.state);
         let core = self.stream(cx, &mut st, s)?;
         if len == 0 {
@@ -1336,7 +1348,11 @@ impl Machine {
             return Err(Error::InvalidValue);
         };
         if !matches!(kind, AllocKind::StreamOrdered | AllocKind::Device) || freeing {
-            violation("bad-free", cx, format!("{addr:#x} cannot be freed stream-ordered ({kind:?}, free queued: {freeing})"));
+            violation(
+                "bad-free",
+                cx,
+                format!("{addr:#x} cannot be freed stream-ordered ({kind:?}, free queued: {freeing})"),
+            );
             return Err(Error::InvalidValue);
         }
         self.enqueue(cx, &mut st, &core, |_, _| Work::Free(id), &[(addr, size, true)], Vec::new())?;
@@ -1430,7 +1446,13 @@ impl Machine {
 
     /// Launches a kernel: checks the function, the stream's context, and that every byte
     /// the kernel writes is memory its device may touch.
-    pub fn launch_fill(&self, cx: &Call<'_>, function: u64, launch: crate::kernels::FillLaunch, s: StreamRef) -> Result<()> {
+    pub fn launch_fill(
+        &self,
+        cx: &Call<'_>,
+        function: u64,
+        launch: crate::kernels::FillLaunch,
+        s: StreamRef,
+    ) -> Result<()> {
         let mut st = lock(&self.state);
         let core = self.stream(cx, &mut st, s)?;
         let f = self.decode(cx, &st, HandleKind::Function, function)?;
@@ -1457,11 +1479,19 @@ impl Machine {
         match reachable {
             Some(true) => {}
             Some(false) => {
-                violation("peer-access", cx, format!("the kernel writes {addr:#x}, memory of another device, without peer access"));
+                violation(
+                    "peer-access",
+                    cx,
+                    format!("the kernel writes {addr:#x}, memory of another device, without peer access"),
+                );
                 return Err(Error::InvalidValue);
             }
             None => {
-                violation("unknown-address", cx, format!("the kernel writes {addr:#x}, which no live allocation holds"));
+                violation(
+                    "unknown-address",
+                    cx,
+                    format!("the kernel writes {addr:#x}, which no live allocation holds"),
+                );
                 return Err(Error::InvalidValue);
             }
         }
@@ -1476,9 +1506,8 @@ impl Machine {
     /// Descriptions of the live objects of context `ctx` (all contexts: `None`), skipping
     /// contexts that failed (their objects can no longer be destroyed).
     fn objects_of(&self, st: &State, ctx: Option<u64>) -> Vec<String> {
-        let wanted = |c: u64| {
-            ctx.is_none_or(|x| x == c) && st.contexts.get(&c).is_some_and(|c| c.shared.poisoned().is_none())
-        };
+        let wanted =
+            |c: u64| ctx.is_none_or(|x| x == c) && st.contexts.get(&c).is_some_and(|c| c.shared.poisoned().is_none());
         let mut out = Vec::new();
         let mut add = |what: &str, items: Vec<&String>| {
             if !items.is_empty() {

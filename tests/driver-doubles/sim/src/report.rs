@@ -43,7 +43,12 @@ fn emit(line: &str) {
 pub fn violation(kind: &str, call: &Call<'_>, detail: impl AsRef<str>) {
     COUNT.fetch_add(1, Ordering::SeqCst);
     let vendor = VENDOR.get().copied().unwrap_or("double");
-    emit(&format!("gpuport-double[{vendor}] VIOLATION {kind}: {} on thread {}: {}", call.describe(), thread(), detail.as_ref()));
+    emit(&format!(
+        "gpuport-double[{vendor}] VIOLATION {kind}: {} on thread {}: {}",
+        call.describe(),
+        thread(),
+        detail.as_ref()
+    ));
 }
 
 /// Reports a misuse found outside any call (at exit, on a stream thread).

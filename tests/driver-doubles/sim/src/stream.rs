@@ -58,10 +58,25 @@ pub enum HostFn {
 /// What an operation does when it runs. Pointers are the double's own view of the
 /// memory: shadow addresses for device memory, host addresses otherwise.
 pub(crate) enum Work {
-    Copy { dst: *mut u8, src: *const u8, len: usize },
-    Fill { dst: *mut u8, value: u8, len: usize },
-    FillU32 { dst: *mut u32, count: usize, value: u32 },
-    Host { f: HostFn, user: *mut c_void },
+    Copy {
+        dst: *mut u8,
+        src: *const u8,
+        len: usize,
+    },
+    Fill {
+        dst: *mut u8,
+        value: u8,
+        len: usize,
+    },
+    FillU32 {
+        dst: *mut u32,
+        count: usize,
+        value: u32,
+    },
+    Host {
+        f: HostFn,
+        user: *mut c_void,
+    },
     Record(Arc<RecordSlot>),
     /// Waits only (an event wait, a marker for synchronisation).
     Nothing,

@@ -2,7 +2,11 @@
 //!
 //! - `test --backend host|cuda|rocm|ext|all` — the workspace's tests plus the conformance
 //!   suite against that backend. A backend named explicitly that is unavailable fails the
-//!   run with its reason; `all` runs every available backend and lists the others.
+//!   run with its reason; `all` runs every available backend and lists the others, then
+//!   the CUDA and ROCm backends on their driver doubles (see `doubles`).
+//! - `test --backend cuda|rocm --double` — that backend's conformance run and device
+//!   tests on its driver double(s) only, failing on any validation report.
+//! - `doubles` — builds the driver doubles into `target/driver-doubles/`.
 //! - `lint` — rustfmt check, clippy with warnings denied, rustdoc with warnings denied.
 //! - `bench [--quick]` — the benchmarks (release build): every figure beside its floor
 //!   measured in the same run, in two thread placements, printed as one table of ratios
@@ -20,6 +24,7 @@
 //! `lint` checks it too.
 
 mod bench;
+mod doubles;
 mod gpu_bundle;
 mod python;
 mod rocm_sid;
@@ -35,6 +40,8 @@ fn usage() -> ExitCode {
          \n\
          commands:\n  \
            test --backend NAME   workspace tests + conformance suite on NAME ({})\n  \
+           test --backend cuda|rocm --double  that backend's tests on its driver double(s)\n  \
+           doubles               build the CUDA and HIP driver doubles into target/driver-doubles\n  \
            lint                  cargo fmt --check, clippy -D warnings, rustdoc -D warnings\n  \
            bench [--quick]       benchmarks: ratios against floors measured in the same run, one table\n  \
            ci                    lint, then test --backend all (what .ci/run runs)\n  \
@@ -121,6 +128,21 @@ fn run_tests(mut cmd: Command, tally: &mut Tally) -> bool {
     child.wait().is_ok_and(|s| s.success())
 }
 
+/// `test --backend cuda|rocm --double`: the backend's tests on its driver double(s) only.
+fn test_on_doubles(backend: &str) -> bool {
+    if let Err(e) = doubles::build() {
+        eprintln!("xtask: {e}");
+        return false;
+    }
+    let mut tally = Tally::default();
+    let mut ok = true;
+    for d in doubles::DOUBLES.iter().filter(|d| d.backend == backend) {
+        ok &= doubles::test_on(d, &mut tally);
+    }
+    println!("\nxtask test --backend {backend} --double: {} passed, {} failed", tally.passed, tally.failed);
+    ok
+}
+
 fn test(backend: &str) -> bool {
     if !BACKENDS.contains(&backend) {
         eprintln!("xtask: unknown backend {backend:?}; expected one of {}", BACKENDS.join(", "));
@@ -138,6 +160,22 @@ fn test(backend: &str) -> bool {
     cmd.env_remove("GPUPORT_BACKENDS");
     let mut tally = Tally::default();
     let mut ok = run_tests(cmd, &mut tally);
+    // `all`: the CUDA and ROCm backends also run on their driver doubles (CPU
+    // implementations of libcuda and libamdhip64 with a validation layer), so every line of
+    // them runs here whether or not a GPU is.
+    if backend == "all" {
+        match doubles::build() {
+            Ok(()) => {
+                for d in doubles::DOUBLES {
+                    ok &= doubles::test_on(d, &mut tally);
+                }
+            }
+            Err(e) => {
+                eprintln!("xtask: {e}");
+                ok = false;
+            }
+        }
+    }
     // The port written outside the workspace passes the suite through its public entry point.
     ok &= run_tests(template_cargo("test", &[]), &mut tally);
     // The Python module: the wheel built and installed into .venv, pytest over tests/python
@@ -187,7 +225,9 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let ok = match args.as_slice() {
+        ["test", "--backend", backend @ ("cuda" | "rocm"), "--double"] => test_on_doubles(backend),
         ["test", "--backend", backend] | ["test", "--backend", backend, ..] => test(backend),
+        ["doubles"] => report(doubles::build()),
         ["test"] => test("host"),
         ["lint"] => lint(),
         ["bench"] => report(bench::bench(false)),

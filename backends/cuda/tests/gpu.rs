@@ -37,8 +37,10 @@ fn legacy_default_stream_waits_for_blocking_streams_only() {
     let open = gate(&blocking);
     let legacy = dev.default_stream(DefaultStream::Legacy).unwrap();
     legacy.memset(&buf, 0, 1 << 20, 1).unwrap();
+    // Memory of its own: touching the legacy stream's bytes unordered would be a race.
+    let other = dev.alloc(16).unwrap();
     let non_blocking = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
-    non_blocking.memset(&buf, 0, 16, 2).unwrap();
+    non_blocking.memset(&other, 0, 16, 2).unwrap();
     non_blocking.synchronize().unwrap(); // not held back by the gated blocking stream
     std::thread::sleep(Duration::from_millis(20));
     assert!(!legacy.query().unwrap(), "the legacy stream must wait for the blocking stream");

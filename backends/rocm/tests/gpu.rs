@@ -36,8 +36,10 @@ fn null_stream_waits_for_blocking_streams_only() {
     let null = dev.default_stream(DefaultStream::Legacy).unwrap();
     assert_eq!(null.raw_handle(), 0, "the legacy default stream is HIP's null stream");
     null.memset(&buf, 0, 1 << 20, 1).unwrap();
+    // Memory of its own: touching the legacy stream's bytes unordered would be a race.
+    let other = dev.alloc(16).unwrap();
     let non_blocking = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
-    non_blocking.memset(&buf, 0, 16, 2).unwrap();
+    non_blocking.memset(&other, 0, 16, 2).unwrap();
     non_blocking.synchronize().unwrap();
     std::thread::sleep(Duration::from_millis(20));
     assert!(!null.query().unwrap(), "the null stream must wait for the blocking stream");

@@ -1,0 +1,128 @@
+//! The driver doubles: `cargo xtask doubles` builds the CUDA driver double and the HIP
+//! runtime double (as ROCm 6.4 and as ROCm 5.2) from `tests/driver-doubles/` into
+//! `target/driver-doubles/`, under the names the vendors' libraries have; `cargo xtask
+//! test --backend cuda|rocm --double` runs the CUDA or ROCm backend's tests on them
+//! (`--backend all` runs all three), with the validation layer's report file checked:
+//! one report fails the run.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::{cargo, run, run_tests, Tally};
+
+/// One double: which backend it serves, the variable that loads it, and where it goes.
+#[derive(Clone, Copy)]
+pub(crate) struct Double {
+    /// A name for reports (`cuda`, `rocm6`, `rocm5`).
+    pub name: &'static str,
+    /// The gpuport backend it stands in for.
+    pub backend: &'static str,
+    /// The crate, and the features it is built with.
+    package: &'static str,
+    features: &'static [&'static str],
+    /// The library's file name (as the vendor's).
+    file: &'static str,
+    /// The variable gpuport loads it through.
+    env: &'static str,
+    /// The crate whose `tests/gpu.rs` holds the backend's own device tests.
+    backend_crate: &'static str,
+}
+
+/// Every double.
+pub(crate) const DOUBLES: &[Double] = &[
+    Double {
+        name: "cuda",
+        backend: "cuda",
+        package: "gpuport-cuda-double",
+        features: &[],
+        file: "libcuda.so.1",
+        env: "GPUPORT_CUDA_LIBRARY",
+        backend_crate: "gpuport-cuda",
+    },
+    Double {
+        name: "rocm6",
+        backend: "rocm",
+        package: "gpuport-hip-double",
+        features: &[],
+        file: "libamdhip64.so.6",
+        env: "GPUPORT_HIP_LIBRARY",
+        backend_crate: "gpuport-rocm",
+    },
+    Double {
+        name: "rocm5",
+        backend: "rocm",
+        package: "gpuport-hip-double",
+        features: &["rocm5"],
+        file: "libamdhip64.so.5",
+        env: "GPUPORT_HIP_LIBRARY",
+        backend_crate: "gpuport-rocm",
+    },
+];
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("target"))
+}
+
+/// Where a double's library is put.
+pub(crate) fn library(d: &Double) -> PathBuf {
+    target_dir().join("driver-doubles").join(d.name).join(d.file)
+}
+
+/// Builds every double into `target/driver-doubles/NAME/`.
+pub(crate) fn build() -> Result<(), String> {
+    for d in DOUBLES {
+        let mut cmd = cargo();
+        cmd.args(["build", "-q", "-p", d.package]);
+        if !d.features.is_empty() {
+            cmd.args(["--features", &d.features.join(",")]);
+        }
+        if !run(cmd) {
+            return Err(format!("building the {} double failed", d.name));
+        }
+        let built = target_dir().join("debug").join(format!("lib{}.so", d.package.replace('-', "_")));
+        let dest = library(d);
+        std::fs::create_dir_all(dest.parent().unwrap_or(Path::new(".")))
+            .and_then(|_| std::fs::copy(&built, &dest))
+            .map_err(|e| format!("copying {} to {}: {e}", built.display(), dest.display()))?;
+        eprintln!("xtask: {} double at {}", d.name, dest.display());
+    }
+    Ok(())
+}
+
+/// A command with the double loaded, its report file named.
+fn with_double(mut cmd: Command, d: &Double, report: &Path) -> Command {
+    cmd.env(d.env, std::path::absolute(library(d)).unwrap_or_else(|_| library(d)));
+    cmd.env("GPUPORT_DOUBLE_REPORT", report);
+    cmd.env("GPUPORT_CONFORMANCE_BACKENDS", d.backend);
+    cmd.env_remove("GPUPORT_BACKENDS");
+    cmd
+}
+
+/// Runs a backend's tests on its double: the whole conformance suite (two devices,
+/// kernels included) and the backend's own device tests. Fails on a failed test and on
+/// any validation report.
+pub(crate) fn test_on(d: &Double, tally: &mut Tally) -> bool {
+    // Absolute: test binaries run in their own crate's folder.
+    let report = target_dir().join("driver-doubles").join(format!("{}-report.txt", d.name));
+    let report = std::path::absolute(&report).unwrap_or(report);
+    let _ = std::fs::remove_file(&report);
+    println!("\nxtask: the {} backend on the {} double ({})", d.backend, d.name, library(d).display());
+    let mut conformance = cargo();
+    conformance.args(["test", "-p", "gpuport-conformance", "--test", "conformance"]);
+    let mut ok = run_tests(with_double(conformance, d, &report), tally);
+    let mut device = cargo();
+    device.args(["test", "-p", d.backend_crate, "--test", "gpu", "--", "--include-ignored"]);
+    ok &= run_tests(with_double(device, d, &report), tally);
+    match std::fs::read_to_string(&report) {
+        Ok(text) if !text.trim().is_empty() => {
+            let n = text.lines().count();
+            eprintln!("xtask: the {} double reported {n} violation(s):\n{text}", d.name);
+            tally.failed += 1;
+            false
+        }
+        _ => {
+            println!("xtask: the {} double reported no violation", d.name);
+            ok
+        }
+    }
+}

@@ -99,8 +99,8 @@ fn with_double(mut cmd: Command, d: &Double, report: &Path) -> Command {
 }
 
 /// Runs a backend's tests on its double: the whole conformance suite (two devices,
-/// kernels included) and the backend's own device tests. Fails on a failed test and on
-/// any validation report.
+/// kernels included), the backend's own device tests and the fault-injection tests. Fails
+/// on a failed test and on any validation report.
 pub(crate) fn test_on(d: &Double, tally: &mut Tally) -> bool {
     // Absolute: test binaries run in their own crate's folder.
     let report = target_dir().join("driver-doubles").join(format!("{}-report.txt", d.name));
@@ -113,6 +113,10 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally) -> bool {
     let mut device = cargo();
     device.args(["test", "-p", d.backend_crate, "--test", "gpu", "--", "--include-ignored"]);
     ok &= run_tests(with_double(device, d, &report), tally);
+    // One process per injected fault (tests/faults).
+    let mut faults = cargo();
+    faults.args(["test", "-p", "gpuport-faults", "--test", "faults"]);
+    ok &= run_tests(with_double(faults, d, &report), tally);
     match std::fs::read_to_string(&report) {
         Ok(text) if !text.trim().is_empty() => {
             let n = text.lines().count();

@@ -74,7 +74,9 @@ impl Backend for CudaBackend {
 
     fn devices(&self) -> Result<Vec<DeviceInfo>> {
         let count = result::device::count(&self.driver.api)?;
-        (0..count.max(0) as u32).map(|i| device::info(&self.driver, i)).collect()
+        gpuport_driver::device_list::device_infos(BackendKind::Cuda, count.max(0) as u32, |i| {
+            device::info(&self.driver, i)
+        })
     }
 
     fn open(&self, ordinal: u32) -> Result<CudaDevice> {

@@ -73,7 +73,7 @@ impl Backend for RocmBackend {
 
     fn devices(&self) -> Result<Vec<DeviceInfo>> {
         let count = result::device::count(&self.rt.api)?;
-        (0..count.max(0) as u32).map(|i| device::info(&self.rt, i)).collect()
+        gpuport_driver::device_list::device_infos(BackendKind::Rocm, count.max(0) as u32, |i| device::info(&self.rt, i))
     }
 
     fn open(&self, ordinal: u32) -> Result<RocmDevice> {

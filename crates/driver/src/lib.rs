@@ -19,12 +19,14 @@
 //!   binding, no blocking inside a host callback), over the same calls;
 //! - [`host_memory`]: the host's memory limit, which every host-side allocation is checked
 //!   against before the allocator is asked;
-//! - [`c_text`]: text from the fixed `char` buffers vendors fill.
+//! - [`c_text`]: text from the fixed `char` buffers vendors fill;
+//! - [`device_list`]: a backend's device list that survives one broken device.
 //!
 //! CUDA, ROCm and any vendor port may use it; a software device uses `gpuport-queue`,
 //! which builds on it.
 
 pub mod c_text;
+pub mod device_list;
 pub mod host_memory;
 pub mod kernel_args;
 pub mod loading;

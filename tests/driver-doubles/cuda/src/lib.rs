@@ -152,6 +152,11 @@ macro_rules! export {
         $(
             $(#[$doc])*
             #[no_mangle]
+            ///
+            /// # Safety
+            /// The arguments follow the C API's contract: pointers are null or valid for what
+            /// the call reads or writes through them. The call runs inside `catch_unwind`
+            /// (`serve`): nothing unwinds into the caller.
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> CUresult {
                 let args = || {
                     let parts: Vec<String> = vec![$(format!("{}={:?}", stringify!($arg), $arg)),*];
@@ -713,7 +718,7 @@ unsafe fn write_pointer_attribute(
     info: Option<gpuport_double_sim::PointerInfo>,
     ptr: CUdeviceptr,
 ) -> Result<()> {
-    // SAFETY (each arm): `out` has the attribute's documented type (the contract).
+    // SAFETY: `out` has the documented type of the attribute each arm writes (the contract).
     unsafe {
         match attr {
             pointer::CONTEXT => put(out.cast::<Handle>(), info.map_or(std::ptr::null_mut(), |i| handle(i.context))),

@@ -155,6 +155,11 @@ macro_rules! export {
     ($( $(#[$meta:meta])* fn $name:ident[$cx:ident]($($arg:ident: $ty:ty),* $(,)?) $body:block )*) => {
         $(
             $(#[$meta])*
+            ///
+            /// # Safety
+            /// The arguments follow the C API's contract: pointers are null or valid for what
+            /// the call reads or writes through them. The call runs inside `catch_unwind`
+            /// (`serve`): nothing unwinds into the caller.
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> HipError {
                 let args = || {
                     let parts: Vec<String> = vec![$(format!("{}={:?}", stringify!($arg), $arg)),*];

@@ -209,3 +209,67 @@ mod tests {
         assert!(size_of::<hipDeviceProp_tR0000>() <= size_of::<Theirs>(), "the double writes past the struct");
     }
 }
+
+/// The rest of the double's ABI against hip-sys's bindgen output of the ROCm 5 headers.
+#[cfg(all(test, feature = "hip-sys"))]
+mod abi_check {
+    use hip_sys::hiprt as hip;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn pointer_attributes_and_uuid_match() {
+        use crate::hipPointerAttribute_t as Ours;
+        use hip::hipPointerAttribute_t as Theirs;
+        assert_eq!(size_of::<Ours>(), size_of::<Theirs>());
+        assert_eq!(offset_of!(Ours, memoryType), offset_of!(Theirs, memoryType));
+        assert_eq!(offset_of!(Ours, device), offset_of!(Theirs, device));
+        assert_eq!(offset_of!(Ours, devicePointer), offset_of!(Theirs, devicePointer));
+        assert_eq!(offset_of!(Ours, hostPointer), offset_of!(Theirs, hostPointer));
+        assert_eq!(offset_of!(Ours, isManaged), offset_of!(Theirs, isManaged));
+        assert_eq!(offset_of!(Ours, allocationFlags), offset_of!(Theirs, allocationFlags));
+        assert_eq!(size_of::<crate::hipUUID>(), size_of::<hip::hipUUID_t>());
+    }
+
+    #[test]
+    fn attributes_and_statuses_match() {
+        use crate::attribute::*;
+        use hip::hipDeviceAttribute_t as A;
+        for (ours, theirs) in [
+            (COMPUTE_CAPABILITY_MAJOR, A::hipDeviceAttributeComputeCapabilityMajor),
+            (MANAGED_MEMORY, A::hipDeviceAttributeManagedMemory),
+            (MAX_THREADS_PER_BLOCK, A::hipDeviceAttributeMaxThreadsPerBlock),
+            (COMPUTE_CAPABILITY_MINOR, A::hipDeviceAttributeComputeCapabilityMinor),
+            (MULTIPROCESSOR_COUNT, A::hipDeviceAttributeMultiprocessorCount),
+            (PCI_BUS_ID, A::hipDeviceAttributePciBusId),
+            (UNIFIED_ADDRESSING, A::hipDeviceAttributeUnifiedAddressing),
+            (WARP_SIZE, A::hipDeviceAttributeWarpSize),
+        ] {
+            assert_eq!(ours, theirs as i32, "{theirs:?}");
+        }
+        use crate::status::*;
+        use hip::hipError_t as E;
+        for (ours, theirs) in [
+            (hipErrorInvalidValue, E::hipErrorInvalidValue),
+            (hipErrorOutOfMemory, E::hipErrorOutOfMemory),
+            (hipErrorNotInitialized, E::hipErrorNotInitialized),
+            (hipErrorInvalidMemcpyDirection, E::hipErrorInvalidMemcpyDirection),
+            (hipErrorNoDevice, E::hipErrorNoDevice),
+            (hipErrorInvalidDevice, E::hipErrorInvalidDevice),
+            (hipErrorInvalidImage, E::hipErrorInvalidImage),
+            (hipErrorInvalidContext, E::hipErrorInvalidContext),
+            (hipErrorNoBinaryForGpu, E::hipErrorNoBinaryForGpu),
+            (hipErrorInvalidHandle, E::hipErrorInvalidHandle),
+            (hipErrorNotFound, E::hipErrorNotFound),
+            (hipErrorNotReady, E::hipErrorNotReady),
+            (hipErrorIllegalAddress, E::hipErrorIllegalAddress),
+            (hipErrorLaunchOutOfResources, E::hipErrorLaunchOutOfResources),
+            (hipErrorPeerAccessAlreadyEnabled, E::hipErrorPeerAccessAlreadyEnabled),
+            (hipErrorPeerAccessNotEnabled, E::hipErrorPeerAccessNotEnabled),
+            (hipErrorLaunchFailure, E::hipErrorLaunchFailure),
+            (hipErrorNotSupported, E::hipErrorNotSupported),
+            (hipErrorUnknown, E::hipErrorUnknown),
+        ] {
+            assert_eq!(ours, theirs as u32, "{theirs:?}");
+        }
+    }
+}

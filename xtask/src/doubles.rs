@@ -89,9 +89,14 @@ pub(crate) fn build() -> Result<(), String> {
     Ok(())
 }
 
-/// A command with the double loaded, its report file named.
+/// A command with the double loaded — and the other vendor's too (the CUDA double beside
+/// the HIP ones, ROCm 6 beside CUDA), so that paths between the two backends run — its
+/// report file named.
 fn with_double(mut cmd: Command, d: &Double, report: &Path) -> Command {
-    cmd.env(d.env, std::path::absolute(library(d)).unwrap_or_else(|_| library(d)));
+    let absolute = |d: &Double| std::path::absolute(library(d)).unwrap_or_else(|_| library(d));
+    let other = if d.backend == "cuda" { &DOUBLES[1] } else { &DOUBLES[0] };
+    cmd.env(other.env, absolute(other));
+    cmd.env(d.env, absolute(d));
     cmd.env("GPUPORT_DOUBLE_REPORT", report);
     cmd.env("GPUPORT_CONFORMANCE_BACKENDS", d.backend);
     cmd.env_remove("GPUPORT_BACKENDS");
@@ -113,6 +118,20 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally) -> bool {
     let mut device = cargo();
     device.args(["test", "-p", d.backend_crate, "--test", "gpu", "--", "--include-ignored"]);
     ok &= run_tests(with_double(device, d, &report), tally);
+    // DLPack and the CUDA Array Interface on this backend's arrays.
+    let mut interchange = cargo();
+    interchange.args([
+        "test",
+        "-p",
+        "gpuport-dlpack",
+        "-p",
+        "gpuport-cai",
+        "--test",
+        "vendor_devices",
+        "--",
+        "--include-ignored",
+    ]);
+    ok &= run_tests(with_double(interchange, d, &report), tally);
     // One process per injected fault (tests/faults).
     let mut faults = cargo();
     faults.args(["test", "-p", "gpuport-faults", "--test", "faults"]);

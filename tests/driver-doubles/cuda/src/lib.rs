@@ -176,7 +176,7 @@ export! {
             return Err(Error::InvalidValue);
         }
         let m = Machine::init(
-            Vendor { name: "cuda", tag: 0x0C00, lost_status: CUDA_ERROR_DEVICE_UNAVAILABLE, facts },
+            Vendor { name: "cuda", tag: 0x0C00, prefix: "cu", lost_status: CUDA_ERROR_DEVICE_UNAVAILABLE, facts },
             &status::Table,
             &["CUDA_ERROR_"],
         );

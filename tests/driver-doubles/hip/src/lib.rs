@@ -180,7 +180,7 @@ export! {
             return Err(Error::InvalidValue);
         }
         let m = Machine::init(
-            Vendor { name: if ROCM5 { "hip5" } else { "hip6" }, tag: 0x0A00, lost_status: hipErrorNoDevice, facts },
+            Vendor { name: if ROCM5 { "hip5" } else { "hip6" }, tag: 0x0A00, prefix: "hip", lost_status: hipErrorNoDevice, facts },
             &status::Table,
             &["hipError"],
         );

@@ -72,13 +72,18 @@ pub fn upper_snake(name: &str) -> String {
 }
 
 impl Faults {
-    /// Parses a specification; the error names the entry that does not parse.
-    pub fn parse(spec: &str, table: &dyn StatusTable, prefixes: &[&str]) -> Result<Faults, String> {
+    /// Parses a specification; the error names the entry that does not parse. Entries
+    /// for functions that do not start with `own` (`cu`, `hip`) belong to the other
+    /// vendor's double, which may be loaded in the same process: they are skipped.
+    pub fn parse(spec: &str, own: &str, table: &dyn StatusTable, prefixes: &[&str]) -> Result<Faults, String> {
         let mut planned: HashMap<String, Vec<(u64, Fault)>> = HashMap::new();
         for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
             let bad = || format!("cannot parse fault {entry:?}: expected NAME:N=STATUS");
             let (call, status) = entry.split_once('=').ok_or_else(bad)?;
             let (name, n) = call.split_once(':').ok_or_else(bad)?;
+            if !name.trim().starts_with(own) {
+                continue;
+            }
             let n: u64 = n.trim().parse().map_err(|_| bad())?;
             if n == 0 {
                 return Err(format!("{entry:?}: calls are counted from 1"));
@@ -137,7 +142,8 @@ mod tests {
     #[test]
     fn specs_parse_and_count_calls() {
         let f = Faults::parse(
-            "cuMemAlloc_v2:2=OUT_OF_MEMORY, cuLaunchKernel:1=CUDA_ERROR_LAUNCH_FAILED,cuStreamQuery:1=LOST",
+            "cuMemAlloc_v2:2=OUT_OF_MEMORY, cuLaunchKernel:1=CUDA_ERROR_LAUNCH_FAILED,cuStreamQuery:1=LOST,hipMalloc:1=Nope",
+            "cu",
             &Table,
             &["CUDA_ERROR_"],
         )
@@ -147,9 +153,9 @@ mod tests {
         assert_eq!(f.on_call("cuMemAlloc_v2"), None);
         assert_eq!(f.on_call("cuLaunchKernel"), Some(Fault::Sticky(719)));
         assert_eq!(f.on_call("cuStreamQuery"), Some(Fault::Lost));
-        assert!(Faults::parse("cuInit:0=1", &Table, &[]).is_err());
-        assert!(Faults::parse("cuInit=1", &Table, &[]).is_err());
-        assert!(Faults::parse("cuInit:1=NOPE", &Table, &[]).is_err());
+        assert!(Faults::parse("cuInit:0=1", "cu", &Table, &[]).is_err());
+        assert!(Faults::parse("cuInit=1", "cu", &Table, &[]).is_err());
+        assert!(Faults::parse("cuInit:1=NOPE", "cu", &Table, &[]).is_err());
         assert_eq!(normalise("hipGetDevicePropertiesR0600"), "hipGetDeviceProperties");
         assert_eq!(upper_snake("OutOfMemory"), "OUT_OF_MEMORY");
     }

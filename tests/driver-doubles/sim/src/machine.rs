@@ -33,6 +33,9 @@ pub struct Vendor {
     /// The top bits of its handles, so that a handle of the other double (or a made-up
     /// one) is told apart from a destroyed one.
     pub tag: u16,
+    /// What its function names start with (`cu`, `hip`): faults for other names are the
+    /// other double's.
+    pub prefix: &'static str,
     /// The status of every call on a lost device.
     pub lost_status: u32,
     /// Facts about device `i`.
@@ -352,7 +355,7 @@ impl Machine {
         MACHINE.get_or_init(|| {
             crate::report::set_vendor(vendor.name);
             let config = Config::from_env();
-            let faults = Faults::parse(&config.faults, table, prefixes).unwrap_or_else(|e| {
+            let faults = Faults::parse(&config.faults, vendor.prefix, table, prefixes).unwrap_or_else(|e| {
                 violation_outside_call("bad-fault-spec", format!("{}: {e}", crate::config::FAULTS_ENV));
                 Faults::default()
             });

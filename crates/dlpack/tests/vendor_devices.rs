@@ -1,0 +1,163 @@
+//! DLPack on CUDA and ROCm arrays: every memory kind's device type (kDLCUDA, kDLCUDAHost,
+//! kDLCUDAManaged, kDLROCM, kDLROCMHost), the stream handshake with a slow producer on a
+//! vendor stream, CPU requests, and CUDA ↔ ROCm copies through the copy engine with
+//! IS_COPIED. Ignored by default: `cargo xtask test --backend cuda|rocm --double` (or
+//! `--backend cuda` on a GPU) runs them for the backend it names in
+//! `GPUPORT_CONFORMANCE_BACKENDS`, which must then be available.
+
+use std::time::Duration;
+
+use gpuport::{AnyDevice, Array, CopyEngine, DType, Error, Layout, Runtime, StreamFlags};
+use gpuport_conformance::Gate;
+use gpuport_dlpack::{
+    dl_device_of, from_dlpack, to_dlpack, DLDevice, DLPackVersion, DlpackFlags, ExportRequest, ImportRequest,
+};
+
+const V1: Option<DLPackVersion> = Some(DLPackVersion { major: 1, minor: 0 });
+const CPU: DLDevice = DLDevice { device_type: 1, device_id: 0 };
+
+/// The runtime and the vendor backend under test (`cuda` or `rocm`), which must be
+/// available.
+fn setup() -> (Runtime, String) {
+    let backend = std::env::var("GPUPORT_CONFORMANCE_BACKENDS").unwrap_or_default();
+    assert!(backend == "cuda" || backend == "rocm", "GPUPORT_CONFORMANCE_BACKENDS must name cuda or rocm");
+    let rt = gpuport_conformance::discover_with_builtin_ports();
+    assert!(rt.report_for(&backend).is_some_and(|r| r.is_available()), "{backend} is not available");
+    (rt, backend)
+}
+
+fn device_type(backend: &str, memory: &str) -> Option<i32> {
+    match (backend, memory) {
+        ("cuda", "device") => Some(2),
+        ("cuda", "pinned") => Some(3),
+        ("cuda", "managed") => Some(13),
+        ("rocm", "device") => Some(10),
+        ("rocm", "pinned") => Some(11),
+        _ => None,
+    }
+}
+
+fn array_over(dev: &AnyDevice, memory: &str, data: &[f32]) -> Array {
+    let bytes = 4 * data.len();
+    let buffer = match memory {
+        "device" => dev.alloc(bytes),
+        "pinned" => dev.alloc_pinned(bytes, Default::default()),
+        _ => dev.alloc_managed(bytes),
+    }
+    .unwrap();
+    let a = Array::from_buffer(dev, buffer, 0, DType::F32, Layout::contiguous(&[data.len()]).unwrap()).unwrap();
+    a.copy_from_slice(data).unwrap();
+    a
+}
+
+fn export(rt: &Runtime, a: &Array, request: ExportRequest) -> gpuport::Result<gpuport_dlpack::ManagedTensor> {
+    // SAFETY: no stream handle is passed unless the test says so.
+    unsafe { to_dlpack(rt, a, &request) }
+}
+
+#[test]
+#[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
+fn every_memory_kind_exports_as_its_device_type_and_round_trips() {
+    let (rt, backend) = setup();
+    let data: Vec<f32> = (0..64).map(|i| i as f32 * 0.5).collect();
+    for ordinal in [0, 1] {
+        let dev = rt.device(&format!("{backend}:{ordinal}")).unwrap();
+        for memory in ["device", "pinned", "managed"] {
+            let a = array_over(&dev, memory, &data);
+            let cell = format!("{memory} memory of {backend}:{ordinal}");
+            let Some(ty) = device_type(&backend, memory) else {
+                // ROCm managed memory: DLPack has no type for it, so it is not exported as
+                // another kind.
+                let err = export(&rt, &a, ExportRequest::default()).unwrap_err();
+                assert!(matches!(err, Error::Interchange { .. }), "{cell}: {err}");
+                continue;
+            };
+            let id = if memory == "device" { ordinal } else { 0 };
+            assert_eq!(dl_device_of(&a).unwrap(), DLDevice { device_type: ty, device_id: id }, "{cell}");
+            for max_version in [None, V1] {
+                let tensor = export(&rt, &a, ExportRequest { max_version, ..Default::default() }).unwrap();
+                assert!(!tensor.flags().contains(DlpackFlags::IS_COPIED), "{cell}: a same-device export copied");
+                let back = from_dlpack(&rt, tensor, &ImportRequest::default()).unwrap();
+                assert_eq!(back.data_addr(), a.data_addr(), "{cell}: not zero-copy");
+                // Host-accessible memory is device 0's in DLPack's terms (kDLCUDAHost and
+                // kDLCUDAManaged carry device_id 0), whichever device pinned it.
+                let owner =
+                    if memory == "device" { a.device_id() } else { rt.device(&format!("{backend}:0")).unwrap().id() };
+                assert_eq!(back.device_id(), owner, "{cell}");
+                assert_eq!(back.to_vec::<f32>().unwrap(), data, "{cell}");
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
+fn the_consumers_vendor_stream_waits_for_a_slow_producer() {
+    let (rt, backend) = setup();
+    let dev = rt.device(&format!("{backend}:0")).unwrap();
+    let data: Vec<u32> = (0..4096).collect();
+    let writer = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    let src = Array::from_slice(&dev, &data, &[data.len()]).unwrap();
+    let a = Array::zeros(&dev, &[data.len()], DType::U32).unwrap();
+    let gate = Gate::default();
+    gate.block(&writer).unwrap();
+    CopyEngine::default().copy_on(&src, &a, &writer).unwrap(); // held by the gate
+    let consumer = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    let request = ExportRequest { stream: Some(consumer.raw_handle() as i64), ..Default::default() };
+    // SAFETY: `consumer` is a live stream of the array's device.
+    let tensor = unsafe { to_dlpack(&rt, &a, &request) }.unwrap(); // returns at once
+    let out = dev.alloc(4 * data.len()).unwrap();
+    consumer.copy(a.buffer(), 0, &out, 0, 4 * data.len()).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(!consumer.query().unwrap(), "the consumer's stream did not wait for the pending write");
+    gate.open();
+    consumer.synchronize().unwrap();
+    assert_eq!(consumer.read_vec::<u32>(&out, 0, data.len()).unwrap(), data);
+    drop(tensor);
+}
+
+#[test]
+#[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
+fn cpu_requests_copy_and_are_ready_on_return() {
+    let (rt, backend) = setup();
+    let dev = rt.device(&format!("{backend}:1")).unwrap();
+    let data: Vec<f32> = (0..300).map(|i| i as f32).collect();
+    let a = Array::from_slice(&dev, &data, &[300]).unwrap();
+    let tensor =
+        export(&rt, &a, ExportRequest { max_version: V1, dl_device: Some(CPU), ..Default::default() }).unwrap();
+    assert!(tensor.flags().contains(DlpackFlags::IS_COPIED));
+    assert_eq!(tensor.dl_tensor().device, CPU);
+    // SAFETY: a CPU export's data is host memory, complete on return, alive with `tensor`.
+    let seen = unsafe { std::slice::from_raw_parts(tensor.dl_tensor().data as *const f32, 300) };
+    assert_eq!(seen, &data[..]);
+    let err = export(&rt, &a, ExportRequest { max_version: V1, dl_device: Some(CPU), copy: Some(false), stream: None })
+        .unwrap_err();
+    assert!(matches!(err, Error::Interchange { .. }), "{err}");
+}
+
+#[test]
+#[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
+fn cuda_and_rocm_exchange_through_the_copy_engine() {
+    let (rt, _) = setup();
+    let (Ok(cuda), Ok(rocm)) = (rt.device("cuda:0"), rt.device("rocm:1")) else {
+        panic!("both CUDA and ROCm must be available (the double runs load both doubles)");
+    };
+    let data: Vec<i32> = (0..100_000).map(|i| i * 7 - 3).collect();
+    for (from, to, ty) in [(&cuda, &rocm, 10), (&rocm, &cuda, 2)] {
+        let a = Array::from_slice(from, &data, &[100, 1000]).unwrap();
+        let want = DLDevice { device_type: ty, device_id: to.id().ordinal as i32 };
+        let request = ExportRequest { max_version: V1, dl_device: Some(want), ..Default::default() };
+        let tensor = export(&rt, &a, request).unwrap();
+        assert!(tensor.flags().contains(DlpackFlags::IS_COPIED), "{} → {}", from.id(), to.id());
+        assert_eq!(tensor.dl_tensor().device, want);
+        let back = from_dlpack(&rt, tensor, &ImportRequest::default()).unwrap();
+        assert_eq!(back.device_id(), to.id());
+        assert_eq!(back.to_vec::<i32>().unwrap(), data, "{} → {}", from.id(), to.id());
+        // A strided view across vendors too.
+        let view = a.slice(1, 3, None, 7).unwrap();
+        let moved = view.to_device(to).unwrap();
+        assert_eq!(moved.to_vec::<i32>().unwrap(), view.to_vec::<i32>().unwrap());
+    }
+    drop((cuda, rocm));
+    gpuport::release_staging_buffers();
+}

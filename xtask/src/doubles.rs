@@ -5,6 +5,7 @@
 //! (`--backend all` runs all three), with the validation layer's report file checked:
 //! one report fails the run.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -89,16 +90,23 @@ pub(crate) fn build() -> Result<(), String> {
     Ok(())
 }
 
-/// A command with the double loaded — and the other vendor's too (the CUDA double beside
-/// the HIP ones, ROCm 6 beside CUDA), so that paths between the two backends run — its
-/// report file named.
-fn with_double(mut cmd: Command, d: &Double, report: &Path) -> Command {
-    let absolute = |d: &Double| std::path::absolute(library(d)).unwrap_or_else(|_| library(d));
+/// The environment of a run on double `d`: its library — and the other vendor's double
+/// too (the CUDA double beside the HIP ones, ROCm 6 beside CUDA), so that paths between
+/// the two backends run — its report file, and the backend under test.
+fn double_env(d: &Double, report: &Path) -> Vec<(&'static str, OsString)> {
+    let absolute = |d: &Double| std::path::absolute(library(d)).unwrap_or_else(|_| library(d)).into_os_string();
     let other = if d.backend == "cuda" { &DOUBLES[1] } else { &DOUBLES[0] };
-    cmd.env(other.env, absolute(other));
-    cmd.env(d.env, absolute(d));
-    cmd.env("GPUPORT_DOUBLE_REPORT", report);
-    cmd.env("GPUPORT_CONFORMANCE_BACKENDS", d.backend);
+    vec![
+        (other.env, absolute(other)),
+        (d.env, absolute(d)),
+        ("GPUPORT_DOUBLE_REPORT", report.as_os_str().to_owned()),
+        ("GPUPORT_CONFORMANCE_BACKENDS", d.backend.into()),
+    ]
+}
+
+/// A command with the double loaded (see [`double_env`]).
+fn with_double(mut cmd: Command, d: &Double, report: &Path) -> Command {
+    cmd.envs(double_env(d, report));
     cmd.env_remove("GPUPORT_BACKENDS");
     cmd
 }
@@ -136,6 +144,22 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally) -> bool {
     let mut faults = cargo();
     faults.args(["test", "-p", "gpuport-faults", "--test", "faults"]);
     ok &= run_tests(with_double(faults, d, &report), tally);
+    // The Python module's own tests on this backend's arrays (the wheel is installed by
+    // the caller). The interpreter does not free what it holds at exit, so the double's
+    // exit check is off for it; every other check stays on.
+    let mut env = double_env(d, &report);
+    env.push(("GPUPORT_DOUBLE_LEAK_CHECK", "0".into()));
+    let env: Vec<(&str, &std::ffi::OsStr)> = env.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
+    let files: &[&str] = if d.backend == "cuda" {
+        &["tests/python/test_vendor_devices.py", "tests/python/test_gpu.py"]
+    } else {
+        &["tests/python/test_vendor_devices.py"]
+    };
+    if let Err(e) = crate::python::pytest(files, &env) {
+        eprintln!("xtask: {e}");
+        tally.failed += 1;
+        ok = false;
+    }
     match std::fs::read_to_string(&report) {
         Ok(text) if !text.trim().is_empty() => {
             let n = text.lines().count();

@@ -130,7 +130,7 @@ fn run_tests(mut cmd: Command, tally: &mut Tally) -> bool {
 
 /// `test --backend cuda|rocm --double`: the backend's tests on its driver double(s) only.
 fn test_on_doubles(backend: &str) -> bool {
-    if let Err(e) = doubles::build() {
+    if let Err(e) = doubles::build().and_then(|()| python::install()) {
         eprintln!("xtask: {e}");
         return false;
     }
@@ -160,6 +160,11 @@ fn test(backend: &str) -> bool {
     cmd.env_remove("GPUPORT_BACKENDS");
     let mut tally = Tally::default();
     let mut ok = run_tests(cmd, &mut tally);
+    // The port written outside the workspace passes the suite through its public entry point.
+    ok &= run_tests(template_cargo("test", &[]), &mut tally);
+    // The Python module: the wheel built and installed into .venv, pytest over tests/python
+    // (NumPy, JAX and tvm-ffi on the CPU; the GPU peers where a CUDA device is).
+    let python_ok = report(python::test());
     // `all`: the CUDA and ROCm backends also run on their driver doubles (CPU
     // implementations of libcuda and libamdhip64 with a validation layer), so every line of
     // them runs here whether or not a GPU is.
@@ -176,11 +181,6 @@ fn test(backend: &str) -> bool {
             }
         }
     }
-    // The port written outside the workspace passes the suite through its public entry point.
-    ok &= run_tests(template_cargo("test", &[]), &mut tally);
-    // The Python module: the wheel built and installed into .venv, pytest over tests/python
-    // (NumPy, JAX and tvm-ffi on the CPU; the GPU peers where a CUDA device is).
-    let python_ok = report(python::test());
     println!("\nxtask test --backend {backend}: {} ignored", tally.ignored);
     println!(
         "{} passed, {} failed (Rust); Python tests {}",

@@ -73,17 +73,30 @@ pub fn build_wheel(profile: Option<&str>, out: &Path) -> Result<PathBuf, String>
         .ok_or_else(|| format!("maturin made no wheel in {}", out.display()))
 }
 
-/// Builds the wheel, installs it into `.venv` and runs pytest over `tests/python`.
-pub fn test() -> Result<(), String> {
+/// Builds the wheel (dev profile) and installs it into `.venv`.
+pub fn install() -> Result<(), String> {
     let wheel = build_wheel(None, Path::new("target/wheels"))?;
     let mut install = Command::new(venv_bin("python"));
     install
         .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--force-reinstall", "--no-deps"])
         .arg(&wheel);
-    status(install)?;
+    status(install)
+}
+
+/// pytest over `paths` with the installed wheel; `env` is set for the run.
+pub fn pytest(paths: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Result<(), String> {
     let mut pytest = Command::new(venv_bin("python"));
-    pytest.args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/python"]);
+    pytest.args(["-m", "pytest", "-q", "-p", "no:cacheprovider"]).args(paths);
     // Discovery must see every backend the tests use (the ext plugin, the host).
     pytest.env_remove("GPUPORT_BACKENDS");
+    for (k, v) in env {
+        pytest.env(k, v);
+    }
     status(pytest)
+}
+
+/// Builds the wheel, installs it into `.venv` and runs pytest over `tests/python`.
+pub fn test() -> Result<(), String> {
+    install()?;
+    pytest(&["tests/python"], &[])
 }

@@ -88,6 +88,11 @@ run_part cuda-loading "$bin/cuda-loading" --include-ignored
 run_part cuda-gpu "$bin/cuda-gpu" --include-ignored --test-threads=1
 # DLPack export/import, including the cuda:0 ↔ CPU cells of the cross-device matrix.
 run_part dlpack-exchange "$bin/dlpack-exchange" --test-threads=1
+# DLPack and the CUDA Array Interface on CUDA arrays (every memory kind, the stream
+# handshake with a slow producer); the CUDA <-> ROCm test needs both vendors' devices.
+run_part dlpack-devices env GPUPORT_CONFORMANCE_BACKENDS=cuda "$bin/dlpack-devices" --include-ignored \
+  --skip cuda_and_rocm_exchange_through_the_copy_engine
+run_part cai-devices env GPUPORT_CONFORMANCE_BACKENDS=cuda "$bin/cai-devices" --include-ignored
 # The installed driver library: every required symbol through cuGetProcAddress.
 libcuda="$(ldconfig -p 2>/dev/null | sed -n 's/.*libcuda\.so\.1 (.*x86-64.*) => //p' | head -1)"
 if [ -n "$libcuda" ] && [ "$cuda" != "unknown" ] && [ -n "$cuda" ]; then
@@ -103,10 +108,14 @@ if ! command -v compute-sanitizer >/dev/null 2>&1; then
 elif [ "$gpu" = "none found" ]; then
   skip_part sanitizer "no CUDA GPU"
 else
-  for tool in memcheck racecheck; do
+  for tool in memcheck racecheck synccheck; do
     run_part "sanitizer-$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
       "$bin/cuda-gpu" --include-ignored --test-threads=1
   done
+  # The validation checks the driver doubles make in CI, on the real driver: the whole
+  # conformance suite under memcheck with the leak check (allocations alive at exit).
+  run_part sanitizer-conformance compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
+    "$bin/conformance" --test-threads=1
 fi
 # Benchmarks (ratios against floors measured in the same run; they assert nothing).
 run_part bench-staged-copy "$bin/bench-staged-copy"

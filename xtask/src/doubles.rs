@@ -25,8 +25,6 @@ pub(crate) struct Double {
     file: &'static str,
     /// The variable gpuport loads it through.
     env: &'static str,
-    /// The crate whose `tests/gpu.rs` holds the backend's own device tests.
-    backend_crate: &'static str,
 }
 
 /// Every double.
@@ -38,7 +36,6 @@ pub(crate) const DOUBLES: &[Double] = &[
         features: &[],
         file: "libcuda.so.1",
         env: "GPUPORT_CUDA_LIBRARY",
-        backend_crate: "gpuport-cuda",
     },
     Double {
         name: "rocm6",
@@ -47,7 +44,6 @@ pub(crate) const DOUBLES: &[Double] = &[
         features: &[],
         file: "libamdhip64.so.6",
         env: "GPUPORT_HIP_LIBRARY",
-        backend_crate: "gpuport-rocm",
     },
     Double {
         name: "rocm5",
@@ -56,7 +52,6 @@ pub(crate) const DOUBLES: &[Double] = &[
         features: &["rocm5"],
         file: "libamdhip64.so.5",
         env: "GPUPORT_HIP_LIBRARY",
-        backend_crate: "gpuport-rocm",
     },
 ];
 
@@ -111,6 +106,20 @@ fn with_double(mut cmd: Command, d: &Double, report: &Path) -> Command {
     cmd
 }
 
+/// The tests that need a device of `backend` (`cuda`, `rocm`), ignored by default: its
+/// own device tests (`backends/*/tests/gpu.rs`) and the interchange tests on its arrays.
+/// A named run includes exactly these — never the other vendor's, nor the checks that
+/// need a real library without a device.
+pub(crate) fn device_tests(backend: &str) -> Vec<Command> {
+    let own = if backend == "cuda" { "gpuport-cuda" } else { "gpuport-rocm" };
+    let mut device = cargo();
+    device.args(["test", "-p", own, "--test", "gpu", "--", "--include-ignored"]);
+    let mut interchange = cargo();
+    interchange.args(["test", "-p", "gpuport-dlpack", "-p", "gpuport-cai", "--test", "vendor_devices"]);
+    interchange.args(["--", "--include-ignored"]);
+    vec![device, interchange]
+}
+
 /// Runs a backend's tests on its double: the whole conformance suite (two devices,
 /// kernels included), the backend's own device tests and the fault-injection tests. Fails
 /// on a failed test and on any validation report.
@@ -123,23 +132,9 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally) -> bool {
     let mut conformance = cargo();
     conformance.args(["test", "-p", "gpuport-conformance", "--test", "conformance"]);
     let mut ok = run_tests(with_double(conformance, d, &report), tally);
-    let mut device = cargo();
-    device.args(["test", "-p", d.backend_crate, "--test", "gpu", "--", "--include-ignored"]);
-    ok &= run_tests(with_double(device, d, &report), tally);
-    // DLPack and the CUDA Array Interface on this backend's arrays.
-    let mut interchange = cargo();
-    interchange.args([
-        "test",
-        "-p",
-        "gpuport-dlpack",
-        "-p",
-        "gpuport-cai",
-        "--test",
-        "vendor_devices",
-        "--",
-        "--include-ignored",
-    ]);
-    ok &= run_tests(with_double(interchange, d, &report), tally);
+    for cmd in device_tests(d.backend) {
+        ok &= run_tests(with_double(cmd, d, &report), tally);
+    }
     // One process per injected fault (tests/faults).
     let mut faults = cargo();
     faults.args(["test", "-p", "gpuport-faults", "--test", "faults"]);

@@ -29,6 +29,8 @@ const PARTS: &[(&str, &str, &str)] = &[
     ("gpuport-cuda", "gpu", "cuda-gpu"),
     ("gpuport-cuda", "real_driver", "cuda-real-driver"),
     ("gpuport-dlpack", "exchange", "dlpack-exchange"),
+    ("gpuport-dlpack", "vendor_devices", "dlpack-devices"),
+    ("gpuport-cai", "vendor_devices", "cai-devices"),
     ("gpuport", "demo", "demo"),
     ("gpuport", "staged_copy", "bench-staged-copy"),
     ("gpuport", "cuda_bandwidth", "bench-cuda"),

@@ -14,8 +14,17 @@ fn setup() -> (Runtime, String) {
     let backend = std::env::var("GPUPORT_CONFORMANCE_BACKENDS").unwrap_or_default();
     assert!(backend == "cuda" || backend == "rocm", "GPUPORT_CONFORMANCE_BACKENDS must name cuda or rocm");
     let rt = gpuport_conformance::discover_with_builtin_ports();
-    assert!(rt.report_for(&backend).is_some_and(|r| r.is_available()), "{backend} is not available");
+    match rt.report_for(&backend).map(|r| &r.status) {
+        Some(gpuport::BackendStatus::Available { .. }) => {}
+        Some(gpuport::BackendStatus::Unavailable(why)) => panic!("{backend} is not available: {why}"),
+        None => panic!("{backend} is not known to this runtime"),
+    }
     (rt, backend)
+}
+
+/// The backend's devices to test on: two where it has two.
+fn ordinals(rt: &Runtime, backend: &str) -> Vec<u32> {
+    rt.device_ids().into_iter().filter(|d| d.kind.name() == backend).map(|d| d.ordinal).take(2).collect()
 }
 
 /// An array on `dev` with a write held by a gate on a stream of its own.
@@ -33,7 +42,8 @@ fn slow_write(dev: &AnyDevice, value: u32, n: usize) -> (Array, Gate) {
 #[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
 fn the_producer_joins_vendor_streams_into_the_named_one() {
     let (rt, backend) = setup();
-    let dev = rt.device(&format!("{backend}:1")).unwrap();
+    let last = ordinals(&rt, &backend).pop().unwrap_or(0);
+    let dev = rt.device(&format!("{backend}:{last}")).unwrap();
     let n = 3 * 1024;
     let a = Array::zeros(&dev, &[n], DType::U32).unwrap();
     let mut gates = Vec::new();
@@ -69,7 +79,7 @@ fn the_producer_joins_vendor_streams_into_the_named_one() {
 #[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
 fn imports_find_their_device_and_order_after_the_producer() {
     let (rt, backend) = setup();
-    for ordinal in [0, 1] {
+    for ordinal in ordinals(&rt, &backend) {
         let dev = rt.device(&format!("{backend}:{ordinal}")).unwrap();
         // Enqueue: later work on the import waits on the device, not the host.
         let (producer, gate) = slow_write(&dev, 9, 256);

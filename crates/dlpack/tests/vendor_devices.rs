@@ -22,8 +22,17 @@ fn setup() -> (Runtime, String) {
     let backend = std::env::var("GPUPORT_CONFORMANCE_BACKENDS").unwrap_or_default();
     assert!(backend == "cuda" || backend == "rocm", "GPUPORT_CONFORMANCE_BACKENDS must name cuda or rocm");
     let rt = gpuport_conformance::discover_with_builtin_ports();
-    assert!(rt.report_for(&backend).is_some_and(|r| r.is_available()), "{backend} is not available");
+    match rt.report_for(&backend).map(|r| &r.status) {
+        Some(gpuport::BackendStatus::Available { .. }) => {}
+        Some(gpuport::BackendStatus::Unavailable(why)) => panic!("{backend} is not available: {why}"),
+        None => panic!("{backend} is not known to this runtime"),
+    }
     (rt, backend)
+}
+
+/// The backend's devices to test on: two where it has two (a single-GPU machine has one).
+fn ordinals(rt: &Runtime, backend: &str) -> Vec<u32> {
+    rt.device_ids().into_iter().filter(|d| d.kind.name() == backend).map(|d| d.ordinal).take(2).collect()
 }
 
 fn device_type(backend: &str, memory: &str) -> Option<i32> {
@@ -60,7 +69,7 @@ fn export(rt: &Runtime, a: &Array, request: ExportRequest) -> gpuport::Result<gp
 fn every_memory_kind_exports_as_its_device_type_and_round_trips() {
     let (rt, backend) = setup();
     let data: Vec<f32> = (0..64).map(|i| i as f32 * 0.5).collect();
-    for ordinal in [0, 1] {
+    for ordinal in ordinals(&rt, &backend) {
         let dev = rt.device(&format!("{backend}:{ordinal}")).unwrap();
         for memory in ["device", "pinned", "managed"] {
             let a = array_over(&dev, memory, &data);
@@ -120,7 +129,8 @@ fn the_consumers_vendor_stream_waits_for_a_slow_producer() {
 #[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
 fn cpu_requests_copy_and_are_ready_on_return() {
     let (rt, backend) = setup();
-    let dev = rt.device(&format!("{backend}:1")).unwrap();
+    let last = ordinals(&rt, &backend).pop().unwrap_or(0);
+    let dev = rt.device(&format!("{backend}:{last}")).unwrap();
     let data: Vec<f32> = (0..300).map(|i| i as f32).collect();
     let a = Array::from_slice(&dev, &data, &[300]).unwrap();
     let tensor =
@@ -139,8 +149,9 @@ fn cpu_requests_copy_and_are_ready_on_return() {
 #[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
 fn cuda_and_rocm_exchange_through_the_copy_engine() {
     let (rt, _) = setup();
-    let (Ok(cuda), Ok(rocm)) = (rt.device("cuda:0"), rt.device("rocm:1")) else {
-        panic!("both CUDA and ROCm must be available (the double runs load both doubles)");
+    let rocm_last = ordinals(&rt, "rocm").pop().unwrap_or(0);
+    let (Ok(cuda), Ok(rocm)) = (rt.device("cuda:0"), rt.device(&format!("rocm:{rocm_last}"))) else {
+        panic!("both CUDA and ROCm must be available (the double runs load both doubles; skip this test elsewhere)");
     };
     let data: Vec<i32> = (0..100_000).map(|i| i * 7 - 3).collect();
     for (from, to, ty) in [(&cuda, &rocm, 10), (&rocm, &cuda, 2)] {

@@ -81,7 +81,7 @@ fn every_memory_kind_exports_as_its_device_type_and_round_trips() {
                 assert!(matches!(err, Error::Interchange { .. }), "{cell}: {err}");
                 continue;
             };
-            let id = if memory == "device" { ordinal } else { 0 };
+            let id = if memory == "device" { ordinal as i32 } else { 0 };
             assert_eq!(dl_device_of(&a).unwrap(), DLDevice { device_type: ty, device_id: id }, "{cell}");
             for max_version in [None, V1] {
                 let tensor = export(&rt, &a, ExportRequest { max_version, ..Default::default() }).unwrap();

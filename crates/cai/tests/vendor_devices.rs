@@ -6,26 +6,9 @@
 
 use std::time::Duration;
 
-use gpuport::{Access, AnyDevice, Array, CopyEngine, DType, EventFlags, Runtime, StreamFlags};
+use gpuport::{Access, AnyDevice, Array, CopyEngine, DType, EventFlags, StreamFlags};
 use gpuport_cai::{export, import, CaiStream, Interface, Sync};
 use gpuport_conformance::Gate;
-
-fn setup() -> (Runtime, String) {
-    let backend = std::env::var("GPUPORT_CONFORMANCE_BACKENDS").unwrap_or_default();
-    assert!(backend == "cuda" || backend == "rocm", "GPUPORT_CONFORMANCE_BACKENDS must name cuda or rocm");
-    let rt = gpuport_conformance::discover_with_builtin_ports();
-    match rt.report_for(&backend).map(|r| &r.status) {
-        Some(gpuport::BackendStatus::Available { .. }) => {}
-        Some(gpuport::BackendStatus::Unavailable(why)) => panic!("{backend} is not available: {why}"),
-        None => panic!("{backend} is not known to this runtime"),
-    }
-    (rt, backend)
-}
-
-/// The backend's devices to test on: two where it has two.
-fn ordinals(rt: &Runtime, backend: &str) -> Vec<u32> {
-    rt.device_ids().into_iter().filter(|d| d.kind.name() == backend).map(|d| d.ordinal).take(2).collect()
-}
 
 /// An array on `dev` with a write held by a gate on a stream of its own.
 fn slow_write(dev: &AnyDevice, value: u32, n: usize) -> (Array, Gate) {
@@ -41,8 +24,8 @@ fn slow_write(dev: &AnyDevice, value: u32, n: usize) -> (Array, Gate) {
 #[test]
 #[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
 fn the_producer_joins_vendor_streams_into_the_named_one() {
-    let (rt, backend) = setup();
-    let last = ordinals(&rt, &backend).pop().unwrap_or(0);
+    let (rt, backend) = gpuport_conformance::vendor_backend_under_test();
+    let last = gpuport_conformance::first_two_devices(&rt, &backend).pop().unwrap_or(0);
     let dev = rt.device(&format!("{backend}:{last}")).unwrap();
     let n = 3 * 1024;
     let a = Array::zeros(&dev, &[n], DType::U32).unwrap();
@@ -78,8 +61,8 @@ fn the_producer_joins_vendor_streams_into_the_named_one() {
 #[test]
 #[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
 fn imports_find_their_device_and_order_after_the_producer() {
-    let (rt, backend) = setup();
-    for ordinal in ordinals(&rt, &backend) {
+    let (rt, backend) = gpuport_conformance::vendor_backend_under_test();
+    for ordinal in gpuport_conformance::first_two_devices(&rt, &backend) {
         let dev = rt.device(&format!("{backend}:{ordinal}")).unwrap();
         // Enqueue: later work on the import waits on the device, not the host.
         let (producer, gate) = slow_write(&dev, 9, 256);

@@ -16,25 +16,6 @@ use gpuport_dlpack::{
 const V1: Option<DLPackVersion> = Some(DLPackVersion { major: 1, minor: 0 });
 const CPU: DLDevice = DLDevice { device_type: 1, device_id: 0 };
 
-/// The runtime and the vendor backend under test (`cuda` or `rocm`), which must be
-/// available.
-fn setup() -> (Runtime, String) {
-    let backend = std::env::var("GPUPORT_CONFORMANCE_BACKENDS").unwrap_or_default();
-    assert!(backend == "cuda" || backend == "rocm", "GPUPORT_CONFORMANCE_BACKENDS must name cuda or rocm");
-    let rt = gpuport_conformance::discover_with_builtin_ports();
-    match rt.report_for(&backend).map(|r| &r.status) {
-        Some(gpuport::BackendStatus::Available { .. }) => {}
-        Some(gpuport::BackendStatus::Unavailable(why)) => panic!("{backend} is not available: {why}"),
-        None => panic!("{backend} is not known to this runtime"),
-    }
-    (rt, backend)
-}
-
-/// The backend's devices to test on: two where it has two (a single-GPU machine has one).
-fn ordinals(rt: &Runtime, backend: &str) -> Vec<u32> {
-    rt.device_ids().into_iter().filter(|d| d.kind.name() == backend).map(|d| d.ordinal).take(2).collect()
-}
-
 fn device_type(backend: &str, memory: &str) -> Option<i32> {
     match (backend, memory) {
         ("cuda", "device") => Some(2),
@@ -67,9 +48,9 @@ fn export(rt: &Runtime, a: &Array, request: ExportRequest) -> gpuport::Result<gp
 #[test]
 #[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
 fn every_memory_kind_exports_as_its_device_type_and_round_trips() {
-    let (rt, backend) = setup();
+    let (rt, backend) = gpuport_conformance::vendor_backend_under_test();
     let data: Vec<f32> = (0..64).map(|i| i as f32 * 0.5).collect();
-    for ordinal in ordinals(&rt, &backend) {
+    for ordinal in gpuport_conformance::first_two_devices(&rt, &backend) {
         let dev = rt.device(&format!("{backend}:{ordinal}")).unwrap();
         for memory in ["device", "pinned", "managed"] {
             let a = array_over(&dev, memory, &data);
@@ -102,7 +83,7 @@ fn every_memory_kind_exports_as_its_device_type_and_round_trips() {
 #[test]
 #[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
 fn the_consumers_vendor_stream_waits_for_a_slow_producer() {
-    let (rt, backend) = setup();
+    let (rt, backend) = gpuport_conformance::vendor_backend_under_test();
     let dev = rt.device(&format!("{backend}:0")).unwrap();
     let data: Vec<u32> = (0..4096).collect();
     let writer = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
@@ -128,8 +109,8 @@ fn the_consumers_vendor_stream_waits_for_a_slow_producer() {
 #[test]
 #[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
 fn cpu_requests_copy_and_are_ready_on_return() {
-    let (rt, backend) = setup();
-    let last = ordinals(&rt, &backend).pop().unwrap_or(0);
+    let (rt, backend) = gpuport_conformance::vendor_backend_under_test();
+    let last = gpuport_conformance::first_two_devices(&rt, &backend).pop().unwrap_or(0);
     let dev = rt.device(&format!("{backend}:{last}")).unwrap();
     let data: Vec<f32> = (0..300).map(|i| i as f32).collect();
     let a = Array::from_slice(&dev, &data, &[300]).unwrap();
@@ -148,8 +129,8 @@ fn cpu_requests_copy_and_are_ready_on_return() {
 #[test]
 #[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
 fn cuda_and_rocm_exchange_through_the_copy_engine() {
-    let (rt, _) = setup();
-    let rocm_last = ordinals(&rt, "rocm").pop().unwrap_or(0);
+    let (rt, _) = gpuport_conformance::vendor_backend_under_test();
+    let rocm_last = gpuport_conformance::first_two_devices(&rt, "rocm").pop().unwrap_or(0);
     let (Ok(cuda), Ok(rocm)) = (rt.device("cuda:0"), rt.device(&format!("rocm:{rocm_last}"))) else {
         panic!("both CUDA and ROCm must be available (the double runs load both doubles; skip this test elsewhere)");
     };

@@ -179,6 +179,27 @@ pub fn discover_with_builtin_ports() -> Runtime {
     Runtime::discover_with(&Default::default())
 }
 
+/// For tests that need a vendor device (CUDA or ROCm): a runtime with the built-in ports,
+/// and the backend named by `GPUPORT_CONFORMANCE_BACKENDS` (`cargo xtask test --backend
+/// cuda|rocm [--double]` sets it). Panics — failing the test, never passing it — when the
+/// variable names no vendor backend or the backend is unavailable, with the reason.
+pub fn vendor_backend_under_test() -> (Runtime, String) {
+    let backend = std::env::var("GPUPORT_CONFORMANCE_BACKENDS").unwrap_or_default();
+    assert!(backend == "cuda" || backend == "rocm", "GPUPORT_CONFORMANCE_BACKENDS must name cuda or rocm");
+    let rt = discover_with_builtin_ports();
+    match rt.report_for(&backend).map(|r| &r.status) {
+        Some(gpuport::BackendStatus::Available { .. }) => {}
+        Some(gpuport::BackendStatus::Unavailable(why)) => panic!("{backend} is not available: {why}"),
+        None => panic!("{backend} is not known to this runtime"),
+    }
+    (rt, backend)
+}
+
+/// The ordinals of `backend`'s first two devices (one on a single-GPU machine).
+pub fn first_two_devices(rt: &Runtime, backend: &str) -> Vec<u32> {
+    rt.device_ids().into_iter().filter(|d| d.kind.name() == backend).map(|d| d.ordinal).take(2).collect()
+}
+
 /// Registers a port's backend (once per process; an already registered name is fine).
 pub fn register(port: &Port) -> Result<(), String> {
     let Some(register) = port.register else { return Ok(()) };

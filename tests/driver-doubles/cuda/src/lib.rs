@@ -147,30 +147,11 @@ fn device(m: &Machine, dev: CUdevice) -> Result<usize> {
     m.check_device(i64::from(dev))
 }
 
-macro_rules! export {
-    ($( $(#[$doc:meta])* fn $name:ident[$cx:ident]($($arg:ident: $ty:ty),* $(,)?) $body:block )*) => {
-        $(
-            $(#[$doc])*
-            #[no_mangle]
-            ///
-            /// # Safety
-            /// The arguments follow the C API's contract: pointers are null or valid for what
-            /// the call reads or writes through them. The call runs inside `catch_unwind`
-            /// (`serve`): nothing unwinds into the caller.
-            pub unsafe extern "C" fn $name($($arg: $ty),*) -> CUresult {
-                let args = || {
-                    let parts: Vec<String> = vec![$(format!("{}={:?}", stringify!($arg), $arg)),*];
-                    parts.join(", ")
-                };
-                let $cx = Call { name: stringify!($name), args: &args };
-                serve(&$cx, code, CUDA_ERROR_UNKNOWN, || $body)
-            }
-        )*
-    };
-}
+gpuport_double_sim::export_c! {
+    returns CUresult, codes code, unknown CUDA_ERROR_UNKNOWN;
 
-export! {
     /// `cuInit` (Initialization): flags must be 0. Without devices: `CUDA_ERROR_NO_DEVICE`.
+    #[no_mangle]
     fn cuInit[cx](flags: c_uint) {
         if flags != 0 {
             return Err(Error::InvalidValue);
@@ -188,6 +169,7 @@ export! {
     }
 
     /// `cuDriverGetVersion` (Version Management): callable before `cuInit`.
+    #[no_mangle]
     fn cuDriverGetVersion[cx](driverVersion: *mut c_int) {
         let _ = &cx;
         // SAFETY: the caller passes a valid out-pointer or null (refused).
@@ -197,6 +179,7 @@ export! {
     /// `cuGetProcAddress_v2` (Driver Entry Point Access): the versioned entry point of
     /// `symbol` for CUDA version `cudaVersion`; `flags` 0 (the legacy default stream
     /// semantics) or `CU_GET_PROC_ADDRESS_LEGACY_STREAM` (1) only.
+    #[no_mangle]
     fn cuGetProcAddress_v2[cx](
         symbol: *const c_char,
         pfn: *mut *mut c_void,
@@ -210,6 +193,7 @@ export! {
     }
 
     /// `cuGetProcAddress` (the CUDA 11.3 form, without the status out-pointer).
+    #[no_mangle]
     fn cuGetProcAddress[cx](symbol: *const c_char, pfn: *mut *mut c_void, cudaVersion: c_int, flags: u64) {
         let _ = &cx;
         // SAFETY: as above.
@@ -218,6 +202,7 @@ export! {
 
     /// `cuGetErrorName` (Error Handling): a static string; an unknown status is
     /// `CUDA_ERROR_INVALID_VALUE` with `*pStr` set to NULL.
+    #[no_mangle]
     fn cuGetErrorName[cx](error: CUresult, pStr: *mut *const c_char) {
         let _ = &cx;
         let name = status::name(error);
@@ -227,6 +212,7 @@ export! {
     }
 
     /// `cuGetErrorString` (Error Handling).
+    #[no_mangle]
     fn cuGetErrorString[cx](error: CUresult, pStr: *mut *const c_char) {
         let _ = &cx;
         let name = status::name(error);
@@ -236,6 +222,7 @@ export! {
     }
 
     /// `cuDeviceGetCount` (Device Management).
+    #[no_mangle]
     fn cuDeviceGetCount[cx](count: *mut c_int) {
         let m = machine(&cx)?;
         // SAFETY: a valid out-pointer (or null, refused).
@@ -243,6 +230,7 @@ export! {
     }
 
     /// `cuDeviceGet`.
+    #[no_mangle]
     fn cuDeviceGet[cx](dev: *mut CUdevice, ordinal: c_int) {
         let m = machine(&cx)?;
         let d = device(m, ordinal)?;
@@ -251,6 +239,7 @@ export! {
     }
 
     /// `cuDeviceGetName`.
+    #[no_mangle]
     fn cuDeviceGetName[cx](name: *mut c_char, len: c_int, dev: CUdevice) {
         let m = machine(&cx)?;
         let d = device(m, dev)?;
@@ -259,6 +248,7 @@ export! {
     }
 
     /// `cuDeviceTotalMem_v2`.
+    #[no_mangle]
     fn cuDeviceTotalMem_v2[cx](bytes: *mut usize, dev: CUdevice) {
         let m = machine(&cx)?;
         device(m, dev)?;
@@ -268,6 +258,7 @@ export! {
 
     /// `cuDeviceGetAttribute`: the attributes in [`attribute`]; any other is
     /// `CUDA_ERROR_INVALID_VALUE` (not simulated).
+    #[no_mangle]
     fn cuDeviceGetAttribute[cx](pi: *mut c_int, attrib: c_int, dev: CUdevice) {
         let m = machine(&cx)?;
         let d = device(m, dev)?;
@@ -290,6 +281,7 @@ export! {
     }
 
     /// `cuDeviceGetUuid_v2`.
+    #[no_mangle]
     fn cuDeviceGetUuid_v2[cx](uuid: *mut CUuuid, dev: CUdevice) {
         let m = machine(&cx)?;
         let d = device(m, dev)?;
@@ -299,6 +291,7 @@ export! {
     }
 
     /// `cuDeviceGetUuid` (the same answer as `_v2` here).
+    #[no_mangle]
     fn cuDeviceGetUuid[cx](uuid: *mut CUuuid, dev: CUdevice) {
         let m = machine(&cx)?;
         let d = device(m, dev)?;
@@ -308,6 +301,7 @@ export! {
     }
 
     /// `cuDeviceGetPCIBusId`: `domain:bus:device.function`.
+    #[no_mangle]
     fn cuDeviceGetPCIBusId[cx](pciBusId: *mut c_char, len: c_int, dev: CUdevice) {
         let m = machine(&cx)?;
         let d = device(m, dev)?;
@@ -317,6 +311,7 @@ export! {
 
     /// `cuDeviceCanAccessPeer` (Peer Context Memory Access): every simulated device can
     /// reach every other one; a device is not its own peer.
+    #[no_mangle]
     fn cuDeviceCanAccessPeer[cx](canAccessPeer: *mut c_int, dev: CUdevice, peerDev: CUdevice) {
         let m = machine(&cx)?;
         let (a, b) = (device(m, dev)?, device(m, peerDev)?);
@@ -325,6 +320,7 @@ export! {
     }
 
     /// `cuDevicePrimaryCtxRetain` (Primary Context Management).
+    #[no_mangle]
     fn cuDevicePrimaryCtxRetain[cx](pctx: *mut Handle, dev: CUdevice) {
         let m = machine(&cx)?;
         let d = device(m, dev)?;
@@ -338,6 +334,7 @@ export! {
 
     /// `cuDevicePrimaryCtxRelease_v2`: the last release destroys the context and all it
     /// holds (what is still alive then is reported as leaked).
+    #[no_mangle]
     fn cuDevicePrimaryCtxRelease_v2[cx](dev: CUdevice) {
         let m = machine(&cx)?;
         // A lost device's context can still be released.
@@ -346,6 +343,7 @@ export! {
     }
 
     /// `cuCtxGetCurrent` (Context Management): NULL when none is current.
+    #[no_mangle]
     fn cuCtxGetCurrent[cx](pctx: *mut Handle) {
         machine(&cx)?;
         // SAFETY: a valid out-pointer.
@@ -354,6 +352,7 @@ export! {
 
     /// `cuCtxSetCurrent`: the context must be live (stricter than the driver, which may
     /// not notice a destroyed one until it is used).
+    #[no_mangle]
     fn cuCtxSetCurrent[cx](ctx: Handle) {
         let m = machine(&cx)?;
         m.check_context(&cx, ctx as u64)?;
@@ -362,11 +361,13 @@ export! {
     }
 
     /// `cuCtxSynchronize`: waits for every stream of the current context.
+    #[no_mangle]
     fn cuCtxSynchronize[cx]() {
         machine(&cx)?.context_synchronize(&cx)
     }
 
     /// `cuCtxGetStreamPriorityRange`: needs a current context; either pointer may be NULL.
+    #[no_mangle]
     fn cuCtxGetStreamPriorityRange[cx](leastPriority: *mut c_int, greatestPriority: *mut c_int) {
         let m = machine(&cx)?;
         m.current_device(&cx)?;
@@ -384,6 +385,7 @@ export! {
 
     /// `cuCtxEnablePeerAccess`: from the current context to `peerContext`'s device; flags
     /// must be 0; a second call is `CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED`.
+    #[no_mangle]
     fn cuCtxEnablePeerAccess[cx](peerContext: Handle, Flags: c_uint) {
         let m = machine(&cx)?;
         if Flags != 0 {
@@ -395,6 +397,7 @@ export! {
     }
 
     /// `cuMemAlloc_v2` (Memory Management): 256-byte aligned, not cleared.
+    #[no_mangle]
     fn cuMemAlloc_v2[cx](dptr: *mut CUdeviceptr, bytesize: usize) {
         let m = machine(&cx)?;
         if dptr.is_null() {
@@ -406,11 +409,13 @@ export! {
     }
 
     /// `cuMemFree_v2`: an address that is not the start of a live allocation is reported.
+    #[no_mangle]
     fn cuMemFree_v2[cx](dptr: CUdeviceptr) {
         machine(&cx)?.free(&cx, dptr as usize, false)
     }
 
     /// `cuMemHostAlloc`: flags are `CU_MEMHOSTALLOC_PORTABLE | DEVICEMAP | WRITECOMBINED`.
+    #[no_mangle]
     fn cuMemHostAlloc[cx](pp: *mut *mut c_void, bytesize: usize, Flags: c_uint) {
         let m = machine(&cx)?;
         if Flags & !0x7 != 0 || pp.is_null() {
@@ -422,11 +427,13 @@ export! {
     }
 
     /// `cuMemFreeHost`.
+    #[no_mangle]
     fn cuMemFreeHost[cx](p: *mut c_void) {
         machine(&cx)?.free(&cx, p as usize, true)
     }
 
     /// `cuMemAllocManaged`: flags `CU_MEM_ATTACH_GLOBAL` (1) or `CU_MEM_ATTACH_HOST` (2).
+    #[no_mangle]
     fn cuMemAllocManaged[cx](dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint) {
         let m = machine(&cx)?;
         if (flags != 1 && flags != 2) || dptr.is_null() {
@@ -439,21 +446,25 @@ export! {
 
     /// `cuMemsetD8_v2`: queued on the legacy default stream; asynchronous for device
     /// memory (as the driver's API synchronisation notes say).
+    #[no_mangle]
     fn cuMemsetD8_v2[cx](dstDevice: CUdeviceptr, uc: u8, N: usize) {
         machine(&cx)?.memset(&cx, dstDevice as usize, uc, N, StreamRef::Legacy)
     }
 
     /// `cuMemsetD8Async`.
+    #[no_mangle]
     fn cuMemsetD8Async[cx](dstDevice: CUdeviceptr, uc: u8, N: usize, hStream: Handle) {
         machine(&cx)?.memset(&cx, dstDevice as usize, uc, N, stream_ref(hStream))
     }
 
     /// `cuMemcpyAsync`: unified addressing infers the kind of each side.
+    #[no_mangle]
     fn cuMemcpyAsync[cx](dst: CUdeviceptr, src: CUdeviceptr, ByteCount: usize, hStream: Handle) {
         machine(&cx)?.memcpy(&cx, dst as usize, src as usize, ByteCount, stream_ref(hStream), MemcpyCheck::Unified)
     }
 
     /// `cuMemcpyPeerAsync`: each side must be device memory of its context's device.
+    #[no_mangle]
     fn cuMemcpyPeerAsync[cx](
         dstDevice: CUdeviceptr,
         dstContext: Handle,
@@ -473,6 +484,7 @@ export! {
 
     /// `cuStreamCreateWithPriority` (Stream Management): flags `CU_STREAM_DEFAULT` (0) or
     /// `CU_STREAM_NON_BLOCKING` (1); the priority is clamped.
+    #[no_mangle]
     fn cuStreamCreateWithPriority[cx](phStream: *mut Handle, flags: c_uint, priority: c_int) {
         let m = machine(&cx)?;
         let _ = priority;
@@ -486,6 +498,7 @@ export! {
 
     /// `cuStreamDestroy_v2`: queued work still completes; a default stream cannot be
     /// destroyed.
+    #[no_mangle]
     fn cuStreamDestroy_v2[cx](hStream: Handle) {
         let m = machine(&cx)?;
         match stream_ref(hStream) {
@@ -498,17 +511,20 @@ export! {
     }
 
     /// `cuStreamSynchronize`.
+    #[no_mangle]
     fn cuStreamSynchronize[cx](hStream: Handle) {
         machine(&cx)?.stream_synchronize(&cx, stream_ref(hStream))
     }
 
     /// `cuStreamQuery`: `CUDA_ERROR_NOT_READY` while work is pending.
+    #[no_mangle]
     fn cuStreamQuery[cx](hStream: Handle) {
         let done = machine(&cx)?.stream_query(&cx, stream_ref(hStream))?;
         if done { Ok(()) } else { Err(Error::NotReady) }
     }
 
     /// `cuStreamWaitEvent`: flags must be 0 (`CU_EVENT_WAIT_DEFAULT`).
+    #[no_mangle]
     fn cuStreamWaitEvent[cx](hStream: Handle, hEvent: Handle, Flags: c_uint) {
         let m = machine(&cx)?;
         if Flags != 0 {
@@ -519,6 +535,7 @@ export! {
 
     /// `cuEventCreate` (Event Management): flags `BLOCKING_SYNC` (1), `DISABLE_TIMING` (2),
     /// `INTERPROCESS` (4, only with `DISABLE_TIMING`).
+    #[no_mangle]
     fn cuEventCreate[cx](phEvent: *mut Handle, Flags: c_uint) {
         let m = machine(&cx)?;
         if Flags & !0x7 != 0 || (Flags & 4 != 0 && Flags & 2 == 0) || phEvent.is_null() {
@@ -531,28 +548,33 @@ export! {
     }
 
     /// `cuEventDestroy_v2`: a pending record still completes.
+    #[no_mangle]
     fn cuEventDestroy_v2[cx](hEvent: Handle) {
         machine(&cx)?.event_destroy(&cx, hEvent as u64)
     }
 
     /// `cuEventRecord`: the event and the stream must share a context.
+    #[no_mangle]
     fn cuEventRecord[cx](hEvent: Handle, hStream: Handle) {
         machine(&cx)?.event_record(&cx, hEvent as u64, stream_ref(hStream))
     }
 
     /// `cuEventQuery`: `CUDA_ERROR_NOT_READY` while its latest record is pending.
+    #[no_mangle]
     fn cuEventQuery[cx](hEvent: Handle) {
         let done = machine(&cx)?.event_query(&cx, hEvent as u64)?;
         if done { Ok(()) } else { Err(Error::NotReady) }
     }
 
     /// `cuEventSynchronize`.
+    #[no_mangle]
     fn cuEventSynchronize[cx](hEvent: Handle) {
         machine(&cx)?.event_synchronize(&cx, hEvent as u64)
     }
 
     /// `cuEventElapsedTime`: `CUDA_ERROR_INVALID_HANDLE` when either event has no timing
     /// or was never recorded, `CUDA_ERROR_NOT_READY` while either is pending.
+    #[no_mangle]
     fn cuEventElapsedTime[cx](pMilliseconds: *mut f32, hStart: Handle, hEnd: Handle) {
         let m = machine(&cx)?;
         let ms = m.event_elapsed(&cx, hStart as u64, hEnd as u64)?;
@@ -563,6 +585,7 @@ export! {
     /// `cuLaunchHostFunc` (Execution Control): `fn(userData)` runs on the stream's thread
     /// when the stream reaches it; not at all once the context failed. A driver call made
     /// from inside it is reported.
+    #[no_mangle]
     fn cuLaunchHostFunc[cx](hStream: Handle, f: CUhostFn, userData: *mut c_void) {
         let m = machine(&cx)?;
         let f = f.ok_or(Error::InvalidValue)?;
@@ -571,6 +594,7 @@ export! {
 
     /// `cuPointerGetAttributes` (Unified Addressing): for memory the driver does not know
     /// it succeeds with default answers (memory type 0, ordinal -2), as documented.
+    #[no_mangle]
     fn cuPointerGetAttributes[cx](numAttributes: c_uint, attributes: *mut c_int, data: *mut *mut c_void, ptr: CUdeviceptr) {
         let m = machine(&cx)?;
         if attributes.is_null() || data.is_null() {
@@ -589,6 +613,7 @@ export! {
     /// `cuModuleLoadData` (Module Management): PTX text, a cubin or a fatbin; its entry
     /// points are read, and lookups of anything but the double's kernels are
     /// `CUDA_ERROR_NOT_FOUND`.
+    #[no_mangle]
     fn cuModuleLoadData[cx](module: *mut Handle, image: *const c_void) {
         let m = machine(&cx)?;
         if module.is_null() {
@@ -613,12 +638,14 @@ export! {
     }
 
     /// `cuModuleUnload`.
+    #[no_mangle]
     fn cuModuleUnload[cx](hmod: Handle) {
         machine(&cx)?.module_unload(&cx, hmod as u64)
     }
 
     /// `cuModuleGetFunction`: `CUDA_ERROR_NOT_FOUND` for a name the module lacks or the
     /// double cannot run.
+    #[no_mangle]
     fn cuModuleGetFunction[cx](hfunc: *mut Handle, hmod: Handle, name: *const c_char) {
         let m = machine(&cx)?;
         if name.is_null() || hfunc.is_null() {
@@ -634,6 +661,7 @@ export! {
     /// `cuLaunchKernel`: the geometry is checked as the driver does (a block of at most
     /// 1024 threads, dimensions within limits, 48 KiB of shared memory without opt-in);
     /// the arguments come through `kernelParams` (`extra` is not supported).
+    #[no_mangle]
     fn cuLaunchKernel[cx](
         f: Handle,
         gridDimX: c_uint,
@@ -662,6 +690,7 @@ export! {
 
     /// `cuMemAllocAsync` (Stream Ordered Memory Allocator): the memory may be used in the
     /// stream's order from here on; other streams must be ordered after this point.
+    #[no_mangle]
     fn cuMemAllocAsync[cx](dptr: *mut CUdeviceptr, bytesize: usize, hStream: Handle) {
         let m = machine(&cx)?;
         if dptr.is_null() {
@@ -673,6 +702,7 @@ export! {
     }
 
     /// `cuMemFreeAsync`: work queued after the free that touches the memory is reported.
+    #[no_mangle]
     fn cuMemFreeAsync[cx](dptr: CUdeviceptr, hStream: Handle) {
         machine(&cx)?.free_async(&cx, dptr as usize, stream_ref(hStream))
     }

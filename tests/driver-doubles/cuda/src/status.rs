@@ -1,37 +1,14 @@
 //! `CUresult` values, with the names and descriptions `cuGetErrorName` /
 //! `cuGetErrorString` give (cuda.h, Error Handling).
 
-use std::ffi::CStr;
-
 use gpuport_double_sim::faults::StatusTable;
 use gpuport_double_sim::Error;
 
 /// A raw `CUresult`.
 pub type CUresult = u32;
 
-macro_rules! statuses {
-    ($($name:ident = $code:literal, $text:literal;)*) => {
-        $(
-            #[doc = concat!("`", stringify!($name), "`: ", $text, ".")]
-            pub const $name: CUresult = $code;
-        )*
-
-        /// The name and description of a status, if the driver knows it.
-        pub fn name(code: CUresult) -> Option<(&'static CStr, &'static CStr)> {
-            match code {
-                $($code => Some((
-                    // SAFETY: a literal with one NUL, at its end.
-                    unsafe { CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) },
-                    // SAFETY: as above.
-                    unsafe { CStr::from_bytes_with_nul_unchecked(concat!($text, "\0").as_bytes()) },
-                )),)*
-                _ => None,
-            }
-        }
-    };
-}
-
-statuses! {
+gpuport_double_sim::statuses! {
+    CUresult;
     CUDA_SUCCESS = 0, "no error";
     CUDA_ERROR_INVALID_VALUE = 1, "invalid argument";
     CUDA_ERROR_OUT_OF_MEMORY = 2, "out of memory";

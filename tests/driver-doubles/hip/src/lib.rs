@@ -24,7 +24,7 @@ pub mod status;
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 
-use gpuport_double_sim::ffi::{image_bytes, put, put_text, serve};
+use gpuport_double_sim::ffi::{image_bytes, put, put_text};
 use gpuport_double_sim::kernels::FillLaunch;
 use gpuport_double_sim::report::violation;
 use gpuport_double_sim::{
@@ -151,28 +151,9 @@ fn arch_of(m: &Machine, device: usize) -> String {
     m.facts(device).arch.split(':').next().unwrap_or("").to_owned()
 }
 
-macro_rules! export {
-    ($( $(#[$meta:meta])* fn $name:ident[$cx:ident]($($arg:ident: $ty:ty),* $(,)?) $body:block )*) => {
-        $(
-            $(#[$meta])*
-            ///
-            /// # Safety
-            /// The arguments follow the C API's contract: pointers are null or valid for what
-            /// the call reads or writes through them. The call runs inside `catch_unwind`
-            /// (`serve`): nothing unwinds into the caller.
-            pub unsafe extern "C" fn $name($($arg: $ty),*) -> HipError {
-                let args = || {
-                    let parts: Vec<String> = vec![$(format!("{}={:?}", stringify!($arg), $arg)),*];
-                    parts.join(", ")
-                };
-                let $cx = Call { name: stringify!($name), args: &args };
-                serve(&$cx, code, hipErrorUnknown, || $body)
-            }
-        )*
-    };
-}
+gpuport_double_sim::export_c! {
+    returns HipError, codes code, unknown hipErrorUnknown;
 
-export! {
     /// `hipInit` (Initialization and Version): flags must be 0.
     #[no_mangle]
     fn hipInit[cx](flags: c_uint) {

@@ -2,38 +2,14 @@
 //! descriptions `hipGetErrorString` gives — on ROCm 6; ROCm 5.2's `hipGetErrorString`
 //! answers with the name again.
 
-use std::ffi::CStr;
-
 use gpuport_double_sim::faults::StatusTable;
 use gpuport_double_sim::Error;
 
 /// A raw `hipError_t`.
 pub type HipError = u32;
 
-macro_rules! statuses {
-    ($($name:ident = $code:literal, $text:literal;)*) => {
-        $(
-            #[doc = concat!("`", stringify!($name), "`: ", $text, ".")]
-            #[allow(non_upper_case_globals)]
-            pub const $name: HipError = $code;
-        )*
-
-        /// The name and description of a status, if the runtime knows it.
-        pub fn name(code: HipError) -> Option<(&'static CStr, &'static CStr)> {
-            match code {
-                $($code => Some((
-                    // SAFETY: a literal with one NUL, at its end.
-                    unsafe { CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) },
-                    // SAFETY: as above.
-                    unsafe { CStr::from_bytes_with_nul_unchecked(concat!($text, "\0").as_bytes()) },
-                )),)*
-                _ => None,
-            }
-        }
-    };
-}
-
-statuses! {
+gpuport_double_sim::statuses! {
+    HipError;
     hipSuccess = 0, "no error";
     hipErrorInvalidValue = 1, "invalid argument";
     hipErrorOutOfMemory = 2, "out of memory";

@@ -100,3 +100,59 @@ pub unsafe fn image_bytes<'a>(image: *const u8) -> Result<&'a [u8]> {
     // SAFETY: the image holds `len` bytes per its own headers (the contract).
     Ok(unsafe { std::slice::from_raw_parts(image, len) })
 }
+
+/// Declares a vendor's status codes (`NAME = code, "description";` each) as constants of
+/// type `$ty`, and `name(code)`: the status's name and description as static C strings,
+/// for the vendor's error-name functions.
+#[macro_export]
+macro_rules! statuses {
+    ($ty:ty; $($name:ident = $code:literal, $text:literal;)*) => {
+        $(
+            #[doc = concat!("`", stringify!($name), "`: ", $text, ".")]
+            #[allow(non_upper_case_globals)]
+            pub const $name: $ty = $code;
+        )*
+
+        /// The name and description of a status, if the driver knows it.
+        pub fn name(code: $ty) -> Option<(&'static ::std::ffi::CStr, &'static ::std::ffi::CStr)> {
+            match code {
+                $($code => Some((
+                    // SAFETY: a literal with one NUL, at its end.
+                    unsafe { ::std::ffi::CStr::from_bytes_with_nul_unchecked(concat!(stringify!($name), "\0").as_bytes()) },
+                    // SAFETY: as above.
+                    unsafe { ::std::ffi::CStr::from_bytes_with_nul_unchecked(concat!($text, "\0").as_bytes()) },
+                )),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+/// Defines a double's exported C functions: each body runs as a closure returning
+/// `Result<()>` through [`serve`] (inside `catch_unwind`, its error mapped by `$code`,
+/// a panic answered with `$unknown`), with `$cx` the call (name and rendered arguments)
+/// for reports. Attributes (`#[no_mangle]`, docs) are given per function.
+#[macro_export]
+macro_rules! export_c {
+    (
+        returns $ret:ty, codes $code:path, unknown $unknown:expr;
+        $( $(#[$meta:meta])* fn $name:ident[$cx:ident]($($arg:ident: $ty:ty),* $(,)?) $body:block )*
+    ) => {
+        $(
+            $(#[$meta])*
+            ///
+            /// # Safety
+            /// The arguments follow the C API's contract: pointers are null or valid for what
+            /// the call reads or writes through them. The call runs inside `catch_unwind`
+            /// (`serve`): nothing unwinds into the caller.
+            pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+                let args = || {
+                    let parts: Vec<String> = vec![$(format!("{}={:?}", stringify!($arg), $arg)),*];
+                    parts.join(", ")
+                };
+                let $cx = $crate::Call { name: stringify!($name), args: &args };
+                $crate::ffi::serve(&$cx, $code, $unknown, || $body)
+            }
+        )*
+    };
+}

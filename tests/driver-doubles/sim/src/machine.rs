@@ -1202,6 +1202,32 @@ impl Machine {
 
     // --- memory -----------------------------------------------------------------------
 
+    #[allow(clippy::too_many_arguments)]
+    fn new_alloc(
+        cx: &Call<'_>,
+        start: usize,
+        size: usize,
+        kind: AllocKind,
+        device: usize,
+        ctx: u64,
+        host: Option<HostBlock>,
+    ) -> Alloc {
+        Alloc {
+            id: 0,
+            start,
+            size,
+            kind,
+            device,
+            ctx,
+            origin: origin(cx),
+            freeing: false,
+            pending: 0,
+            zombie: false,
+            host,
+            accesses: Vec::new(),
+        }
+    }
+
     fn insert_alloc(st: &mut State, mut a: Alloc) -> usize {
         a.id = st.id();
         let start = a.start;
@@ -1219,20 +1245,7 @@ impl Machine {
             return Err(Error::InvalidValue);
         }
         let start = lock(&self.spaces[device]).alloc(bytes).ok_or(Error::OutOfMemory)?;
-        let a = Alloc {
-            id: 0,
-            start,
-            size: bytes,
-            kind: AllocKind::Device,
-            device,
-            ctx,
-            origin: origin(cx),
-            freeing: false,
-            pending: 0,
-            zombie: false,
-            host: None,
-            accesses: Vec::new(),
-        };
+        let a = Self::new_alloc(cx, start, bytes, AllocKind::Device, device, ctx, None);
         Ok(Self::insert_alloc(&mut st, a))
     }
 
@@ -1249,20 +1262,8 @@ impl Machine {
             return Err(Error::OutOfMemory);
         }
         let block = HostBlock::new(bytes).ok_or(Error::OutOfMemory)?;
-        let a = Alloc {
-            id: 0,
-            start: block.addr,
-            size: bytes,
-            kind: if managed { AllocKind::Managed } else { AllocKind::Pinned },
-            device,
-            ctx,
-            origin: origin(cx),
-            freeing: false,
-            pending: 0,
-            zombie: false,
-            host: Some(block),
-            accesses: Vec::new(),
-        };
+        let kind = if managed { AllocKind::Managed } else { AllocKind::Pinned };
+        let a = Self::new_alloc(cx, block.addr, bytes, kind, device, ctx, Some(block));
         Ok(Self::insert_alloc(&mut st, a))
     }
 
@@ -1316,20 +1317,7 @@ impl Machine {
             return Err(Error::InvalidValue);
         }
         let start = lock(&self.spaces[core.device]).alloc(bytes).ok_or(Error::OutOfMemory)?;
-        let a = Alloc {
-            id: 0,
-            start,
-            size: bytes,
-            kind: AllocKind::StreamOrdered,
-            device: core.device,
-            ctx: core.ctx,
-            origin: origin(cx),
-            freeing: false,
-            pending: 0,
-            zombie: false,
-            host: None,
-            accesses: Vec::new(),
-        };
+        let a = Self::new_alloc(cx, start, bytes, AllocKind::StreamOrdered, core.device, core.ctx, None);
         Self::insert_alloc(&mut st, a);
         if let Err(e) = self.enqueue(cx, &mut st, &core, |_, _| Work::Nothing, &[(start, bytes, true)], Vec::new()) {
             if let Some(a) = st.allocs.remove(&start) {

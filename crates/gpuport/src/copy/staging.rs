@@ -1,5 +1,5 @@
 //! Staging sets for staged copies, pooled per (source device, destination device): two
-//! pinned buffers and the four events that order them (DESIGN §5), made once and reused,
+//! pinned buffers and the four events that order them, made once and reused,
 //! not per call.
 //!
 //! A set goes back to the pool as soon as its copy is queued; it is handed out again only

@@ -75,7 +75,18 @@ pub(crate) fn artifacts(json: &str) -> Vec<Artifact> {
 fn build() -> Result<Vec<Artifact>, String> {
     let mut cmd = crate::cargo();
     cmd.args(["build", "--profile", "bundle", "--message-format=json-render-diagnostics"]);
-    cmd.args(["-p", "gpuport-conformance", "-p", "gpuport-cuda", "-p", "gpuport-dlpack", "-p", "gpuport-cai", "-p", "gpuport"]);
+    cmd.args([
+        "-p",
+        "gpuport-conformance",
+        "-p",
+        "gpuport-cuda",
+        "-p",
+        "gpuport-dlpack",
+        "-p",
+        "gpuport-cai",
+        "-p",
+        "gpuport",
+    ]);
     cmd.args(["--tests", "--example", "demo", "--bench", "staged_copy", "--bench", "cuda_bandwidth"]);
     // A bundle must not depend on anything outside it: no -C target-cpu=native.
     cmd.env_remove("RUSTFLAGS");

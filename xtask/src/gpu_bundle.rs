@@ -1,5 +1,5 @@
 //! `cargo xtask gpu-bundle [--out DIR]`: one self-contained folder that runs every GPU
-//! check on a CUDA machine that has no Rust toolchain and no network (DESIGN §12).
+//! check on a CUDA machine that has no Rust toolchain and no network.
 //!
 //! It builds, here, the release (profile `bundle`: no debug info) test binaries of the conformance suite and of
 //! `gpuport-cuda` (unit, loading, GPU-only and real-driver tests), the demo, and the

@@ -1,6 +1,6 @@
 //! # gpuport-cai
 //!
-//! The CUDA Array Interface, version 3 (DESIGN §7), for gpuport arrays on CUDA and ROCm
+//! The CUDA Array Interface, version 3, for gpuport arrays on CUDA and ROCm
 //! (and, for tests, any device with real asynchronous streams):
 //!
 //! - [`Interface`]: the typed model, read from and written to its neutral key/value form

@@ -1,6 +1,6 @@
 //! # gpuport-dlpack
 //!
-//! DLPack for gpuport (DESIGN §6): the `dlpack.h` 1.x ABI ([`abi`]), exporting an
+//! DLPack for gpuport: the `dlpack.h` 1.x ABI ([`abi`]), exporting an
 //! [`gpuport::Array`] by the array-API request rules ([`to_dlpack`]: `max_version`,
 //! `dl_device`, `copy`, `stream`), and importing a managed tensor after validating it
 //! ([`from_dlpack`]). Device types come from what each backend declares

@@ -1,4 +1,4 @@
-//! gpuport's errors as Python exceptions of the right kind (DESIGN §8, issue 13 §4): bad
+//! gpuport's errors as Python exceptions of the right kind: bad
 //! values are ValueError, bad types TypeError, an impossible export BufferError, a masked
 //! CAI NotImplementedError, an unavailable backend `gpuport.BackendUnavailable` (a
 //! RuntimeError carrying the reason), out of memory MemoryError.

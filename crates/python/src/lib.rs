@@ -1,6 +1,6 @@
 //! # gpuport-python
 //!
-//! The `gpuport` Python module (DESIGN §8): thin glue from Python objects to gpuport's
+//! The `gpuport` Python module: thin glue from Python objects to gpuport's
 //! Rust crates, which hold every rule — `gpuport-dlpack` (export, stream handshake,
 //! validated import), `gpuport-cai` (the CUDA Array Interface v3) and the facade's
 //! `Array`, copy engine and `MirroredArray`. Errors become Python exceptions of the kind

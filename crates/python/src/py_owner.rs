@@ -2,7 +2,7 @@
 //! producer's DLPack deleter, a held `Py_buffer`) are dropped with the GIL held — and,
 //! once the interpreter is finalizing or gone, not at all (leaked), since no Python object
 //! may be touched then. gpuport's release path already keeps such drops off driver
-//! callback and stream worker threads (DESIGN §5).
+//! callback and stream worker threads (`gpuport::release`).
 
 /// Drops its value with the GIL held, or leaks it when Python can no longer be entered.
 pub struct PyOwner<T: Send + Sync + 'static>(Option<T>);

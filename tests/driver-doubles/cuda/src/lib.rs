@@ -7,6 +7,10 @@
 //! NVIDIA's *CUDA Driver API* reference it follows; where the double is stricter than the
 //! driver, the comment says how.
 //!
+//! Every exported function serves its call inside `catch_unwind` (the simulation's
+//! `serve`): a bug in the double becomes a report and `CUDA_ERROR_UNKNOWN`, never an
+//! unwind into the caller.
+//!
 //! Handles (contexts, streams, events, modules, functions) are tagged numbers, not
 //! pointers: a destroyed or made-up handle is reported, never dereferenced. Device
 //! pointers are addresses the host cannot touch.

@@ -116,6 +116,7 @@ fn every_misuse_is_reported_and_correct_use_is_not() {
 
         // A driver call from inside a host function.
         static STATUS: AtomicU32 = AtomicU32::new(u32::MAX);
+        // Cannot panic (an atomic store, and a call that runs inside `catch_unwind`).
         unsafe extern "C" fn calls_the_driver(stream: *mut c_void) {
             // SAFETY: a stream handle of the double (refused from here).
             STATUS.store(unsafe { cuStreamQuery(stream) }, Ordering::SeqCst);

@@ -12,6 +12,9 @@
 //! | `hipGetErrorString` | a description | the status's name |
 //! | `hipGetProcAddress`, `hipLaunchHostFunc`, `hipGetDevicePropertiesR0600` | exported | absent (as in 5.2) |
 //!
+//! Every exported function that can fail serves its call inside `catch_unwind` (the
+//! simulation's `serve`); the error-name functions only index static tables.
+//!
 //! `cargo xtask doubles` builds both into `target/driver-doubles/rocm6` and `rocm5`. Each
 //! function's comment names the section of AMD's *HIP Runtime API reference* it follows.
 //! The devices report `gfx90a` (device 0) and `gfx942` (others), so a code-object bundle

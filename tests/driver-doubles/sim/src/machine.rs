@@ -646,6 +646,15 @@ impl Machine {
         Ok(id)
     }
 
+    /// The current context (checked as [`Machine::current`] does), its device and shared
+    /// state, after applying a fault planned for this call to them.
+    fn current_with_fault(&self, cx: &Call<'_>, st: &mut State) -> Result<(u64, usize, Arc<CtxShared>)> {
+        let ctx = self.current(cx, st)?;
+        let (device, shared) = (st.contexts[&ctx].device, st.contexts[&ctx].shared.clone());
+        self.fault_now(st, device, Some(&shared))?;
+        Ok((ctx, device, shared))
+    }
+
     /// The current context's device (for calls that allocate or load on it).
     pub fn current_device(&self, cx: &Call<'_>) -> Result<usize> {
         let mut st = lock(&self.state);
@@ -720,9 +729,7 @@ impl Machine {
     /// `cuStreamCreateWithPriority` in the current context.
     pub fn stream_create(&self, cx: &Call<'_>, blocking: bool) -> Result<u64> {
         let mut st = lock(&self.state);
-        let ctx = self.current(cx, &mut st)?;
-        let (device, shared) = (st.contexts[&ctx].device, st.contexts[&ctx].shared.clone());
-        self.fault_now(&mut st, device, Some(&shared))?;
+        let (ctx, device, shared) = self.current_with_fault(cx, &mut st)?;
         let id = st.id();
         let core = StreamCore::new(id, ctx, device, StreamKind::Created { blocking }, shared);
         spawn_worker(core.clone(), self.machine_ref());
@@ -1067,9 +1074,7 @@ impl Machine {
     pub fn context_synchronize(&self, cx: &Call<'_>) -> Result<()> {
         let (targets, clocks, shared, device) = {
             let mut st = lock(&self.state);
-            let ctx = self.current(cx, &mut st)?;
-            let (device, shared) = (st.contexts[&ctx].device, st.contexts[&ctx].shared.clone());
-            self.fault_now(&mut st, device, Some(&shared))?;
+            let (ctx, device, shared) = self.current_with_fault(cx, &mut st)?;
             let c = &st.contexts[&ctx];
             let targets: Vec<(Arc<StreamCore>, u64)> = st
                 .streams
@@ -1103,9 +1108,7 @@ impl Machine {
     /// `cuEventCreate` in the current context.
     pub fn event_create(&self, cx: &Call<'_>, timing: EventTiming) -> Result<u64> {
         let mut st = lock(&self.state);
-        let ctx = self.current(cx, &mut st)?;
-        let (device, shared) = (st.contexts[&ctx].device, st.contexts[&ctx].shared.clone());
-        self.fault_now(&mut st, device, Some(&shared))?;
+        let (ctx, _, _) = self.current_with_fault(cx, &mut st)?;
         let id = st.id();
         st.events.insert(id, EventEntry { ctx, timing, last: None, origin: origin(cx) });
         Ok(self.encode(HandleKind::Event, id))
@@ -1238,9 +1241,7 @@ impl Machine {
     /// `cuMemAlloc` in the current context.
     pub fn alloc_device(&self, cx: &Call<'_>, bytes: usize) -> Result<usize> {
         let mut st = lock(&self.state);
-        let ctx = self.current(cx, &mut st)?;
-        let (device, shared) = (st.contexts[&ctx].device, st.contexts[&ctx].shared.clone());
-        self.fault_now(&mut st, device, Some(&shared))?;
+        let (ctx, device, _) = self.current_with_fault(cx, &mut st)?;
         if bytes == 0 {
             return Err(Error::InvalidValue);
         }
@@ -1252,9 +1253,7 @@ impl Machine {
     /// `cuMemHostAlloc` (pinned) or `cuMemAllocManaged` (managed) in the current context.
     pub fn alloc_host(&self, cx: &Call<'_>, bytes: usize, managed: bool) -> Result<usize> {
         let mut st = lock(&self.state);
-        let ctx = self.current(cx, &mut st)?;
-        let (device, shared) = (st.contexts[&ctx].device, st.contexts[&ctx].shared.clone());
-        self.fault_now(&mut st, device, Some(&shared))?;
+        let (ctx, device, _) = self.current_with_fault(cx, &mut st)?;
         if bytes == 0 {
             return Err(Error::InvalidValue);
         }

@@ -121,7 +121,8 @@ pub(crate) fn device_tests(backend: &str) -> Vec<Command> {
 }
 
 /// Runs a backend's tests on its double: the whole conformance suite (two devices,
-/// kernels included), the backend's own device tests and the fault-injection tests. Fails
+/// kernels included), the backend's own device tests, the mutation check's driver
+/// mutants and the fault-injection tests. Fails
 /// on a failed test and on any validation report.
 pub(crate) fn test_on(d: &Double, tally: &mut Tally) -> bool {
     // Absolute: test binaries run in their own crate's folder.
@@ -141,6 +142,15 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally) -> bool {
         let mut own = cargo();
         own.args(["test", "-p", d.package, "--features", &d.features.join(","), "--test", "versions"]);
         ok &= run_tests(own, tally);
+    }
+    // The mutation check's driver mutants: the suite on this backend over the double given
+    // one flaw at a time must fail in the case that checks the broken rule. The flaws live
+    // in the simulation both ROCm versions share, so ROCm 6 alone runs them.
+    if d.features.is_empty() {
+        let mut mutants = cargo();
+        mutants.args(["test", "-p", "gpuport-mutants", "--test", "mutation_check", "--", "--ignored"]);
+        mutants.arg(format!("driver/{}/", d.backend));
+        ok &= run_tests(with_double(mutants, d, &report), tally);
     }
     // One process per injected fault (tests/faults).
     let mut faults = cargo();

@@ -10,6 +10,11 @@
 //!
 //! The generic parameter `F` of every type is the mutant's index in [`MUTANTS`]; `0` is the
 //! control, which breaks nothing.
+//!
+//! The same flaws, where they can live below a vendor port, are also run through the CUDA
+//! and ROCm backends: [`DRIVER_MUTANTS`] names, for each flaw the driver doubles can be
+//! given (`GPUPORT_DOUBLE_MUTANT`), the case that must catch it. Those trials need a double
+//! and run in `cargo xtask test --backend cuda|rocm --double`.
 
 mod device;
 mod stream;
@@ -89,6 +94,31 @@ pub const MUTANTS: &[Mutant] = &[
         breaks: "a wrapped event claims to own its event",
         caught_by: "handles::foreign_event_not_destroyed",
     },
+];
+
+/// A flaw of the driver doubles (`GPUPORT_DOUBLE_MUTANT=name`) and the conformance case
+/// that must fail for it when the CUDA or ROCm backend runs on the mutated double. The
+/// flaws are the port mutants' where a vendor port delegates the rule to its driver: a
+/// wait, a query, a synchronize, a copy's source, a stream's order, a timing, pointer
+/// facts. The rest (callback panics, foreign modules, borrowed handles, dropped streams'
+/// errors) are gpuport's own code and have no driver counterpart.
+#[derive(Debug, Clone, Copy)]
+pub struct DriverMutant {
+    /// The flaw's name, as the doubles take it.
+    pub flaw: &'static str,
+    /// The conformance case that must fail (`group::name`).
+    pub caught_by: &'static str,
+}
+
+/// Every driver flaw the doubles know, with the case that must catch it.
+pub const DRIVER_MUTANTS: &[DriverMutant] = &[
+    DriverMutant { flaw: "sync-at-once", caught_by: "device::synchronize_waits_for_every_stream" },
+    DriverMutant { flaw: "noop-wait", caught_by: "ordering::cross_stream_event" },
+    DriverMutant { flaw: "query-always-done", caught_by: "ordering::stream_query" },
+    DriverMutant { flaw: "copy-ignores-offset", caught_by: "copies::every_copy_kind" },
+    DriverMutant { flaw: "out-of-order", caught_by: "ordering::one_stream_in_order" },
+    DriverMutant { flaw: "fake-elapsed", caught_by: "events::elapsed_time" },
+    DriverMutant { flaw: "unknown-pointers", caught_by: "memory::pointer_attributes" },
 ];
 
 /// The flaws, as the indices the types are instantiated with.

@@ -2,18 +2,29 @@
 //! through its public entry point, in a process of its own (a broken port must not disturb
 //! the others, and a hang is killed). A mutant passes this check only when the suite
 //! fails it in the case named for it; the control must pass every case.
+//!
+//! The driver mutants (`driver/cuda/FLAW`, `driver/rocm/FLAW`) run the suite on the CUDA
+//! or ROCm backend over a driver double given one flaw (`GPUPORT_DOUBLE_MUTANT`). They
+//! need the double loaded (`GPUPORT_CUDA_LIBRARY` / `GPUPORT_HIP_LIBRARY`), so they are
+//! ignored by default; `cargo xtask test --backend cuda|rocm --double` runs them. The
+//! unflawed run on the double is the conformance run beside them, which must pass.
 
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use gpuport::Runtime;
-use gpuport_conformance::{registered_fill_kernel, run_port, Port};
-use gpuport_mutants::{with_mutant, Mutant, MUTANTS};
+use gpuport_conformance::{builtin_ports, registered_fill_kernel, run_port, Port};
+use gpuport_mutants::{with_mutant, DRIVER_MUTANTS, MUTANTS};
 use libtest_mimic::{Arguments, Failed, Trial};
 
-/// Set in a child process: the mutant it runs the suite against.
+/// Set in a child process: the mutant it runs the suite against (an index into `MUTANTS`,
+/// or `BACKEND/FLAW` for a driver mutant).
 const CHILD_ENV: &str = "GPUPORT_MUTANT";
+/// The doubles' variable that gives them a flaw.
+const DOUBLE_MUTANT_ENV: &str = "GPUPORT_DOUBLE_MUTANT";
+/// The vendor backends the driver mutants run through.
+const VENDOR_BACKENDS: [&str; 2] = ["cuda", "rocm"];
 /// How long one mutant's suite may take before it counts as hung.
 const LIMIT: Duration = Duration::from_secs(240);
 
@@ -22,16 +33,69 @@ fn main() {
         std::process::exit(run_child(&index));
     }
     let args = Arguments::from_args();
-    let trials = MUTANTS
+    let mut trials: Vec<Trial> = MUTANTS
         .iter()
         .enumerate()
-        .map(|(index, mutant)| Trial::test(mutant.name, move || check(index, mutant)))
+        .map(|(index, mutant)| {
+            let judged = Judged { name: mutant.name, breaks: mutant.breaks, caught_by: mutant.caught_by };
+            Trial::test(mutant.name, move || check(&index.to_string(), &[], &judged))
+        })
         .collect();
+    trials.push(Trial::test("driver_mutants_match_the_doubles", driver_mutants_match_the_doubles));
+    for backend in VENDOR_BACKENDS {
+        for mutant in DRIVER_MUTANTS {
+            let name = format!("driver/{backend}/{}", mutant.flaw);
+            let breaks = gpuport_double_sim::mutation::MUTATIONS
+                .iter()
+                .find(|(_, name, _)| *name == mutant.flaw)
+                .map_or(mutant.flaw, |(_, _, what)| *what);
+            let judged = Judged { name: backend, breaks, caught_by: mutant.caught_by };
+            let child = format!("{backend}/{}", mutant.flaw);
+            let trial = Trial::test(name, move || check(&child, &[(DOUBLE_MUTANT_ENV, mutant.flaw)], &judged));
+            let needs = format!("needs a driver double: cargo xtask test --backend {backend} --double");
+            trials.push(trial.with_kind(needs).with_ignored_flag(true));
+        }
+    }
     libtest_mimic::run(&args, trials).exit();
 }
 
+/// Every flaw the doubles know has a case that must catch it, and no other is named.
+fn driver_mutants_match_the_doubles() -> Result<(), Failed> {
+    let known: Vec<&str> = gpuport_double_sim::mutation::MUTATIONS.iter().map(|(_, name, _)| *name).collect();
+    let listed: Vec<&str> = DRIVER_MUTANTS.iter().map(|m| m.flaw).collect();
+    let missing: Vec<&&str> = known.iter().filter(|k| !listed.contains(k)).collect();
+    let unknown: Vec<&&str> = listed.iter().filter(|l| !known.contains(l)).collect();
+    match missing.is_empty() && unknown.is_empty() {
+        true => Ok(()),
+        false => Err(format!("flaws without a case: {missing:?}; cases for unknown flaws: {unknown:?}").into()),
+    }
+}
+
+/// What a child run is judged by: the backend name the report is for, the rule broken,
+/// and the case that must fail (empty: the control, which must pass every case).
+struct Judged {
+    name: &'static str,
+    breaks: &'static str,
+    caught_by: &'static str,
+}
+
+/// In the child: runs the suite against the mutant `what` names, prints the report.
+fn run_child(what: &str) -> i32 {
+    if let Some((backend, _flaw)) = what.split_once('/') {
+        // A driver mutant: the built-in vendor port, over the double the parent's
+        // environment loads with the flaw it names.
+        let Some(port) = builtin_ports().into_iter().find(|p| p.name == backend) else {
+            eprintln!("{CHILD_ENV}={what:?} names no built-in backend");
+            return 2;
+        };
+        print!("{}", run_port(&port));
+        return 0;
+    }
+    run_software_mutant(what)
+}
+
 /// In the child: registers mutant `index`, runs the suite, prints the report.
-fn run_child(index: &str) -> i32 {
+fn run_software_mutant(index: &str) -> i32 {
     let Some(index) = index.parse::<usize>().ok().filter(|&i| i < MUTANTS.len()) else {
         eprintln!("{CHILD_ENV}={index:?} names no mutant");
         return 2;
@@ -52,12 +116,16 @@ fn run_child(index: &str) -> i32 {
     0
 }
 
-/// Runs mutant `index` in a child process and checks its report.
-fn check(index: usize, mutant: &Mutant) -> Result<(), Failed> {
+/// Runs the mutant `what` names in a child process (with `env` added) and checks its
+/// report. A flawed double's validation reports are expected, so they are kept out of
+/// the report file the unflawed runs are checked by.
+fn check(what: &str, env: &[(&str, &str)], mutant: &Judged) -> Result<(), Failed> {
     let exe = std::env::current_exe().map_err(|e| format!("no test executable: {e}"))?;
     let mut child = Command::new(exe)
-        .env(CHILD_ENV, index.to_string())
+        .env(CHILD_ENV, what)
+        .envs(env.iter().copied())
         .env_remove("GPUPORT_BACKENDS")
+        .env_remove("GPUPORT_DOUBLE_REPORT")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -88,7 +156,7 @@ fn check(index: usize, mutant: &Mutant) -> Result<(), Failed> {
 }
 
 /// The control passes every case; a mutant fails its named case.
-fn judge(mutant: &Mutant, report: &str) -> Result<(), String> {
+fn judge(mutant: &Judged, report: &str) -> Result<(), String> {
     let failed: Vec<&str> =
         report.lines().filter_map(|l| l.split_once(" ... FAILED")?.0.split_once("::").map(|(_, case)| case)).collect();
     if !report.contains(&format!("conformance of {}:", mutant.name)) {

@@ -15,6 +15,8 @@ pub const FAULTS_ENV: &str = "GPUPORT_DOUBLE_FAULTS";
 /// `0` turns off the report of objects still alive at process exit (for programs that
 /// never free what they hold at exit, such as a Python interpreter).
 pub const LEAK_CHECK_ENV: &str = "GPUPORT_DOUBLE_LEAK_CHECK";
+/// A deliberate flaw to run with (see [`crate::mutation`]); unset: none.
+pub const MUTANT_ENV: &str = "GPUPORT_DOUBLE_MUTANT";
 
 /// The settings.
 #[derive(Debug, Clone)]
@@ -29,6 +31,8 @@ pub struct Config {
     pub leak_check: bool,
     /// The fault specification, unparsed.
     pub faults: String,
+    /// The mutant's name, unparsed (empty: none).
+    pub mutant: String,
 }
 
 fn number(name: &str, default: u64) -> u64 {
@@ -44,6 +48,7 @@ impl Config {
             delay: Duration::from_micros(number(DELAY_ENV, 0)),
             leak_check: std::env::var(LEAK_CHECK_ENV).map_or(true, |v| v.trim() != "0"),
             faults: std::env::var(FAULTS_ENV).unwrap_or_default(),
+            mutant: std::env::var(MUTANT_ENV).unwrap_or_default(),
         }
     }
 }

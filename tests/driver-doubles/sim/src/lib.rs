@@ -25,7 +25,8 @@
 //! unknown pointers, ranges outside allocations, work after free, unordered accesses from
 //! two streams (vector clocks per stream and event, [`clock`]), driver calls inside host
 //! functions, and objects still alive at exit. Faults are injected by
-//! `GPUPORT_DOUBLE_FAULTS` ([`faults`]).
+//! `GPUPORT_DOUBLE_FAULTS` ([`faults`]). For the conformance suite's mutation check, one
+//! deliberate flaw can be switched on with `GPUPORT_DOUBLE_MUTANT` ([`mutation`]).
 //!
 //! Depends on std and libc only: it must check gpuport, not echo it.
 
@@ -37,6 +38,7 @@ pub mod image;
 pub mod kernels;
 mod machine;
 pub mod memory;
+pub mod mutation;
 pub mod report;
 mod stream;
 

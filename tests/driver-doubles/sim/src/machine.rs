@@ -17,6 +17,7 @@ use crate::clock::VClock;
 use crate::config::Config;
 use crate::faults::{Fault, Faults, StatusTable};
 use crate::memory::{DeviceSpace, HostBlock};
+use crate::mutation::Mutation;
 use crate::report::{violation, violation_outside_call};
 pub use crate::stream::{in_host_function, HostFn as HostCallback, StreamKind};
 use crate::stream::{spawn_worker, Completion, CtxShared, Op, RecordSlot, StreamCore, Work};
@@ -243,6 +244,8 @@ pub struct Machine {
     vendor: Vendor,
     config: Config,
     faults: Faults,
+    /// The deliberate flaw it runs with, if any (the mutation check's driver mutants).
+    mutation: Option<Mutation>,
     spaces: Vec<Mutex<DeviceSpace>>,
     facts: Vec<DeviceFacts>,
     lost: Vec<AtomicBool>,
@@ -305,6 +308,9 @@ impl Completion for Machine {
     fn delay(&self) -> Duration {
         self.config.delay
     }
+    fn newest_first(&self) -> bool {
+        self.mutated(Mutation::OutOfOrder)
+    }
 }
 
 /// Gives an allocation's memory back.
@@ -359,6 +365,16 @@ impl Machine {
                 violation_outside_call("bad-fault-spec", format!("{}: {e}", crate::config::FAULTS_ENV));
                 Faults::default()
             });
+            let mutation = match config.mutant.trim() {
+                "" => None,
+                name => Mutation::parse(name).or_else(|| {
+                    violation_outside_call(
+                        "bad-mutant",
+                        format!("{}: no flaw named {name:?}", crate::config::MUTANT_ENV),
+                    );
+                    None
+                }),
+            };
             let spaces: Vec<Mutex<DeviceSpace>> =
                 (0..config.devices).filter_map(|_| DeviceSpace::new(config.memory)).map(Mutex::new).collect();
             let facts = (0..spaces.len()).map(|i| (vendor.facts)(i, config.memory)).collect();
@@ -371,6 +387,7 @@ impl Machine {
                 vendor,
                 config,
                 faults,
+                mutation,
                 spaces,
                 facts,
                 lost,
@@ -379,6 +396,11 @@ impl Machine {
                 epoch: Instant::now(),
             }
         })
+    }
+
+    /// Whether the machine runs with flaw `m`.
+    fn mutated(&self, m: Mutation) -> bool {
+        self.mutation == Some(m)
     }
 
     /// The machine, once initialised.
@@ -957,6 +979,10 @@ impl Machine {
             MemcpyCheck::Unified => (None, None),
             MemcpyCheck::Peer { dst_device, src_device } => (Some(dst_device), Some(src_device)),
         };
+        let src = match self.mutated(Mutation::CopyIgnoresOffset) {
+            true => st.alloc_at(src).map_or(src, |a| a.start),
+            false => src,
+        };
         let d = self.resolve(cx, &st, dst, len, dd)?;
         let sp = self.resolve(cx, &st, src, len, sd)?;
         let work = Work::Copy { dst: d, src: sp, len };
@@ -995,6 +1021,9 @@ impl Machine {
         let mut st = lock(&self.state);
         let core = self.stream(cx, &mut st, s)?;
         let id = self.event_id(cx, &st, event)?;
+        if self.mutated(Mutation::NoopWait) {
+            return Ok(());
+        }
         let Some(slot) = st.events[&id].last.clone() else { return Ok(()) };
         st.clocks.entry(core.id).or_default().join(&slot.clock);
         self.enqueue(cx, &mut st, &core, |_, _| Work::Nothing, &[], vec![(slot.stream.clone(), slot.seq)])?;
@@ -1059,6 +1088,9 @@ impl Machine {
         let mut st = lock(&self.state);
         let core = self.stream(cx, &mut st, s)?;
         self.fault_now(&mut st, core.device, Some(&core.shared))?;
+        if self.mutated(Mutation::QueryAlwaysDone) {
+            return Ok(true);
+        }
         let targets = self.sync_targets(&mut st, &core);
         let done = targets.iter().all(|(s, seq)| s.completed() >= *seq);
         if done {
@@ -1089,7 +1121,9 @@ impl Machine {
             let clocks = Self::clocks_of(&st, &targets);
             (targets, clocks, shared, device)
         };
-        self.wait_and_learn(targets, clocks);
+        if !self.mutated(Mutation::SyncAtOnce) {
+            self.wait_and_learn(targets, clocks);
+        }
         self.check_lost(device)?;
         shared.poisoned().map_or(Ok(()), |c| Err(Error::Raw(c)))
     }
@@ -1156,6 +1190,9 @@ impl Machine {
             return Err(Error::Raw(code));
         }
         let Some(slot) = st.events[&id].last.clone() else { return Ok(true) };
+        if self.mutated(Mutation::QueryAlwaysDone) {
+            return Ok(true);
+        }
         let done = slot.is_done();
         if done {
             st.host_clock.join(&slot.clock);
@@ -1188,6 +1225,9 @@ impl Machine {
             return Err(Error::InvalidHandle);
         }
         let (Some(sa), Some(sb)) = (ea.last.clone(), eb.last.clone()) else { return Err(Error::InvalidHandle) };
+        if self.mutated(Mutation::FakeElapsed) {
+            return Ok(1.0);
+        }
         let ta = *lock(&sa.done_at);
         let tb = *lock(&sb.done_at);
         match (ta, tb) {
@@ -1354,6 +1394,9 @@ impl Machine {
 
     /// What the double knows of `addr`.
     pub fn pointer_info(&self, addr: usize) -> Option<PointerInfo> {
+        if self.mutated(Mutation::UnknownPointers) {
+            return None;
+        }
         let st = lock(&self.state);
         let a = st.alloc_at(addr)?;
         let kind = match a.kind {

@@ -178,11 +178,13 @@ impl StreamCore {
         self.cv.notify_all();
     }
 
-    /// The next operation, or `None` once closed and drained.
-    fn next(&self) -> Option<Op> {
+    /// The next operation (the oldest, or with `newest_first` the newest), or `None` once
+    /// closed and drained.
+    fn next(&self, newest_first: bool) -> Option<Op> {
         let mut q = lock(&self.queue);
         loop {
-            if let Some(op) = q.ops.pop_front() {
+            let op = if newest_first { q.ops.pop_back() } else { q.ops.pop_front() };
+            if let Some(op) = op {
                 return Some(op);
             }
             if q.closing {
@@ -213,6 +215,8 @@ pub fn in_host_function() -> bool {
 pub(crate) trait Completion: Sync {
     fn done(&self, op: &Op);
     fn delay(&self) -> std::time::Duration;
+    /// Whether streams run their queued work newest first (a driver mutant: out of order).
+    fn newest_first(&self) -> bool;
 }
 
 /// Runs one operation.
@@ -261,7 +265,7 @@ fn run(core: &StreamCore, op: &Op) {
 pub(crate) fn spawn_worker(core: Arc<StreamCore>, machine: &'static dyn Completion) {
     let name = format!("double stream {}", core.id);
     let spawned = std::thread::Builder::new().name(name).spawn(move || {
-        while let Some(op) = core.next() {
+        while let Some(op) = core.next(machine.newest_first()) {
             for (stream, seq) in &op.waits {
                 stream.wait_for(*seq);
             }

@@ -1,0 +1,69 @@
+//! Driver mutants: one deliberate flaw in the simulated driver, chosen with
+//! `GPUPORT_DOUBLE_MUTANT=NAME`. gpuport's mutation check runs the conformance suite on the
+//! CUDA and ROCm backends over a mutated double and expects the suite to fail, in the case
+//! that checks the broken rule: a device that loses a wait, answers "done" too early or
+//! measures nothing must be told apart from a working one whichever backend drives it.
+//!
+//! Each flaw mirrors one of the mutation check's broken software ports, moved to the level
+//! a vendor port delegates to: what the suite sees through a correct port over a broken
+//! driver is what it would see through a broken port over a correct one. The port flaws
+//! that live in gpuport's own code (a swallowed callback panic, a foreign module accepted,
+//! a borrowed stream destroyed) have no driver counterpart.
+
+/// One flaw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mutation {
+    /// `cuCtxSynchronize` / `hipDeviceSynchronize` return at once, without waiting for the
+    /// context's streams.
+    SyncAtOnce,
+    /// `cuStreamWaitEvent` / `hipStreamWaitEvent` queue nothing: the stream does not wait.
+    NoopWait,
+    /// `cuStreamQuery` / `cuEventQuery` (and HIP's) always answer "complete".
+    QueryAlwaysDone,
+    /// Copies read from the start of the source's allocation, whatever offset into it the
+    /// source address has.
+    CopyIgnoresOffset,
+    /// A stream runs its queued work newest first, so out of order.
+    OutOfOrder,
+    /// `cuEventElapsedTime` / `hipEventElapsedTime` answer 1 ms without measuring.
+    FakeElapsed,
+    /// Pointer attributes know no address (every pointer is unregistered host memory).
+    UnknownPointers,
+}
+
+/// Every flaw with its name (as `GPUPORT_DOUBLE_MUTANT` takes it) and what it breaks.
+pub const MUTATIONS: &[(Mutation, &str, &str)] = &[
+    (Mutation::SyncAtOnce, "sync-at-once", "the context synchronize returns at once without waiting"),
+    (Mutation::NoopWait, "noop-wait", "a stream's wait for an event does nothing"),
+    (Mutation::QueryAlwaysDone, "query-always-done", "stream and event queries always say complete"),
+    (Mutation::CopyIgnoresOffset, "copy-ignores-offset", "copies read from the start of the source allocation"),
+    (Mutation::OutOfOrder, "out-of-order", "a stream runs its queued work newest first"),
+    (Mutation::FakeElapsed, "fake-elapsed", "elapsed time between events is 1 ms, unmeasured"),
+    (Mutation::UnknownPointers, "unknown-pointers", "pointer attributes know no address"),
+];
+
+impl Mutation {
+    /// The flaw named `name`.
+    pub fn parse(name: &str) -> Option<Mutation> {
+        MUTATIONS.iter().find(|(_, n, _)| *n == name.trim()).map(|(m, _, _)| *m)
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        MUTATIONS.iter().find(|(m, _, _)| *m == self).map_or("?", |(_, n, _)| n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for (m, name, _) in MUTATIONS {
+            assert_eq!(Mutation::parse(name), Some(*m));
+            assert_eq!(m.name(), *name);
+        }
+        assert_eq!(Mutation::parse("no-such-flaw"), None);
+    }
+}

@@ -157,3 +157,24 @@ def test_cuda_is_found_where_a_gpu_is():
     tests must then run, not skip."""
     cuda = next(b for b in gpuport.backends() if b.name == "cuda")
     assert cuda.available, cuda.reason
+
+
+def test_messages_and_reprs_are_written_as_python_writes_them():
+    with pytest.raises(ValueError) as bad:
+        gpuport.asarray([1.5], dtype="int32")
+    assert str(bad.value) == "1.5 is not an integer (dtype int32)"
+    with pytest.raises(ValueError) as bad:
+        gpuport.zeros((2, 3))[0] = gpuport.zeros(2)
+    assert "(2,)" in str(bad.value) and "(3,)" in str(bad.value) and "[" not in str(bad.value)
+    host = [b for b in gpuport.backends() if b.name == "host"][0]
+    assert repr(host) == "<gpuport.Backend host available, devices ['host:0']>"
+
+
+def test_small_arrays_show_their_values_large_ones_their_shape():
+    a = gpuport.asarray([[1, 2], [3, 4]], dtype="int32")
+    assert repr(a) == "gpuport.Array([[1, 2], [3, 4]], dtype=int32, device='host:0')"
+    assert str(a) == repr(a)
+    on_ext = gpuport.asarray([1.5, 2.0], dtype="float64").to("ext:0")
+    assert repr(on_ext) == "gpuport.Array([1.5, 2.0], dtype=float64, device='ext:0')"
+    big = gpuport.zeros((10, 200), dtype="float32")
+    assert repr(big) == "gpuport.Array(shape=(10, 200), dtype=float32, device='host:0')"

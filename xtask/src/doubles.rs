@@ -110,21 +110,21 @@ fn with_double(mut cmd: Command, d: &Double, report: &Path) -> Command {
 /// own device tests (`backends/*/tests/gpu.rs`) and the interchange tests on its arrays.
 /// A named run includes exactly these — never the other vendor's, nor the checks that
 /// need a real library without a device.
-pub(crate) fn device_tests(backend: &str) -> Vec<Command> {
+pub(crate) fn device_tests(backend: &str) -> Vec<(String, Command)> {
     let own = if backend == "cuda" { "gpuport-cuda" } else { "gpuport-rocm" };
     let mut device = cargo();
     device.args(["test", "-p", own, "--test", "gpu", "--", "--include-ignored"]);
     let mut interchange = cargo();
     interchange.args(["test", "-p", "gpuport-dlpack", "-p", "gpuport-cai", "--test", "vendor_devices"]);
     interchange.args(["--", "--include-ignored"]);
-    vec![device, interchange]
+    vec![(format!("{backend} device tests"), device), (format!("DLPack and CAI on {backend} arrays"), interchange)]
 }
 
 /// Runs a backend's tests on its double: the whole conformance suite (two devices,
 /// kernels included), the backend's own device tests, the mutation check's driver
 /// mutants and the fault-injection tests. Fails
 /// on a failed test and on any validation report.
-pub(crate) fn test_on(d: &Double, tally: &mut Tally) -> bool {
+pub(crate) fn test_on(d: &Double, tally: &mut Tally, python: bool) -> bool {
     // Absolute: test binaries run in their own crate's folder.
     let report = target_dir().join("driver-doubles").join(format!("{}-report.txt", d.name));
     let report = std::path::absolute(&report).unwrap_or(report);
@@ -133,7 +133,7 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally) -> bool {
     let mut conformance = cargo();
     conformance.args(["test", "-p", "gpuport-conformance", "--test", "conformance"]);
     let mut ok = run_tests(with_double(conformance, d, &report), tally);
-    for cmd in device_tests(d.backend) {
+    for (_, cmd) in device_tests(d.backend) {
         ok &= run_tests(with_double(cmd, d, &report), tally);
     }
     // A double built with features (ROCm 5.2) checks its own version's answers; the
@@ -167,7 +167,9 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally) -> bool {
     } else {
         &["tests/python/test_vendor_devices.py"]
     };
-    if let Err(e) = crate::python::pytest(files, &env) {
+    if !python {
+        println!("xtask: the Python tests on the {} double left out (--no-python)", d.name);
+    } else if let Err(e) = crate::python::pytest(files, &env) {
         eprintln!("xtask: {e}");
         tally.failed += 1;
         ok = false;

@@ -26,11 +26,14 @@
 mod bench;
 mod doubles;
 mod gpu_bundle;
+mod plan;
 mod python;
 mod rocm_sid;
+mod summary;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode};
+
+use summary::{run_tests, Tally};
 
 const BACKENDS: &[&str] = &["host", "cuda", "rocm", "ext", "all"];
 
@@ -41,6 +44,8 @@ fn usage() -> ExitCode {
          commands:\n  \
            test --backend NAME   workspace tests + conformance suite on NAME ({})\n  \
            test --backend cuda|rocm --double  that backend's tests on its driver double(s)\n  \
+           test ... --no-python  leave the Python module's tests out (the summary says so)\n  \
+           test ... --plan       print what the run would do and leave out, and why; run nothing\n  \
            doubles               build the CUDA and HIP driver doubles into target/driver-doubles\n  \
            lint                  cargo fmt --check, clippy -D warnings, rustdoc -D warnings\n  \
            bench [--quick]       benchmarks: ratios against floors measured in the same run, one table\n  \
@@ -83,119 +88,58 @@ fn run(mut cmd: Command) -> bool {
     }
 }
 
-/// Totals of libtest's `test result:` lines.
-#[derive(Default)]
-struct Tally {
-    passed: u64,
-    failed: u64,
-    ignored: u64,
-}
-
-impl Tally {
-    /// Adds a `test result: ok. 3 passed; 0 failed; 1 ignored; …` line.
-    fn add_line(&mut self, line: &str) {
-        let Some(rest) = line.trim().strip_prefix("test result: ") else { return };
-        for part in rest.split(';') {
-            let mut words = part.split_whitespace().rev();
-            let (Some(what), Some(n)) = (words.next(), words.next()) else { continue };
-            let Ok(n) = n.parse::<u64>() else { continue };
-            match what {
-                "passed" => self.passed += n,
-                "failed" => self.failed += n,
-                "ignored" => self.ignored += n,
-                _ => {}
-            }
-        }
-    }
-}
-
-/// Runs `cargo test …`, echoing its output and adding its results to `tally`.
-fn run_tests(mut cmd: Command, tally: &mut Tally) -> bool {
-    eprintln!("xtask: running {cmd:?}");
-    let mut child = match cmd.stdout(Stdio::piped()).spawn() {
-        Ok(c) => c,
+/// `test`: runs the plan for `request` (see `plan`), then prints the summary: per backend
+/// whether the conformance suite ran and how it ended, the tests left ignored with their
+/// reasons, what the command leaves out, the totals. With `--plan`, prints the plan only.
+fn test(request: plan::Request<'_>, print_only: bool) -> bool {
+    let plan = match plan::plan(request) {
+        Ok(plan) => plan,
         Err(e) => {
-            eprintln!("xtask: could not start {cmd:?}: {e}");
+            eprintln!("xtask: {e}");
             return false;
         }
     };
-    if let Some(out) = child.stdout.take() {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            println!("{line}");
-            tally.add_line(&line);
-        }
-    }
-    child.wait().is_ok_and(|s| s.success())
-}
-
-/// `test --backend cuda|rocm --double`: the backend's tests on its driver double(s) only.
-fn test_on_doubles(backend: &str) -> bool {
-    if let Err(e) = doubles::build().and_then(|()| python::install()) {
-        eprintln!("xtask: {e}");
-        return false;
+    if print_only {
+        print!("{}", plan.describe());
+        return true;
     }
     let mut tally = Tally::default();
     let mut ok = true;
-    for d in doubles::DOUBLES.iter().filter(|d| d.backend == backend) {
-        ok &= doubles::test_on(d, &mut tally);
-    }
-    println!("\nxtask test --backend {backend} --double: {} passed, {} failed", tally.passed, tally.failed);
-    ok
-}
-
-fn test(backend: &str) -> bool {
-    if !BACKENDS.contains(&backend) {
-        eprintln!("xtask: unknown backend {backend:?}; expected one of {}", BACKENDS.join(", "));
-        return false;
-    }
-    let mut cmd = cargo();
-    // Unit, integration and doc tests of every crate, the conformance harness included.
-    cmd.args(["test", "--workspace", "--no-fail-fast"]);
-    cmd.env("GPUPORT_CONFORMANCE_BACKENDS", backend);
-    // Discovery must see every backend the suite is asked for.
-    cmd.env_remove("GPUPORT_BACKENDS");
-    let mut tally = Tally::default();
-    let mut ok = run_tests(cmd, &mut tally);
-    // A named GPU backend: the tests that need its devices (ignored by default) — its own
-    // device tests and the interchange tests on its arrays, and nothing else (not the other
-    // vendor's, nor the checks of a real library without a device).
-    if backend == "cuda" || backend == "rocm" {
-        for mut cmd in doubles::device_tests(backend) {
-            cmd.env("GPUPORT_CONFORMANCE_BACKENDS", backend).env_remove("GPUPORT_BACKENDS");
-            ok &= run_tests(cmd, &mut tally);
-        }
-    }
-    // The port written outside the workspace passes the suite through its public entry point.
-    ok &= run_tests(template_cargo("test", &[]), &mut tally);
-    // The Python module: the wheel built and installed into .venv, pytest over tests/python
-    // (NumPy, JAX and tvm-ffi on the CPU; the GPU peers where a CUDA device is).
-    let python_ok = report(python::test());
-    // `all`: the CUDA and ROCm backends also run on their driver doubles (CPU
-    // implementations of libcuda and libamdhip64 with a validation layer), so every line of
-    // them runs here whether or not a GPU is.
-    if backend == "all" {
-        match doubles::build() {
-            Ok(()) => {
-                for d in doubles::DOUBLES {
-                    ok &= doubles::test_on(d, &mut tally);
+    let mut python = None;
+    let mut doubles_built = true;
+    for step in plan.steps {
+        match step {
+            plan::Step::Cargo { cmd, .. } => ok &= run_tests(*cmd, &mut tally),
+            plan::Step::Python => {
+                // The wheel built and installed into .venv, pytest over tests/python (NumPy,
+                // JAX and tvm-ffi on the CPU; the GPU peers where a CUDA device is).
+                let passed = report(python::test());
+                python = Some(passed);
+                ok &= passed;
+            }
+            plan::Step::BuildDoubles => {
+                // The doubles' Python runs need the wheel installed.
+                doubles_built = report(doubles::build());
+                if doubles_built && python.is_none() && !request.no_python {
+                    doubles_built = report(python::install());
                 }
+                ok &= doubles_built;
             }
-            Err(e) => {
-                eprintln!("xtask: {e}");
-                ok = false;
+            plan::Step::OnDouble(d) if doubles_built => {
+                tally.context = format!("on the {} double", d.name);
+                ok &= doubles::test_on(d, &mut tally, !request.no_python);
+                tally.context.clear();
             }
+            plan::Step::OnDouble(_) => {}
         }
     }
-    println!("\nxtask test --backend {backend}: {} ignored", tally.ignored);
-    println!(
-        "{} passed, {} failed (Rust); Python tests {}",
-        tally.passed,
-        tally.failed,
-        if python_ok { "passed" } else { "FAILED" }
-    );
-    ok &= python_ok;
+    let mode = if request.double { " --double" } else { "" };
+    tally.print(&format!("xtask test --backend {}{mode}", request.backend), &plan.not_run, python);
     if !ok {
-        eprintln!("xtask: tests failed for backend `{backend}` (an unavailable backend fails as `{backend}::available` with its reason)");
+        eprintln!(
+            "xtask: tests failed for backend `{}` (an unavailable backend fails as `{}::available` with its reason)",
+            request.backend, request.backend
+        );
     }
     ok
 }
@@ -226,18 +170,36 @@ fn report(result: Result<(), String>) -> bool {
     result.map_err(|e| eprintln!("xtask: {e}")).is_ok()
 }
 
+/// `test [--backend NAME] [--double] [--no-python] [--plan]` (default backend: host).
+fn test_request<'a>(args: &[&'a str]) -> Option<(plan::Request<'a>, bool)> {
+    let mut request = plan::Request { backend: "host", double: false, no_python: false };
+    let mut print_only = false;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match *arg {
+            "--backend" => request.backend = args.next()?,
+            "--double" => request.double = true,
+            "--no-python" => request.no_python = true,
+            "--plan" => print_only = true,
+            _ => return None,
+        }
+    }
+    Some((request, print_only))
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let ok = match args.as_slice() {
-        ["test", "--backend", backend @ ("cuda" | "rocm"), "--double"] => test_on_doubles(backend),
-        ["test", "--backend", backend] | ["test", "--backend", backend, ..] => test(backend),
+        ["test", rest @ ..] => match test_request(rest) {
+            Some((request, print_only)) => test(request, print_only),
+            None => return usage(),
+        },
         ["doubles"] => report(doubles::build()),
-        ["test"] => test("host"),
         ["lint"] => lint(),
         ["bench"] => report(bench::bench(false)),
         ["bench", "--quick"] => report(bench::bench(true)),
-        ["ci"] => lint() && test("all"),
+        ["ci"] => lint() && test(plan::Request { backend: "all", double: false, no_python: false }, false),
         ["python-test"] => report(python::test()),
         ["gpu-bundle"] => report(gpu_bundle::gpu_bundle(std::path::Path::new(gpu_bundle::DEFAULT_OUT))),
         ["gpu-bundle", "--out", dir] => report(gpu_bundle::gpu_bundle(std::path::Path::new(dir))),

@@ -37,7 +37,11 @@ fn join_attempts(tried: &[LoadAttempt]) -> String {
 /// Everything that can go wrong in gpuport.
 ///
 /// The enum is `#[non_exhaustive]`: match the variants you act on and keep a fallback arm.
-#[derive(Debug, Clone, thiserror::Error)]
+///
+/// `Debug` shows the message, as `io::Error` and `anyhow` do, so `fn main() ->
+/// gpuport::Result<()>` and `unwrap()` print `ext:7: no such device (ext has 2
+/// device(s))`; `{:#?}` adds the variant's name. The fields are there to match on.
+#[derive(Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The vendor runtime library could not be opened under any of the names tried.
@@ -220,7 +224,40 @@ pub enum Error {
     },
 }
 
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if f.alternate() {
+            write!(f, "{}: ", self.variant_name())?;
+        }
+        fmt::Display::fmt(self, f)
+    }
+}
+
 impl Error {
+    /// The variant's name (`DeviceNotFound`), for `{:#?}`.
+    fn variant_name(&self) -> &'static str {
+        match self {
+            Error::LibraryNotFound { .. } => "LibraryNotFound",
+            Error::MissingSymbol { .. } => "MissingSymbol",
+            Error::DriverTooOld { .. } => "DriverTooOld",
+            Error::NoDevice { .. } => "NoDevice",
+            Error::DeviceNotFound { .. } => "DeviceNotFound",
+            Error::BackendUnavailable { .. } => "BackendUnavailable",
+            Error::OutOfMemory { .. } => "OutOfMemory",
+            Error::InvalidArgument { .. } => "InvalidArgument",
+            Error::InvalidDeviceString { .. } => "InvalidDeviceString",
+            Error::InvalidLayout { .. } => "InvalidLayout",
+            Error::InvalidHandle { .. } => "InvalidHandle",
+            Error::BackendMismatch { .. } => "BackendMismatch",
+            Error::Unsupported { .. } => "Unsupported",
+            Error::NotReady { .. } => "NotReady",
+            Error::Vendor { .. } => "Vendor",
+            Error::StreamWork { .. } => "StreamWork",
+            Error::WouldDeadlock { .. } => "WouldDeadlock",
+            Error::Interchange { .. } => "Interchange",
+        }
+    }
+
     /// Shorthand for [`Error::InvalidArgument`].
     pub fn invalid_argument(what: impl Into<String>) -> Self {
         Error::InvalidArgument { what: what.into() }
@@ -263,5 +300,24 @@ impl Error {
                 | Error::NoDevice { .. }
                 | Error::BackendUnavailable { .. }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_shows_the_message_as_main_would_print_it() {
+        let err = Error::DeviceNotFound {
+            device: DeviceId::new(BackendKind::Plugin("ext"), 7),
+            backend: "ext".into(),
+            count: 2,
+        };
+        // `fn main() -> Result<(), Error>` prints `Error: {err:?}`.
+        assert_eq!(format!("Error: {err:?}"), "Error: ext:7: no such device (ext has 2 device(s))");
+        assert_eq!(format!("{err:#?}"), "DeviceNotFound: ext:7: no such device (ext has 2 device(s))");
+        let wrapped: Result<()> = Err(Error::invalid_argument("n = 0"));
+        assert_eq!(format!("{wrapped:?}"), "Err(invalid argument: n = 0)");
     }
 }

@@ -265,6 +265,12 @@ impl Runtime {
                 Some(only) if Self::known_names().contains(&spec.backend) => {
                     format!("left out by {BACKENDS_ENV}={}", only.join(","))
                 }
+                // Registered since this runtime's discovery: discovery is a snapshot.
+                _ if Self::known_names().contains(&spec.backend) => format!(
+                    "the plugin `{}` was registered after this Runtime was discovered; register plugins before \
+                     Runtime::discover(), or discover again",
+                    spec.backend
+                ),
                 _ => format!("no such backend in this runtime (known: {})", Self::known_names().join(", ")),
             },
         })?;

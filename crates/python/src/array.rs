@@ -15,6 +15,10 @@ use crate::device::{parse_device, PyDevice, PyStream};
 use crate::errors::IntoPy;
 use crate::{cai, dlpack, dtype, exchange_api, index, scalar};
 
+/// Arrays of up to this many elements show their values in `repr` (NumPy summarises
+/// beyond 1000 elements).
+const REPR_VALUES_UP_TO: usize = 1000;
+
 /// An n-dimensional array on any device.
 #[pyclass(module = "gpuport", name = "Array", frozen)]
 pub struct PyArray {
@@ -150,11 +154,11 @@ impl PyArray {
         };
         if src.shape() != view.shape() || src.dtype() != view.dtype() {
             return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "cannot assign {} {:?} to a view of {} {:?} (no broadcasting or casting)",
+                "cannot assign {} {} to a view of {} {} (no broadcasting or casting)",
                 src.dtype(),
-                src.shape(),
+                crate::text::tuple(src.shape()),
                 view.dtype(),
-                view.shape()
+                crate::text::tuple(view.shape())
             )));
         }
         py.detach(|| gpuport::copy(&src, &view)).py()?;
@@ -203,14 +207,20 @@ impl PyArray {
         nest(py, self.inner.shape(), &mut values.into_iter())
     }
 
-    fn __repr__(&self) -> String {
-        format!(
-            "gpuport.Array(shape={:?}, dtype={}, device='{}'{})",
-            self.inner.shape(),
-            self.inner.dtype(),
-            self.inner.device_id(),
-            if self.inner.is_read_only() { ", readonly=True" } else { "" }
-        )
+    /// Small arrays show their values, as NumPy's repr does (read from the device, which
+    /// waits for the array's pending work): `gpuport.Array([1, 2, 3], dtype=int32,
+    /// device='host:0')`. Larger ones, and arrays whose values cannot be read, show their
+    /// shape instead.
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let readonly = if self.inner.is_read_only() { ", readonly=True" } else { "" };
+        let (dtype, device) = (self.inner.dtype(), self.inner.device_id());
+        if self.inner.numel() <= REPR_VALUES_UP_TO {
+            if let Ok(values) = self.tolist(py).and_then(|list| list.repr()) {
+                return format!("gpuport.Array({values}, dtype={dtype}, device='{device}'{readonly})");
+            }
+        }
+        let shape = crate::text::tuple(self.inner.shape());
+        format!("gpuport.Array(shape={shape}, dtype={dtype}, device='{device}'{readonly})")
     }
 
     /// The DLPack C exchange table (dlpack.h 1.3), a capsule named `dlpack_exchange_api`.

@@ -119,7 +119,10 @@ fn parse_sync(sync: &str) -> PyResult<Sync> {
         "host" => Sync::Host,
         "ignore" => Sync::Ignore,
         other => {
-            return Err(PyValueError::new_err(format!("sync must be 'enqueue', 'host' or 'ignore', not {other:?}")))
+            return Err(PyValueError::new_err(format!(
+                "sync must be 'enqueue', 'host' or 'ignore', not {}",
+                crate::text::str_repr(other)
+            )))
         }
     };
     Ok(Sync::from_env(requested))

@@ -31,7 +31,10 @@ pub struct PyBackend {
 impl PyBackend {
     fn __repr__(&self) -> String {
         match &self.reason {
-            None => format!("<gpuport.Backend {} available, devices {:?}>", self.name, self.devices),
+            None => {
+                let devices: Vec<String> = self.devices.iter().map(|d| crate::text::str_repr(d)).collect();
+                format!("<gpuport.Backend {} available, devices [{}]>", self.name, devices.join(", "))
+            }
             Some(r) => format!("<gpuport.Backend {} unavailable: {r}>", self.name),
         }
     }

@@ -90,7 +90,7 @@ pub fn from_struct_format(format: &str, itemsize: usize) -> Result<DType, String
                 && (if first == '!' { '>' } else { first }) != native
                 && itemsize > 1
             {
-                return Err(format!("buffer format {format:?} is not in native byte order"));
+                return Err(format!("buffer format {} is not in native byte order", crate::text::str_repr(format)));
             }
             body = &format[1..];
         }
@@ -102,7 +102,8 @@ pub fn from_struct_format(format: &str, itemsize: usize) -> Result<DType, String
         "B" | "H" | "I" | "L" | "Q" | "N" | "c" => DTypeCode::UInt,
         "e" | "f" | "d" => DTypeCode::Float,
         "Zf" | "Zd" => DTypeCode::Complex,
-        _ => return Err(format!("buffer format {format:?} has no gpuport dtype")),
+        _ => return Err(format!("buffer format {} has no gpuport dtype", crate::text::str_repr(format))),
     };
-    DType::new(code, bits, 1).map_err(|e| format!("buffer format {format:?} with itemsize {itemsize}: {e}"))
+    DType::new(code, bits, 1)
+        .map_err(|e| format!("buffer format {} with itemsize {itemsize}: {e}", crate::text::str_repr(format)))
 }

@@ -29,6 +29,7 @@ mod index;
 mod mirrored;
 mod py_owner;
 mod scalar;
+mod text;
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 

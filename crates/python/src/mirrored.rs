@@ -414,8 +414,8 @@ impl PyMirroredArray {
 
     fn __repr__(&self) -> String {
         format!(
-            "gpuport.MirroredArray(shape={:?}, dtype={}, host='{}', device='{}', state={})",
-            self.inner.shape().unwrap_or_default(),
+            "gpuport.MirroredArray(shape={}, dtype={}, host='{}', device='{}', state={})",
+            crate::text::tuple(&self.inner.shape().unwrap_or_default()),
             self.inner.dtype(),
             self.inner.host_device().id(),
             self.inner.device_id(),

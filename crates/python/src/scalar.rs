@@ -67,6 +67,21 @@ pub enum Scalar {
     Complex(f64, f64),
 }
 
+impl std::fmt::Display for Scalar {
+    /// As Python writes the value: `True`, `3`, `1.5`, `(1+2j)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Scalar::Bool(b) => f.write_str(if b { "True" } else { "False" }),
+            Scalar::Int(i) => write!(f, "{i}"),
+            Scalar::Float(x) => f.write_str(&crate::text::float(x)),
+            Scalar::Complex(re, im) => {
+                let sign = if im.is_sign_negative() { '-' } else { '+' };
+                write!(f, "({}{sign}{}j)", crate::text::float(re), crate::text::float(im.abs()))
+            }
+        }
+    }
+}
+
 impl Scalar {
     /// Reads a Python `bool`, `int`, `float` or `complex` (or anything with `__index__`,
     /// `__float__` or `__complex__`, such as NumPy scalars).
@@ -117,7 +132,7 @@ impl Scalar {
                 Scalar::Bool(b) => Ok(i128::from(b)),
                 Scalar::Int(i) => Ok(i),
                 Scalar::Float(f) if f.fract() == 0.0 && f.abs() < 1e38 => Ok(f as i128),
-                _ => Err(PyValueError::new_err(format!("{self:?} is not an integer value for dtype {dtype}"))),
+                _ => Err(PyValueError::new_err(format!("{self} is not an integer (dtype {dtype})"))),
             }
         };
         if dtype.lanes() != 1 {

@@ -12,9 +12,9 @@ fn register() -> gpuport::Result<()> {
 #[test]
 fn passes_the_conformance_suite() {
     let report = run_port(&Port { name: "tmpl", register: Some(register), kernel: Some(registered_fill_kernel()) });
-    println!("{report}");
-    assert!(report.is_success(), "{report}");
-    assert_eq!(report.failed(), 0);
+    // Prints `conformance of tmpl: N passed, 0 failed, M skipped` (no --nocapture needed);
+    // on a failure the test fails with the whole report, once: every case and each reason.
+    report.assert_passed();
 }
 
 #[test]

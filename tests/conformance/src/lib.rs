@@ -13,8 +13,8 @@
 //!     register: Some(register),      // registers the backend with the runtime
 //!     kernel: None,                  // or a `fill_u32` test kernel in the port's format
 //! });
-//! println!("{report}");              // every case, with the reason for each skip
-//! assert!(report.is_success(), "{report}");
+//! report.assert_passed();            // prints the summary line; on failure, panics
+//!                                    // with every case and each reason
 //! ```
 //!
 //! A case a port cannot run (no test kernel, one device, no stream-ordered allocation) is
@@ -29,9 +29,11 @@ use gpuport::{AnyDevice, Error, ModuleImage, Runtime, StreamFlags};
 
 mod cases;
 mod check;
+mod deliberate;
 
 pub use cases::{Gate, OpenOnDrop, CASES};
 pub use check::{Failure, Outcome};
+pub use deliberate::{deliberate_panic, DELIBERATE};
 
 /// A test kernel in a backend's own code format:
 /// `fill_u32(ptr: *mut u32, n: u32, value: u32)` sets `ptr[0..n]` to `value`.
@@ -333,6 +335,29 @@ impl Report {
     pub fn is_success(&self) -> bool {
         self.failed() == 0 && self.passed() > 0
     }
+    /// The one-line summary: `conformance of mydev: 39 passed, 0 failed, 1 skipped`.
+    pub fn summary(&self) -> String {
+        format!(
+            "conformance of {}: {} passed, {} failed, {} skipped",
+            self.backend,
+            self.passed(),
+            self.failed(),
+            self.skipped()
+        )
+    }
+    /// For a port's own test: prints the summary line where `cargo test` shows it without
+    /// `--nocapture` (straight to the process's stderr), and when the suite did not pass,
+    /// panics with the whole report — every case, each failure's reason, each skip's — so
+    /// a failure shows the report once.
+    pub fn assert_passed(&self) {
+        use std::io::Write;
+        // Written to the stream itself, not through `eprintln!`, which the test harness
+        // captures.
+        let _ = writeln!(std::io::stderr(), "{}", self.summary());
+        if !self.is_success() {
+            panic!("the conformance suite did not pass:\n{self}");
+        }
+    }
 }
 
 impl fmt::Display for Report {
@@ -344,14 +369,7 @@ impl fmt::Display for Report {
                 CaseResult::Skipped(why) => writeln!(f, "{}::{name} ... skipped: {why}", self.backend)?,
             }
         }
-        writeln!(
-            f,
-            "conformance of {}: {} passed, {} failed, {} skipped",
-            self.backend,
-            self.passed(),
-            self.failed(),
-            self.skipped()
-        )
+        writeln!(f, "{}", self.summary())
     }
 }
 

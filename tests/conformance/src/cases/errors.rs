@@ -3,7 +3,7 @@ use std::time::{Duration, Instant};
 use gpuport::{BackendKind, Buffer, BufferDesc, DeviceId, Error, EventFlags, MemoryKind};
 
 use super::{read_all, stream, Gate, OpenOnDrop};
-use crate::{ensure, ensure_err, Outcome, Target};
+use crate::{deliberate_panic, ensure, ensure_err, Outcome, Target};
 
 /// Memory of a backend the target cannot reach.
 fn foreign_buffer() -> Buffer {
@@ -68,7 +68,7 @@ pub fn host_callback_panic_is_reported(t: &Target) -> Outcome {
     let dev = t.device();
     let s = stream(dev)?;
     let b = dev.alloc(256)?;
-    s.host_callback(Box::new(|| panic!("conformance: a host callback panics on purpose")))?;
+    s.host_callback(Box::new(|| deliberate_panic("a host callback panics")))?;
     s.memset(&b, 0, 256, 0x42)?;
     ensure_err!(dev.synchronize(), Error::StreamWork { .. }, "Device::synchronize after a panicking host callback");
     ensure_err!(dev.synchronize(), Error::StreamWork { .. }, "a second Device::synchronize (errors are sticky)");
@@ -89,14 +89,14 @@ pub fn dropped_stream_error_is_reported(t: &Target) -> Outcome {
     let gate = Gate::default();
     let _open = OpenOnDrop(gate.clone());
     gate.block(&busy)?;
-    busy.host_callback(Box::new(|| panic!("conformance: work of a stream dropped while busy fails")))?;
+    busy.host_callback(Box::new(|| deliberate_panic("work of a stream dropped while busy fails")))?;
     drop(busy);
     gate.open();
     ensure_err!(dev.synchronize(), Error::StreamWork { .. }, "Device::synchronize after a busy stream was dropped");
     dev.synchronize()?;
     // Dropped when idle: the failure happened before the drop, and the stream has gone.
     let idle = stream(dev)?;
-    idle.host_callback(Box::new(|| panic!("conformance: work of a stream dropped when idle fails")))?;
+    idle.host_callback(Box::new(|| deliberate_panic("work of a stream dropped when idle fails")))?;
     let deadline = Instant::now() + Duration::from_secs(30);
     while !idle.query()? {
         ensure!(Instant::now() < deadline, "the failing callback never completed");

@@ -17,7 +17,10 @@ pub fn deliberate_panic(what: &str) -> ! {
     QUIET.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if !info.payload_as_str().is_some_and(|m| m.starts_with(DELIBERATE)) {
+            let payload = info.payload();
+            let message =
+                payload.downcast_ref::<String>().map(String::as_str).or(payload.downcast_ref::<&str>().copied());
+            if !message.is_some_and(|m| m.starts_with(DELIBERATE)) {
                 previous(info);
             }
         }));

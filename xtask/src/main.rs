@@ -7,6 +7,8 @@
 //! - `test --backend cuda|rocm --double` — that backend's conformance run and device
 //!   tests on its driver double(s) only, failing on any validation report.
 //! - `doubles` — builds the driver doubles into `target/driver-doubles/`.
+//! - `minimal-versions` — the lowest versions of the direct dependencies built by the
+//!   oldest supported compiler (see `minimal_versions`).
 //! - `lint` — rustfmt check, clippy with warnings denied, rustdoc with warnings denied.
 //! - `bench [--quick]` — the benchmarks (release build): every figure beside its floor
 //!   measured in the same run, in two thread placements, printed as one table of ratios
@@ -26,6 +28,7 @@
 mod bench;
 mod doubles;
 mod gpu_bundle;
+mod minimal_versions;
 mod plan;
 mod python;
 mod rocm_sid;
@@ -47,6 +50,7 @@ fn usage() -> ExitCode {
            test ... --no-python  leave the Python module's tests out (the summary says so)\n  \
            test ... --plan       print what the run would do and leave out, and why; run nothing\n  \
            doubles               build the CUDA and HIP driver doubles into target/driver-doubles\n  \
+           minimal-versions      the lowest direct dependency versions, built by the declared rust-version\n  \
            lint                  cargo fmt --check, clippy -D warnings, rustdoc -D warnings\n  \
            bench [--quick]       benchmarks: ratios against floors measured in the same run, one table\n  \
            ci                    lint, then test --backend all (what .ci/run runs)\n  \
@@ -196,6 +200,7 @@ fn main() -> ExitCode {
             None => return usage(),
         },
         ["doubles"] => report(doubles::build()),
+        ["minimal-versions"] => report(minimal_versions::check()),
         ["lint"] => lint(),
         ["bench"] => report(bench::bench(false)),
         ["bench", "--quick"] => report(bench::bench(true)),

@@ -9,4 +9,4 @@ use crate::HostBackend;
 #[derive(Clone)]
 pub struct HostStream(pub(crate) QueueStream);
 
-gpuport_queue::impl_queue_stream!(HostStream, HostBackend, 0, |this, op| host_resolver(op));
+gpuport_queue::impl_queue_stream!(HostStream, HostBackend, 0, |_this, op| host_resolver(op));

@@ -56,7 +56,8 @@ macro_rules! impl_queue_event {
 /// `$field`, whose event type wraps [`QueueEvent`] in field `0`: every method forwards,
 /// passing `$resolve` (an expression of `self` and the operation's name `$op`, giving the
 /// backend's [`Resolve`] function).
-/// `impl_queue_stream!(MyStream, MyBackend, 0, |self, op| host_resolver(op))`.
+/// `impl_queue_stream!(MyStream, MyBackend, 0, |_this, op| host_resolver(op))` (`_this`: the
+/// resolver here does not need the stream).
 #[macro_export]
 macro_rules! impl_queue_stream {
     ($stream:ty, $backend:ty, $field:tt, |$this:ident, $op:ident| $resolve:expr) => {

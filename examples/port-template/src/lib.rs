@@ -178,7 +178,7 @@ impl Device for TemplateDevice {
 #[derive(Clone)]
 pub struct TemplateStream(QueueStream);
 
-gpuport_queue::impl_queue_stream!(TemplateStream, TemplateBackend, 0, |this, op| host_resolver(op));
+gpuport_queue::impl_queue_stream!(TemplateStream, TemplateBackend, 0, |_this, op| host_resolver(op));
 
 /// Step 5: the event — a `gpuport-queue` event; `impl_queue_event!` writes the `Event`
 /// impl, every method forwarding to it.

@@ -55,6 +55,7 @@ fn usage() -> ExitCode {
            bench [--quick]       benchmarks: ratios against floors measured in the same run, one table\n  \
            ci                    lint, then test --backend all (what .ci/run runs)\n  \
            python-test           build the wheel into .venv and run tests/python only\n  \
+           python-install-check  pip install ./crates/python and its sdist into a fresh venv, use it without NumPy\n  \
            gpu-bundle [--out DIR] release test binaries, demo, benches and run.sh for a CUDA machine\n  \
            rocm-sid-check [--root DIR] [--prepare] the ROCm loader against sid's HIP 6 runtime, in a debootstrapped root",
         BACKENDS.join("|")
@@ -206,6 +207,7 @@ fn main() -> ExitCode {
         ["bench", "--quick"] => report(bench::bench(true)),
         ["ci"] => lint() && test(plan::Request { backend: "all", double: false, no_python: false }, false),
         ["python-test"] => report(python::test()),
+        ["python-install-check"] => report(python::install_check()),
         ["gpu-bundle"] => report(gpu_bundle::gpu_bundle(std::path::Path::new(gpu_bundle::DEFAULT_OUT))),
         ["gpu-bundle", "--out", dir] => report(gpu_bundle::gpu_bundle(std::path::Path::new(dir))),
         ["rocm-sid-check", rest @ ..] => {

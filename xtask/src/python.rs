@@ -1,10 +1,11 @@
 //! The Python module's build and tests (`crates/python`, `tests/python`):
 //!
 //! - a project-local virtual environment, `.venv`, made with `python3` (or
-//!   `GPUPORT_PYTHON`) and the pinned packages of `tests/python/requirements.txt`,
-//!   reinstalled only when that file changes;
-//! - the abi3 wheel, built by maturin into `target/wheels` (the dev profile for tests;
-//!   the bundle asks for its own profile);
+//!   `GPUPORT_PYTHON`, checked to be Python ≥ 3.11 first) and the pinned packages of
+//!   `tests/python/requirements.txt`; made again when another interpreter or other pins
+//!   are asked for;
+//! - the abi3 wheel, built by maturin into `wheels/` of the target folder (the dev profile
+//!   for tests; the bundle asks for its own profile);
 //! - the wheel installed into `.venv`, and pytest over `tests/python`.
 
 use std::path::{Path, PathBuf};
@@ -30,22 +31,62 @@ fn status(mut cmd: Command) -> Result<(), String> {
     }
 }
 
-/// Makes `.venv` with the pinned packages, unless it already has exactly them.
+/// The oldest Python the module supports (its abi3 floor).
+const MIN_PYTHON: (u32, u32) = (3, 11);
+
+/// The interpreter `.venv` is made with: `GPUPORT_PYTHON`, else `python3`.
+fn base_python() -> String {
+    std::env::var("GPUPORT_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// `python`'s version and resolved executable (`3.11 /usr/bin/python3.11`), or why not.
+fn describe_python(python: &str) -> Result<(u32, u32, String), String> {
+    let out = Command::new(python)
+        .args(["-c", "import sys; print(sys.version_info[0], sys.version_info[1], sys.executable)"])
+        .output()
+        .map_err(|e| format!("no Python interpreter `{python}` ({e}); install Python ≥ 3.11 or set GPUPORT_PYTHON"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut words = text.split_whitespace();
+    let parsed =
+        (|| Some((words.next()?.parse().ok()?, words.next()?.parse().ok()?, words.collect::<Vec<_>>().join(" "))))();
+    parsed.ok_or_else(|| format!("`{python}` did not say its version: {}", String::from_utf8_lossy(&out.stderr).trim()))
+}
+
+/// What `.venv` was made from, recorded beside it: the base interpreter and the pinned
+/// requirements. Any difference makes a new `.venv`.
+fn venv_identity(python: &(u32, u32, String), requirements: &str) -> String {
+    format!("# python {}.{} at {}\n{requirements}", python.0, python.1, python.2)
+}
+
+/// Makes `.venv` with the pinned packages, unless it was made by the same interpreter with
+/// exactly them. The interpreter's version is checked first: a clear message, not a failed
+/// build later.
 pub fn ensure_venv() -> Result<(), String> {
     let wanted = std::fs::read_to_string(REQUIREMENTS).map_err(|e| format!("{REQUIREMENTS}: {e}"))?;
-    if venv_bin("python").exists() && std::fs::read_to_string(STAMP).ok().as_deref() == Some(wanted.as_str()) {
+    let python = base_python();
+    let found = describe_python(&python)?;
+    if (found.0, found.1) < MIN_PYTHON {
+        return Err(format!(
+            "the Python module needs Python ≥ {}.{}, found {}.{} at {} (set GPUPORT_PYTHON to a newer one, or run \
+             cargo xtask test --no-python)",
+            MIN_PYTHON.0, MIN_PYTHON.1, found.0, found.1, found.2
+        ));
+    }
+    let identity = venv_identity(&found, &wanted);
+    if venv_bin("python").exists() && std::fs::read_to_string(STAMP).ok().as_deref() == Some(identity.as_str()) {
         return Ok(());
     }
-    if !venv_bin("python").exists() {
-        let python = std::env::var("GPUPORT_PYTHON").unwrap_or_else(|_| "python3".into());
-        let mut make = Command::new(&python);
-        make.args(["-m", "venv", VENV]);
-        status(make).map_err(|e| format!("{e}: a Python ≥ 3.11 with the venv module is needed (GPUPORT_PYTHON)"))?;
+    if Path::new(VENV).exists() {
+        eprintln!("xtask: {VENV} was made by another interpreter or with other pins: making it again");
+        std::fs::remove_dir_all(VENV).map_err(|e| format!("removing {VENV}: {e}"))?;
     }
+    let mut make = Command::new(&python);
+    make.args(["-m", "venv", VENV]);
+    status(make).map_err(|e| format!("{e}: the venv module is needed (Debian: apt install python3-venv)"))?;
     let mut install = Command::new(venv_bin("python"));
     install.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r", REQUIREMENTS]);
     status(install)?;
-    std::fs::write(STAMP, wanted).map_err(|e| format!("{STAMP}: {e}"))
+    std::fs::write(STAMP, identity).map_err(|e| format!("{STAMP}: {e}"))
 }
 
 /// Builds the wheel with `profile` (`None` = dev) into `out`; returns its path.
@@ -73,9 +114,14 @@ pub fn build_wheel(profile: Option<&str>, out: &Path) -> Result<PathBuf, String>
         .ok_or_else(|| format!("maturin made no wheel in {}", out.display()))
 }
 
+/// Where wheels go: `wheels/` in the target folder (`CARGO_TARGET_DIR` when set).
+pub fn wheel_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("target")).join("wheels")
+}
+
 /// Builds the wheel (dev profile) and installs it into `.venv`.
 pub fn install() -> Result<(), String> {
-    let wheel = build_wheel(None, Path::new("target/wheels"))?;
+    let wheel = build_wheel(None, &wheel_dir())?;
     let mut install = Command::new(venv_bin("python"));
     install
         .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--force-reinstall", "--no-deps"])
@@ -100,3 +146,59 @@ pub fn test() -> Result<(), String> {
     install()?;
     pytest(&["tests/python"], &[])
 }
+
+/// `python-install-check`: the module installed as Python users install it, into a fresh
+/// virtual environment of its own — `pip install ./crates/python`, then the sdist maturin
+/// builds, installed by pip from a folder of its own — each followed by a use of the
+/// module without NumPy (NumPy is an optional extra). pip builds the extension with the
+/// dev profile here (`MATURIN_PEP517_ARGS`), to keep the check quick; users get release.
+pub fn install_check() -> Result<(), String> {
+    ensure_venv()?;
+    let target = wheel_dir().parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("target"));
+    let venv = std::path::absolute(target.join("pip-install-check")).map_err(|e| e.to_string())?;
+    let sdist_dir = target.join("sdist");
+    for dir in [&venv, &sdist_dir] {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+    }
+    let mut make = Command::new(base_python());
+    make.args(["-m", "venv"]).arg(&venv);
+    status(make)?;
+    let python = venv.join("bin").join("python");
+    let pip_install = |what: &Path| {
+        let mut pip = Command::new(&python);
+        pip.args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--force-reinstall"]).arg(what);
+        pip.env("MATURIN_PEP517_ARGS", "--profile dev");
+        status(pip)
+    };
+    let use_it = || {
+        let mut run = Command::new(&python);
+        run.args(["-c", USE_WITHOUT_NUMPY]).env_remove("GPUPORT_BACKENDS");
+        status(run)
+    };
+    pip_install(Path::new("./crates/python"))?;
+    use_it()?;
+    let mut sdist = Command::new(venv_bin("maturin"));
+    sdist.args(["sdist", "-m", MANIFEST, "--out"]).arg(&sdist_dir);
+    status(sdist)?;
+    let archive = std::fs::read_dir(&sdist_dir)
+        .map_err(|e| format!("{}: {e}", sdist_dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.to_string_lossy().ends_with(".tar.gz"))
+        .ok_or_else(|| format!("maturin made no sdist in {}", sdist_dir.display()))?;
+    pip_install(&archive)?;
+    use_it()?;
+    println!("xtask: pip installs gpuport from ./crates/python and from its sdist; it runs without NumPy");
+    Ok(())
+}
+
+/// Uses the installed module with NumPy absent: creation, a copy to another device, the
+/// values back.
+const USE_WITHOUT_NUMPY: &str = "\
+import importlib.util, gpuport
+assert importlib.util.find_spec('numpy') is None, 'NumPy is installed: the check is for its absence'
+a = gpuport.asarray([[1, 2], [3, 4]], dtype='int32')
+assert a.to('ext:0').to('host').tolist() == [[1, 2], [3, 4]]
+print('gpuport', gpuport.__version__, repr(a))
+";

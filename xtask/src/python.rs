@@ -52,6 +52,19 @@ fn describe_python(python: &str) -> Result<(u32, u32, String), String> {
     parsed.ok_or_else(|| format!("`{python}` did not say its version: {}", String::from_utf8_lossy(&out.stderr).trim()))
 }
 
+/// `python`'s version and executable if it is one the module supports, else why not.
+fn supported_python(python: &str) -> Result<(u32, u32, String), String> {
+    let found = describe_python(python)?;
+    if (found.0, found.1) < MIN_PYTHON {
+        return Err(format!(
+            "the Python module needs Python ≥ {}.{}, found {}.{} at {} (set GPUPORT_PYTHON to a newer one, or run \
+             cargo xtask test --no-python)",
+            MIN_PYTHON.0, MIN_PYTHON.1, found.0, found.1, found.2
+        ));
+    }
+    Ok(found)
+}
+
 /// What `.venv` was made from, recorded beside it: the base interpreter and the pinned
 /// requirements. Any difference makes a new `.venv`.
 fn venv_identity(python: &(u32, u32, String), requirements: &str) -> String {
@@ -64,14 +77,7 @@ fn venv_identity(python: &(u32, u32, String), requirements: &str) -> String {
 pub fn ensure_venv() -> Result<(), String> {
     let wanted = std::fs::read_to_string(REQUIREMENTS).map_err(|e| format!("{REQUIREMENTS}: {e}"))?;
     let python = base_python();
-    let found = describe_python(&python)?;
-    if (found.0, found.1) < MIN_PYTHON {
-        return Err(format!(
-            "the Python module needs Python ≥ {}.{}, found {}.{} at {} (set GPUPORT_PYTHON to a newer one, or run \
-             cargo xtask test --no-python)",
-            MIN_PYTHON.0, MIN_PYTHON.1, found.0, found.1, found.2
-        ));
-    }
+    let found = supported_python(&python)?;
     let identity = venv_identity(&found, &wanted);
     if venv_bin("python").exists() && std::fs::read_to_string(STAMP).ok().as_deref() == Some(identity.as_str()) {
         return Ok(());
@@ -202,3 +208,42 @@ a = gpuport.asarray([[1, 2], [3, 4]], dtype='int32')
 assert a.to('ext:0').to('host').tolist() == [[1, 2], [3, 4]]
 print('gpuport', gpuport.__version__, repr(a))
 ";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in interpreter: a script answering the version query as `version` would.
+    fn fake_python(dir: &Path, version: &str) -> String {
+        let path = dir.join(format!("python{version}"));
+        let (major, minor) = version.split_once('.').expect("major.minor");
+        std::fs::write(&path, format!("#!/bin/sh\necho {major} {minor} /opt/python{version}/bin/python3\n"))
+            .expect("write the script");
+        let mut perms = std::fs::metadata(&path).expect("metadata").permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        std::fs::set_permissions(&path, perms).expect("chmod");
+        path.to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn the_interpreter_is_checked_before_anything_is_made() {
+        let dir = std::env::temp_dir().join(format!("gpuport-xtask-python-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let old = supported_python(&fake_python(&dir, "3.10")).expect_err("3.10 is too old");
+        assert!(old.contains("needs Python ≥ 3.11, found 3.10 at /opt/python3.10/bin/python3"), "{old}");
+        assert!(old.contains("--no-python"), "{old}");
+        let ok = supported_python(&fake_python(&dir, "3.12")).expect("3.12 is supported");
+        assert_eq!(ok, (3, 12, "/opt/python3.12/bin/python3".to_owned()));
+        let missing = supported_python("/nonexistent/python3").expect_err("no interpreter");
+        assert!(missing.contains("GPUPORT_PYTHON"), "{missing}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn another_interpreter_or_other_pins_make_a_new_venv() {
+        let a = venv_identity(&(3, 11, "/usr/bin/python3.11".into()), "numpy==2.4.6\n");
+        assert_ne!(a, venv_identity(&(3, 12, "/usr/bin/python3.12".into()), "numpy==2.4.6\n"));
+        assert_ne!(a, venv_identity(&(3, 11, "/usr/bin/python3.11".into()), "numpy==2.4.7\n"));
+        assert_eq!(a, venv_identity(&(3, 11, "/usr/bin/python3.11".into()), "numpy==2.4.6\n"));
+    }
+}

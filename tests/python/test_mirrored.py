@@ -1,4 +1,4 @@
-"""gpuport.MirroredArray (GDP 3's software-managed storage): NumPy on the host side, the ext
+"""gpuport.MirroredArray (software-managed host/device storage): NumPy on the host side, the ext
 device on the device side (CuPy where a GPU is: test_gpu.py)."""
 
 import numpy as np

@@ -27,6 +27,7 @@
 
 mod bench;
 mod doubles;
+mod env_table;
 mod gpu_bundle;
 mod minimal_versions;
 mod plan;

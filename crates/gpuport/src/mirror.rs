@@ -1,5 +1,5 @@
 //! Mirrored arrays: one logical array kept as a host buffer and a device buffer, with a
-//! shared sync state, in the manner of GT4Py's software-managed GPU storage (GDP 3).
+//! shared sync state, in the manner of GT4Py's software-managed GPU storage.
 //!
 //! The state belongs to the pair of base buffers, so every view of a mirrored array sees
 //! and changes the same state, and copies always move the whole base buffers.
@@ -28,8 +28,8 @@ pub enum SyncState {
 
 /// The sync state of one pair of buffers, shared by every view of them — and, when
 /// buffers taken out of one mirrored array are wrapped again
-/// ([`MirroredArray::from_parts_sharing`]), by the new mirrored array too (GDP 3's
-/// `SyncState` object). Clones share one state.
+/// ([`MirroredArray::from_parts_sharing`]), by the new mirrored array too. Clones share
+/// one state.
 #[derive(Debug, Clone, Default)]
 pub struct SharedSyncState(Arc<Mutex<SyncState>>);
 
@@ -133,7 +133,7 @@ impl MirroredArray {
         self.base.state.lock()
     }
 
-    /// The shared state object (GDP 3's `sync_state`).
+    /// The shared state object (Python's `MirroredArray.sync_state`).
     pub fn sync_state(&self) -> &SharedSyncState {
         &self.base.state
     }

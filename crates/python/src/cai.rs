@@ -147,10 +147,11 @@ fn import(
     PyArray::wrap(py, array)
 }
 
-/// `gpuport.as_array(obj, *, sync="enqueue")`: an array over the memory of any object with
-/// `__cuda_array_interface__`, keeping `obj` alive. `sync` says how the interface's
-/// stream is honoured: `"enqueue"` (later gpuport work waits on the device, no host
-/// block), `"host"` (synchronize now), `"ignore"` (also `GPUPORT_CAI_SYNC=0`).
+/// `gpuport.as_array(obj, *, sync="enqueue", device=None)`: an array over the memory of
+/// any object with `__cuda_array_interface__`, keeping `obj` alive. `sync` says how the
+/// interface's stream is honoured: `"enqueue"` (later gpuport work waits on the device, no
+/// host block), `"host"` (synchronize now), `"ignore"` (also `GPUPORT_CAI_SYNC=0`).
+/// `device` names the device of a zero-size array, whose pointer (0) names none.
 #[pyfunction]
 #[pyo3(signature = (obj, *, sync = "enqueue", device = None))]
 pub fn as_array(
@@ -169,7 +170,7 @@ pub fn as_array(
     import(py, &interface, Some(obj.clone().unbind()), device, sync)
 }
 
-/// `gpuport.from_cuda_array_interface(desc, *, owner=None, sync="enqueue")`: an array
+/// `gpuport.from_cuda_array_interface(desc, *, owner=None, sync="enqueue", device=None)`: an array
 /// over the memory a CAI dict describes. `owner` (kept alive with the array) is what keeps
 /// that memory alive; without one the caller must.
 #[pyfunction]

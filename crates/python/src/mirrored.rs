@@ -1,5 +1,6 @@
-//! `gpuport.MirroredArray` and `gpuport.SyncState`: GDP 3's software-managed mirrored
-//! storage ("SoftwareManagedGPUStorage", "Sync State") over the facade's `MirroredArray`.
+//! `gpuport.MirroredArray` and `gpuport.SyncState`: software-managed mirrored storage, as
+//! GT4Py's storages keep it (a host and a device buffer, and a sync state saying which is
+//! newer), over the facade's `MirroredArray`.
 //! Every view of one pair of buffers shares one `SyncState` object; buffers taken out of
 //! a mirrored array and wrapped again share it too when it is passed as `sync_state=`.
 
@@ -173,8 +174,8 @@ impl PyMirroredArray {
     }
 
     /// The side `__dlpack__` hands out: the host for a CPU `dl_device`, the device side for
-    /// its own; with none, the device side unless the host holds newer data (GDP 3's
-    /// "considered on GPU if in sync or the GPU buffer is modified").
+    /// its own; with none, the device side unless the host holds newer data (the array
+    /// counts as being on the device when both sides agree or the device side is newer).
     fn side_for(&self, dl_device: Option<(i32, i32)>) -> Side {
         let host_dl = (1, 0);
         match dl_device {

@@ -168,7 +168,7 @@ fn cai_and_dlpack_carry_each_other() {
     // SAFETY: the owner is the producer array.
     let via_cai = unsafe { import(&rt, &interface, Box::new(view.clone()), None, Sync::Enqueue) }.unwrap();
     // SAFETY: no stream handle is passed.
-    let tensor = unsafe { gpuport_dlpack::to_dlpack(&rt, &via_cai, &Default::default()) }.unwrap();
+    let tensor = gpuport_dlpack::to_dlpack(&rt, &via_cai, &Default::default()).unwrap();
     assert!(tensor.flags().contains(gpuport_dlpack::DlpackFlags::READ_ONLY), "read-only lost on the way");
     assert_eq!(tensor.dl_tensor().device.device_type, 1);
     let back = gpuport_dlpack::from_dlpack(&rt, tensor, &Default::default()).unwrap();

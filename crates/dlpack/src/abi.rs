@@ -37,6 +37,30 @@ pub struct DLDevice {
     pub device_id: i32,
 }
 
+impl DLDevice {
+    /// Device `id` of type `device_type`: `DLDevice::new(DlDeviceType::CUDA, 0)`.
+    pub const fn new(device_type: gpuport::DlDeviceType, id: i32) -> Self {
+        DLDevice { device_type: device_type.0, device_id: id }
+    }
+
+    /// The CPU (`kDLCPU`, device 0).
+    pub const fn cpu() -> Self {
+        Self::new(gpuport::DlDeviceType::CPU, 0)
+    }
+
+    /// The device type, typed.
+    pub const fn kind(&self) -> gpuport::DlDeviceType {
+        gpuport::DlDeviceType(self.device_type)
+    }
+}
+
+impl std::fmt::Display for DLDevice {
+    /// `kDLCUDA (2) 0`: the type, its number, the ordinal.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.kind(), self.device_id)
+    }
+}
+
 /// `DLDataType`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

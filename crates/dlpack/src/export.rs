@@ -44,10 +44,36 @@ pub fn negotiate(max_version: Option<DLPackVersion>) -> Option<DLPackVersion> {
 /// engine flagged `IS_COPIED`. Read-only arrays export with `READ_ONLY`, and not at all
 /// through the legacy struct (which cannot say so).
 ///
+/// `request.stream` may name no stream, `-1`, or a default stream by its number (CUDA's
+/// `1` and `2`, ROCm's `0`); a raw stream handle of the consumer's is
+/// [`to_dlpack_on_stream`]'s, which is unsafe because gpuport cannot check that the handle
+/// is live — here it is `Error::InvalidArgument`.
+pub fn to_dlpack(rt: &Runtime, array: &Array, request: &ExportRequest) -> Result<ManagedTensor> {
+    // SAFETY: raw handles are refused before they are used.
+    unsafe { export(rt, array, request, Handles::Refused) }
+}
+
+/// [`to_dlpack`] with the consumer's stream given as a raw handle (`cudaStream_t`,
+/// `hipStream_t`, a gpuport raw handle): that stream waits for the array's pending work.
+///
 /// # Safety
-/// A stream handle in `request.stream` must be a live stream of the array's device (the
-/// target device when a copy is made), as for `Device::wrap_stream`.
-pub unsafe fn to_dlpack(rt: &Runtime, array: &Array, request: &ExportRequest) -> Result<ManagedTensor> {
+/// A stream handle in `request.stream` must be a live stream of the array's device, as
+/// for `Device::wrap_stream`.
+pub unsafe fn to_dlpack_on_stream(rt: &Runtime, array: &Array, request: &ExportRequest) -> Result<ManagedTensor> {
+    // SAFETY: forwarded from the caller.
+    unsafe { export(rt, array, request, Handles::Allowed) }
+}
+
+/// Whether a raw stream handle may be used.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Handles {
+    Allowed,
+    Refused,
+}
+
+/// # Safety
+/// With `Handles::Allowed`, as [`to_dlpack_on_stream`].
+unsafe fn export(rt: &Runtime, array: &Array, request: &ExportRequest, handles: Handles) -> Result<ManagedTensor> {
     let version = negotiate(request.max_version);
     if version.is_none() && array.is_read_only() {
         return Err(Error::Interchange {
@@ -66,11 +92,7 @@ pub unsafe fn to_dlpack(rt: &Runtime, array: &Array, request: &ExportRequest) ->
     let exported = if needs_copy {
         if request.copy == Some(false) {
             return Err(Error::Interchange {
-                what: format!(
-                    "copy=False, but the array is on {} and {} was asked for",
-                    describe(here),
-                    describe(target)
-                ),
+                what: format!("copy=False, but the array is on {} and {} was asked for", here, target),
             });
         }
         let dest = resolve(rt, target)?;
@@ -85,7 +107,13 @@ pub unsafe fn to_dlpack(rt: &Runtime, array: &Array, request: &ExportRequest) ->
         }
     } else {
         let request_stream = StreamRequest::parse(DlDeviceType(here.device_type), request.stream)?;
-        // SAFETY: forwarded from the caller.
+        if let (StreamRequest::Handle(h), Handles::Refused) = (request_stream, handles) {
+            return Err(Error::invalid_argument(format!(
+                "stream={h:#x} is a raw stream handle, which to_dlpack cannot check; use the unsafe \
+                 to_dlpack_on_stream, or name a default stream (CUDA 1 or 2, ROCm 0) or none"
+            )));
+        }
+        // SAFETY: forwarded from the caller; a raw handle only when they allowed it.
         unsafe { handshake(array, DlDeviceType(here.device_type), request_stream) }?;
         array.clone()
     };
@@ -105,8 +133,4 @@ pub unsafe fn to_dlpack(rt: &Runtime, array: &Array, request: &ExportRequest) ->
     // The allocation is what must outlive the consumer's use: a handle to it (no heap
     // allocation) is the export's keep-alive; the one allocation is the context's.
     package(&parts, exported.buffer().clone(), kind)
-}
-
-fn describe(dl: DLDevice) -> String {
-    format!("{} {}", DlDeviceType(dl.device_type), dl.device_id)
 }

@@ -33,8 +33,13 @@ mod tests;
 
 pub use abi::{DLDataType, DLDevice, DLPackVersion, DLTensor, DlpackFlags, DLPACK_VERSION};
 pub use device::{dl_device_of, resolve, Resolved};
-pub use export::{negotiate, to_dlpack, ExportRequest};
+pub use export::{negotiate, to_dlpack, to_dlpack_on_stream, ExportRequest};
 pub use import::{from_dlpack, from_dlpack_with, validate, ImportRequest, Validated};
 pub use managed::{ManagedTensor, RawManaged};
 pub use package::{package, Kind, TensorParts};
 pub use stream::{handshake, has_vendor_streams, legacy_stream_arg, takes_no_stream, StreamRequest};
+
+/// `docs/interop.md`'s Rust example runs as a doc test of this crate.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/interop.md")]
+pub struct InteropGuide;

@@ -7,8 +7,8 @@ use std::time::Duration;
 use gpuport::{AnyDevice, AnyStream, Array, CopyEngine, DType, Error, Runtime, StreamFlags};
 use gpuport_conformance::Gate;
 use gpuport_dlpack::{
-    dl_device_of, from_dlpack, to_dlpack, DLDevice, DLPackVersion, DlpackFlags, ExportRequest, ImportRequest,
-    ManagedTensor,
+    dl_device_of, from_dlpack, to_dlpack, to_dlpack_on_stream, DLDevice, DLPackVersion, DlpackFlags, ExportRequest,
+    ImportRequest, ManagedTensor,
 };
 
 fn runtime() -> Runtime {
@@ -20,8 +20,7 @@ const EXT0: DLDevice = DLDevice { device_type: 12, device_id: 0 };
 const V1: Option<DLPackVersion> = Some(DLPackVersion { major: 1, minor: 0 });
 
 fn export(rt: &Runtime, a: &Array, request: ExportRequest) -> gpuport::Result<ManagedTensor> {
-    // SAFETY: no stream handle is passed in these requests unless a test says otherwise.
-    unsafe { to_dlpack(rt, a, &request) }
+    to_dlpack(rt, a, &request)
 }
 
 fn round_trip(rt: &Runtime, a: &Array, request: ExportRequest) -> (Array, DlpackFlags) {
@@ -185,7 +184,7 @@ fn the_consumers_stream_waits_for_pending_work_without_blocking_the_host() {
     let consumer = ext.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
     let request = ExportRequest { stream: Some(consumer.raw_handle() as i64), ..Default::default() };
     // SAFETY: `consumer` is a live stream of the array's device.
-    let tensor = unsafe { to_dlpack(&rt, &a, &request) }.unwrap(); // returns at once
+    let tensor = unsafe { to_dlpack_on_stream(&rt, &a, &request) }.unwrap(); // returns at once
     let out = ext.alloc(4 * 1024).unwrap();
     consumer.copy(a.buffer(), 0, &out, 0, 4 * 1024).unwrap();
     std::thread::sleep(Duration::from_millis(20));
@@ -291,4 +290,24 @@ fn memory_kind_picks_the_device_type_and_unknown_types_are_named() {
     let err = from_dlpack(&rt, tensor, &ImportRequest::default()).unwrap_err().to_string();
     assert!(err.contains("kDLVulkan"), "{err}");
     assert_eq!(b.buffer().handle_count(), before, "the refused tensor was not released");
+}
+
+#[test]
+fn the_safe_export_refuses_raw_stream_handles_and_takes_the_named_ones() {
+    let rt = runtime();
+    let ext = rt.device("ext:0").unwrap();
+    let a = Array::from_slice(&ext, &[1u32, 2, 3], &[3]).unwrap();
+    let consumer = ext.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    let raw = ExportRequest { stream: Some(consumer.raw_handle() as i64), ..Default::default() };
+    let err = to_dlpack(&rt, &a, &raw).unwrap_err();
+    assert!(matches!(err, gpuport::Error::InvalidArgument { .. }), "{err:#?}");
+    assert!(err.to_string().contains("to_dlpack_on_stream"), "{err}");
+    for stream in [None, Some(-1)] {
+        let tensor = to_dlpack(&rt, &a, &ExportRequest { stream, ..Default::default() }).expect("no raw handle");
+        assert_eq!(tensor.dl_tensor().device, DLDevice::new(gpuport::DlDeviceType::EXT_DEV, 0));
+    }
+    // A copy to the CPU uses no stream of the consumer's: the safe entry point makes it.
+    let copy = ExportRequest { dl_device: Some(DLDevice::cpu()), ..Default::default() };
+    let tensor = to_dlpack(&rt, &a, &copy).expect("a copy to the CPU");
+    assert!(tensor.flags().contains(DlpackFlags::IS_COPIED));
 }

@@ -10,7 +10,8 @@ use std::time::Duration;
 use gpuport::{AnyDevice, Array, CopyEngine, DType, Error, Layout, Runtime, StreamFlags};
 use gpuport_conformance::Gate;
 use gpuport_dlpack::{
-    dl_device_of, from_dlpack, to_dlpack, DLDevice, DLPackVersion, DlpackFlags, ExportRequest, ImportRequest,
+    dl_device_of, from_dlpack, to_dlpack, to_dlpack_on_stream, DLDevice, DLPackVersion, DlpackFlags, ExportRequest,
+    ImportRequest,
 };
 
 const V1: Option<DLPackVersion> = Some(DLPackVersion { major: 1, minor: 0 });
@@ -41,8 +42,7 @@ fn array_over(dev: &AnyDevice, memory: &str, data: &[f32]) -> Array {
 }
 
 fn export(rt: &Runtime, a: &Array, request: ExportRequest) -> gpuport::Result<gpuport_dlpack::ManagedTensor> {
-    // SAFETY: no stream handle is passed unless the test says so.
-    unsafe { to_dlpack(rt, a, &request) }
+    to_dlpack(rt, a, &request)
 }
 
 #[test]
@@ -95,7 +95,7 @@ fn the_consumers_vendor_stream_waits_for_a_slow_producer() {
     let consumer = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
     let request = ExportRequest { stream: Some(consumer.raw_handle() as i64), ..Default::default() };
     // SAFETY: `consumer` is a live stream of the array's device.
-    let tensor = unsafe { to_dlpack(&rt, &a, &request) }.unwrap(); // returns at once
+    let tensor = unsafe { to_dlpack_on_stream(&rt, &a, &request) }.unwrap(); // returns at once
     let out = dev.alloc(4 * data.len()).unwrap();
     consumer.copy(a.buffer(), 0, &out, 0, 4 * data.len()).unwrap();
     std::thread::sleep(Duration::from_millis(20));

@@ -69,7 +69,7 @@ pub fn export<'py>(
     let request = ExportRequest { max_version, dl_device, copy, stream };
     // SAFETY: a stream handle from the consumer is, by the protocol, a live stream of the
     // device the data is handed over on.
-    let export = || unsafe { gpuport_dlpack::to_dlpack(runtime(), array, &request) };
+    let export = || unsafe { gpuport_dlpack::to_dlpack_on_stream(runtime(), array, &request) };
     // The GIL is let go only for a copy; a zero-copy export is a handshake (no Python code
     // waits on gpuport's queues, so holding it cannot deadlock).
     let copies = stream_device != here || copy == Some(true);

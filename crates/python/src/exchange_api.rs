@@ -158,8 +158,7 @@ fn export_no_sync(array: &Array) -> gpuport::Result<ManagedTensor> {
         copy: None,
         stream: (!no_stream).then_some(-1),
     };
-    // SAFETY: no stream handle is passed.
-    unsafe { gpuport_dlpack::to_dlpack(runtime(), array, &request) }
+    gpuport_dlpack::to_dlpack(runtime(), array, &request)
 }
 
 unsafe extern "C" fn from_py_object_no_sync(py_object: *mut c_void, out: *mut *mut DLManagedTensorVersioned) -> c_int {

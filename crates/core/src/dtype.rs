@@ -203,7 +203,7 @@ impl DType {
     /// bytes (layout arithmetic is in whole elements).
     pub fn itemsize(self) -> Result<usize> {
         let bits = self.total_bits();
-        if bits % 8 != 0 {
+        if !bits.is_multiple_of(8) {
             return Err(Error::invalid_argument(format!(
                 "{self} is {bits} bits per element, not a whole number of bytes"
             )));
@@ -224,7 +224,7 @@ impl DType {
             _ => return Err(Error::Interchange { what: format!("{self} has no NumPy typestr") }),
         };
         // NumPy has no half-precision complex (`c4`).
-        if self.lanes != 1 || self.bits % 8 != 0 || (kind == 'c' && self.bits < 64) {
+        if self.lanes != 1 || !self.bits.is_multiple_of(8) || (kind == 'c' && self.bits < 64) {
             return Err(Error::Interchange { what: format!("{self} has no NumPy typestr") });
         }
         let bytes = self.bits / 8;

@@ -153,7 +153,7 @@ impl HostKernelArgs {
     #[allow(clippy::mut_from_ref)]
     pub unsafe fn slice_mut<T: Element>(&self, i: usize) -> Result<&mut [T]> {
         let (p, n) = self.ptr(i)?;
-        if (p as usize) % std::mem::align_of::<T>() != 0 {
+        if !(p as usize).is_multiple_of(std::mem::align_of::<T>()) {
             return Err(Error::invalid_argument(format!("kernel argument {i} is not aligned for {}", T::DTYPE)));
         }
         // SAFETY: `p` is valid for `n` bytes (checked when the launch was queued), aligned

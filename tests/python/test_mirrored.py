@@ -110,3 +110,18 @@ def test_interfaces_and_errors():
         gpuport.MirroredArray(data=object())
     with pytest.raises(ValueError):
         gpuport.MirroredArray(data=np.zeros(3), device_data=gpuport.zeros(4, dtype="float64", device="ext:0"))
+
+
+def test_without_device_the_mirror_says_where_its_device_side_is():
+    if any(b.available for b in gpuport.backends() if b.name in ("cuda", "rocm")):
+        pytest.skip("a GPU is available: the device side goes there, without a warning")
+    with pytest.warns(UserWarning, match="device side is host memory too"):
+        m = gpuport.MirroredArray(data=np.arange(4.0))
+    assert "device='host:0'" in repr(m)
+    with pytest.warns(UserWarning, match="pass device="):
+        gpuport.MirroredArray.zeros((2,))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gpuport.MirroredArray(data=np.arange(4.0), device="ext:0")  # chosen: no warning

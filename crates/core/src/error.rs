@@ -156,7 +156,7 @@ pub enum Error {
     },
 
     /// Two handles of different backends were mixed in one operation.
-    #[error("backend mismatch in {operation}: expected a {expected} handle, got one from {found}")]
+    #[error("backend mismatch in {operation}: it runs on {expected}, but was given a handle from {found}")]
     BackendMismatch {
         /// The operation attempted.
         operation: &'static str,
@@ -317,6 +317,11 @@ mod tests {
         // `fn main() -> Result<(), Error>` prints `Error: {err:?}`.
         assert_eq!(format!("Error: {err:?}"), "Error: ext:7: no such device (ext has 2 device(s))");
         assert_eq!(format!("{err:#?}"), "DeviceNotFound: ext:7: no such device (ext has 2 device(s))");
+        let mismatch = Error::mismatch("Stream::copy", BackendKind::Plugin("ext"), "host");
+        assert_eq!(
+            mismatch.to_string(),
+            "backend mismatch in Stream::copy: it runs on ext, but was given a handle from host"
+        );
         let wrapped: Result<()> = Err(Error::invalid_argument("n = 0"));
         assert_eq!(format!("{wrapped:?}"), "Err(invalid argument: n = 0)");
     }

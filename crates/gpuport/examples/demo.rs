@@ -56,7 +56,29 @@ fn pipeline(dev: &AnyDevice) -> gpuport::Result<()> {
     Ok(())
 }
 
+const USAGE: &str = "\
+usage: cargo run --example demo [-- --help]
+
+Registers the ext device, discovers every backend and prints each with its devices (or
+why it is unavailable), then runs a two-stream pipeline on the default device and prints
+event-timed figures.
+
+  GPUPORT_DEVICE=ext:0     run the pipeline on another device (default: host)
+  GPUPORT_BACKENDS=host    limit discovery to these backends
+";
+
 fn main() -> ExitCode {
+    match std::env::args().nth(1).as_deref() {
+        None => {}
+        Some("-h" | "--help") => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Some(other) => {
+            eprint!("unknown argument {other:?}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    }
     // The ext device is a plugin: a library user registers it (or any port) before
     // discovery, and then `ext:0` is a device string like any other.
     let ext = gpuport_ext::ExtBackend::load(&Default::default()).and_then(Runtime::register_plugin);

@@ -330,7 +330,7 @@ impl fmt::Display for Runtime {
                             write!(f, ", {arch}")?;
                         }
                         if let Some(n) = d.multiprocessors {
-                            write!(f, ", {n} units")?;
+                            write!(f, ", {n} compute unit{}", if n == 1 { "" } else { "s" })?;
                         }
                         if let Some(pci) = &d.pci_bus_id {
                             write!(f, ", pci {pci}")?;

@@ -58,7 +58,7 @@ impl PySyncState {
 
     /// A new, unshared state.
     #[new]
-    #[pyo3(signature = (state = CLEAN))]
+    #[pyo3(signature = (state = CLEAN), text_signature = "(state=0)")]
     fn new(state: u8) -> PyResult<Self> {
         Ok(PySyncState { inner: SharedSyncState::new(from_code(state)?) })
     }
@@ -123,11 +123,21 @@ fn device_side(obj: &Bound<'_, PyAny>) -> PyResult<Array> {
     )))
 }
 
-fn device_or_best(device: Option<&Bound<'_, PyAny>>) -> PyResult<AnyDevice> {
-    match device.filter(|d| !d.is_none()) {
-        Some(d) => parse_device(d),
-        None => runtime().best_device().py(),
+/// The device side's device: `device`, else the best device (`GPUPORT_DEVICE`, else the
+/// first GPU, else the host). When that leaves both sides on the host — no GPU here — a
+/// `UserWarning` says so, and how to choose: a mirror of host memory in host memory is
+/// rarely what was meant.
+fn device_or_best(py: Python<'_>, device: Option<&Bound<'_, PyAny>>) -> PyResult<AnyDevice> {
+    if let Some(d) = device.filter(|d| !d.is_none()) {
+        return parse_device(d);
     }
+    let best = runtime().best_device().py()?;
+    if best.id().kind == gpuport::BackendKind::Host {
+        let message = c"MirroredArray without device=: no GPU is available, so the device side is host memory \
+                        too (host:0); pass device= ('ext:0', 'cuda:0', ...) to choose";
+        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyUserWarning>(), message, 1)?;
+    }
+    Ok(best)
 }
 
 impl PyMirroredArray {
@@ -155,7 +165,7 @@ impl PyMirroredArray {
             Err(_) => shape.extract()?,
         };
         let dtype = dtype::parse(dtype, DType::F32)?;
-        let dev = device_or_best(device)?;
+        let dev = device_or_best(py, device)?;
         let host = runtime().device("host").py()?;
         let inner = py
             .detach(|| {
@@ -206,7 +216,8 @@ enum Side {
 impl PyMirroredArray {
     /// Wraps existing buffers without copying: `data` (host: buffer protocol,
     /// `__array_interface__` or a DLPack host array) and/or `device_data` (CAI or DLPack).
-    /// A missing side is allocated on `device` (default: the best device) — the given side
+    /// A missing side is allocated on `device` (default: the best device — `GPUPORT_DEVICE`,
+    /// else `cuda:0`, else `rocm:0`, else the host, with a `UserWarning`) — the given side
     /// then holds the data. With both, `sync_state` (shared, e.g. the `sync_state` of the
     /// mirrored array the buffers came from) says which is current; without it, both are.
     #[new]
@@ -227,7 +238,7 @@ impl PyMirroredArray {
             }
             (Some(h), None) => {
                 let host = host_side(h)?;
-                let dev = device_or_best(device)?;
+                let dev = device_or_best(py, device)?;
                 let d = py.detach(|| Array::empty(&dev, host.shape(), host.dtype())).py()?;
                 (host, d, SyncState::HostDirty)
             }

@@ -29,6 +29,7 @@ pub mod kernels;
 mod lazy;
 pub mod memory;
 mod pool;
+mod port;
 mod queue;
 mod stream;
 
@@ -36,6 +37,7 @@ pub use device::DeviceQueues;
 pub use event::{EventState, QueueEvent};
 pub use kernels::{register_kernel, HostKernelArgs, HostKernelFn};
 pub use lazy::LazyStream;
+pub use port::QueueStreamPort;
 pub use queue::{copy_bytes, synchronize_all, QueueTracker, SendPtr, Work, WorkQueue};
 pub use stream::{host_range, host_resolver, QueueStream, Resolve};
 
@@ -53,14 +55,29 @@ macro_rules! impl_queue_event {
 }
 
 /// Implements `gpuport_core::Stream` for a type holding a [`QueueStream`] in field
-/// `$field`, whose event type wraps [`QueueEvent`] in field `0`: every method forwards,
-/// passing `$resolve` (an expression of `self` and the operation's name `$op`, giving the
-/// backend's [`Resolve`] function).
-/// `impl_queue_stream!(MyStream, MyBackend, 0, |_this, op| host_resolver(op))` (`_this`: the
-/// resolver here does not need the stream).
+/// `$field`, whose event type wraps [`QueueEvent`] in field `0`: every method forwards.
+/// `$resolve` is an expression of the stream (`$this`) and the operation's name (`$op`)
+/// giving the backend's [`Resolve`] function. The data path (copy, memset, write, read,
+/// launch) goes through [`QueueStreamPort`], which the macro implements too; an optional
+/// `overrides { … }` block holds `QueueStreamPort` methods written by the port instead of
+/// forwarded:
+///
+/// `impl_queue_stream!(MyStream, MyBackend, 0, |_this, op| host_resolver(op))`, or
+/// `impl_queue_stream!(MyStream, MyBackend, 0, |_this, op| host_resolver(op), overrides { fn memset(…) {…} })`.
 #[macro_export]
 macro_rules! impl_queue_stream {
-    ($stream:ty, $backend:ty, $field:tt, |$this:ident, $op:ident| $resolve:expr) => {
+    ($stream:ty, $backend:ty, $field:tt, |$this:ident, $op:ident| $resolve:expr $(, overrides { $($overrides:tt)* })?) => {
+        impl $crate::QueueStreamPort for $stream {
+            fn queue(&self) -> &$crate::QueueStream {
+                &self.$field
+            }
+            fn resolver(&self, operation: &'static str) -> impl $crate::Resolve {
+                let ($this, $op) = (self, operation);
+                $resolve
+            }
+            $($($overrides)*)?
+        }
+
         impl $crate::__core::Stream for $stream {
             type Backend = $backend;
 
@@ -87,8 +104,7 @@ macro_rules! impl_queue_stream {
                 dst_offset: usize,
                 len: usize,
             ) -> $crate::__core::Result<()> {
-                let ($this, $op) = (self, "copy");
-                self.$field.copy(src, src_offset, dst, dst_offset, len, $resolve)
+                $crate::QueueStreamPort::copy(self, src, src_offset, dst, dst_offset, len)
             }
             fn memset(
                 &self,
@@ -97,12 +113,10 @@ macro_rules! impl_queue_stream {
                 len: usize,
                 value: u8,
             ) -> $crate::__core::Result<()> {
-                let ($this, $op) = (self, "memset");
-                self.$field.memset(dst, offset, len, value, $resolve)
+                $crate::QueueStreamPort::memset(self, dst, offset, len, value)
             }
             fn write(&self, src: &[u8], dst: &$crate::__core::Buffer, dst_offset: usize) -> $crate::__core::Result<()> {
-                let ($this, $op) = (self, "write");
-                self.$field.write(src, dst, dst_offset, $resolve)
+                $crate::QueueStreamPort::write(self, src, dst, dst_offset)
             }
             fn read(
                 &self,
@@ -110,8 +124,7 @@ macro_rules! impl_queue_stream {
                 src_offset: usize,
                 dst: &mut [u8],
             ) -> $crate::__core::Result<()> {
-                let ($this, $op) = (self, "read");
-                self.$field.read(src, src_offset, dst, $resolve)
+                $crate::QueueStreamPort::read(self, src, src_offset, dst)
             }
             fn record(&self, event: &<$backend as $crate::__core::Backend>::Event) -> $crate::__core::Result<()> {
                 self.$field.record(&event.0)
@@ -128,8 +141,7 @@ macro_rules! impl_queue_stream {
                 config: &$crate::__core::LaunchConfig,
                 args: &[$crate::__core::KernelArg],
             ) -> $crate::__core::Result<()> {
-                let ($this, $op) = (self, "launch");
-                self.$field.launch(kernel, config, args, $resolve)
+                $crate::QueueStreamPort::launch(self, kernel, config, args)
             }
             #[inline]
             fn query(&self) -> $crate::__core::Result<bool> {

@@ -42,7 +42,7 @@ impl Backend for TemplateBackend {
         Ok(TemplateBackend)
     }
     fn version(&self) -> String {
-        format!("gpuport-port-template {}", env!("CARGO_PKG_VERSION"))
+        format!("{} {}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))
     }
     fn devices(&self) -> Result<Vec<DeviceInfo>> {
         Ok(vec![TemplateDevice::shared().info()?])
@@ -51,7 +51,7 @@ impl Backend for TemplateBackend {
         if ordinal != 0 {
             return Err(Error::DeviceNotFound {
                 device: DeviceId::new(KIND, ordinal),
-                backend: "tmpl".into(),
+                backend: KIND.to_string(),
                 count: 1,
             });
         }
@@ -178,7 +178,14 @@ impl Device for TemplateDevice {
 #[derive(Clone)]
 pub struct TemplateStream(QueueStream);
 
-gpuport_queue::impl_queue_stream!(TemplateStream, TemplateBackend, 0, |_this, op| host_resolver(op));
+gpuport_queue::impl_queue_stream!(TemplateStream, TemplateBackend, 0, |_this, op| host_resolver(op), overrides {
+    // Step 4b: one data-path method written by the port instead of forwarded (copy,
+    // memset, write, read and launch can be). A device with its own fill would queue it
+    // here; this one hands the fill to the queue, as the forwarded method does.
+    fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
+        self.queue().memset(dst, offset, len, value, self.resolver("memset"))
+    }
+});
 
 /// Step 5: the event — a `gpuport-queue` event; `impl_queue_event!` writes the `Event`
 /// impl, every method forwarding to it.

@@ -7,7 +7,7 @@
 //! checks something first) writes that one method in the macro's `override` block and
 //! keeps the rest:
 //!
-//! ```ignore
+//! ```text
 //! gpuport_queue::impl_queue_stream!(MyStream, MyBackend, 0, |_this, op| host_resolver(op), override {
 //!     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
 //!         // ... the device's own fill, or the queue's for what it cannot do:

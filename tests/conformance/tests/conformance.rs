@@ -65,7 +65,8 @@ fn main() {
                         };
                         // An ignored trial never runs; `--include-ignored` runs it, and it
                         // counts the skip. Otherwise the skip is counted below.
-                        trials.push(Trial::test(test_name, skip).with_kind("skipped").with_ignored_flag(true));
+                        let kind = format!("skipped: {why}");
+                        trials.push(Trial::test(test_name, skip).with_kind(kind).with_ignored_flag(true));
                         continue;
                     }
                     let (target, counts) = (target.clone(), counts.clone());
@@ -84,7 +85,8 @@ fn main() {
             }
             Err(reason) if all => {
                 eprintln!("skipping {name}: {reason}");
-                trials.push(Trial::test(format!("{name}::available"), || Ok(())).with_ignored_flag(true));
+                let trial = Trial::test(format!("{name}::available"), || Ok(())).with_kind("backend unavailable here");
+                trials.push(trial.with_ignored_flag(true));
                 outcomes.push((name, Outcome::NotRun(reason)));
             }
             Err(reason) => {

@@ -171,8 +171,10 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally, python: bool) -> bool {
         println!("xtask: the Python tests on the {} double left out (--no-python)", d.name);
     } else if let Err(e) = crate::python::pytest(files, &env) {
         eprintln!("xtask: {e}");
-        tally.failed += 1;
+        tally.note_python(false);
         ok = false;
+    } else {
+        tally.note_python(true);
     }
     match std::fs::read_to_string(&report) {
         Ok(text) if !text.trim().is_empty() => {

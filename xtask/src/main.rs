@@ -111,7 +111,6 @@ fn test(request: plan::Request<'_>, print_only: bool) -> bool {
     }
     let mut tally = Tally::default();
     let mut ok = true;
-    let mut python = None;
     let mut doubles_built = true;
     for step in plan.steps {
         match step {
@@ -120,13 +119,13 @@ fn test(request: plan::Request<'_>, print_only: bool) -> bool {
                 // The wheel built and installed into .venv, pytest over tests/python (NumPy,
                 // JAX and tvm-ffi on the CPU; the GPU peers where a CUDA device is).
                 let passed = report(python::test());
-                python = Some(passed);
+                tally.note_python(passed);
                 ok &= passed;
             }
             plan::Step::BuildDoubles => {
                 // The doubles' Python runs need the wheel installed.
                 doubles_built = report(doubles::build());
-                if doubles_built && python.is_none() && !request.no_python {
+                if doubles_built && tally.python_ran().is_none() && !request.no_python {
                     doubles_built = report(python::install());
                 }
                 ok &= doubles_built;
@@ -140,7 +139,7 @@ fn test(request: plan::Request<'_>, print_only: bool) -> bool {
         }
     }
     let mode = if request.double { " --double" } else { "" };
-    tally.print(&format!("xtask test --backend {}{mode}", request.backend), &plan.not_run, python);
+    tally.print(&format!("xtask test --backend {}{mode}", request.backend), &plan.not_run);
     if !ok {
         eprintln!(
             "xtask: tests failed for backend `{}` (an unavailable backend fails as `{}::available` with its reason)",

@@ -27,6 +27,8 @@ pub(crate) struct Tally {
     /// Tests that ran, pass or fail (a test ignored in one command and run by a later one
     /// is not listed as ignored).
     ran: BTreeSet<String>,
+    /// Whether every Python test run passed (`None`: none ran).
+    python: Option<bool>,
 }
 
 impl Tally {
@@ -93,8 +95,18 @@ impl Tally {
         self.ignored_tests.iter().filter(|(name, _)| !self.ran.contains(name) && seen.insert(name.clone())).collect()
     }
 
+    /// Whether the Python tests that ran passed (`None`: none ran yet).
+    pub fn python_ran(&self) -> Option<bool> {
+        self.python
+    }
+
+    /// Notes one pytest run's outcome.
+    pub fn note_python(&mut self, passed: bool) {
+        self.python = Some(self.python.unwrap_or(true) && passed);
+    }
+
     /// Prints the summary.
-    pub fn print(&self, title: &str, not_run: &[(String, String)], python: Option<bool>) {
+    pub fn print(&self, title: &str, not_run: &[(String, String)]) {
         println!("\n==== {title} ====");
         println!("conformance suite:");
         if self.conformance.is_empty() {
@@ -114,7 +126,7 @@ impl Tally {
                 println!("  {what} — {why}");
             }
         }
-        let python = match python {
+        let python = match self.python {
             Some(true) => "Python tests passed",
             Some(false) => "Python tests FAILED",
             None => "Python tests not run",

@@ -103,7 +103,7 @@ impl Stream for CudaStream {
     }
 
     fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize) -> Result<()> {
-        refuse_in_callback("a blocking Stream::write")?;
+        refuse_in_callback(BackendKind::Cuda, "a blocking Stream::write")?;
         let d = self.0.reachable_addr(dst, dst_offset, src.len(), "write")?;
         if src.is_empty() {
             return Ok(());
@@ -116,7 +116,7 @@ impl Stream for CudaStream {
     }
 
     fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8]) -> Result<()> {
-        refuse_in_callback("a blocking Stream::read")?;
+        refuse_in_callback(BackendKind::Cuda, "a blocking Stream::read")?;
         let s = self.0.reachable_addr(src, src_offset, dst.len(), "read")?;
         if dst.is_empty() {
             return Ok(());

@@ -8,6 +8,7 @@
 //! are `gpuport-driver` and `gpuport-queue`); [`release`] is here because [`Buffer`]'s drop
 //! obeys it.
 
+mod callback;
 mod dlpack_device;
 mod dtype;
 mod error;
@@ -19,6 +20,7 @@ mod memory;
 pub mod release;
 mod traits;
 
+pub use callback::{fail_host_callback, unwound_work_message};
 pub use dlpack_device::{DlDeviceType, DlpackDevices};
 pub use dtype::{as_bytes, as_bytes_mut, zeroed_vec, DType, DTypeCode, Element};
 pub use error::{Error, LoadAttempt, Result};

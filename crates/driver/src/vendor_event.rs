@@ -93,7 +93,7 @@ impl<V: VendorStreams> VendorEvent<V> {
 
     /// `Event::synchronize`; refused inside a host callback (it could wait for itself).
     pub fn synchronize(&self) -> Result<()> {
-        refuse_in_callback("Event::synchronize")?;
+        refuse_in_callback(V::KIND, "Event::synchronize")?;
         self.inner.dev.bind()?;
         self.inner.dev.event_synchronize(self.inner.raw)
     }

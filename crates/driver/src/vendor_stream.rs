@@ -136,7 +136,7 @@ impl<V: VendorStreams> DeviceStreams<V> {
     /// synchronize clears it), clearing it for a dropped stream (reported once, here).
     /// Refused from inside a host callback.
     pub fn synchronize(&self, dev: &V) -> Result<()> {
-        refuse_in_callback("Device::synchronize")?;
+        refuse_in_callback(V::KIND, "Device::synchronize")?;
         dev.bind()?;
         dev.device_synchronize()?;
         let all: Vec<Arc<StreamErrors>> = lock(&self.errors).clone();
@@ -242,7 +242,7 @@ impl<V: VendorStreams> StreamState<V> {
     fn release_after_work(&self, keep: Vec<Keep>) {
         let here = self.thread.is_none_or(|t| t == std::thread::current().id());
         if here {
-            let user = Callback::boxed(Box::new(move || drop(keep)), self.errors.clone(), self.name());
+            let user = Callback::boxed(Box::new(move || drop(keep)), self.errors.clone(), self.name(), V::KIND);
             match self.dev.launch_host_callback(self.raw, user) {
                 Ok(()) => {}
                 Err(e) => {
@@ -344,7 +344,7 @@ impl<V: VendorStreams> VendorStream<V> {
     /// The vendor handle, once the calling thread may use it (not a host callback's; the
     /// per-thread default stream only on its own thread) and the device is current.
     pub fn raw(&self) -> Result<V::Stream> {
-        if IN_CALLBACK.with(Cell::get) {
+        if IN_CALLBACK.with(Cell::get) == Some(V::KIND) {
             return Err(Error::invalid_argument(format!(
                 "a call on a stream of {} inside a host callback (the driver forbids it; queue the work instead)",
                 self.inner.dev.device_id()
@@ -449,7 +449,7 @@ impl<V: VendorStreams> VendorStream<V> {
     /// it drops is released on the release thread.
     pub fn host_callback(&self, f: HostCallback) -> Result<()> {
         let raw = self.raw()?;
-        let user = Callback::boxed(f, self.inner.errors.clone(), self.inner.name());
+        let user = Callback::boxed(f, self.inner.errors.clone(), self.inner.name(), V::KIND);
         self.inner.dev.launch_host_callback(raw, user).inspect_err(|_| {
             // SAFETY: the runtime refused the callback, so `user` was not handed over.
             drop(unsafe { Callback::reclaim(user) });
@@ -465,7 +465,7 @@ impl<V: VendorStreams> VendorStream<V> {
     /// `Stream::synchronize`: waits, releases what the work kept, and reports (once) the
     /// first error of work found outside a call. Refused inside a host callback.
     pub fn synchronize(&self) -> Result<()> {
-        refuse_in_callback("Stream::synchronize")?;
+        refuse_in_callback(V::KIND, "Stream::synchronize")?;
         let raw = self.raw()?;
         self.inner.dev.stream_synchronize(raw)?;
         lock(&self.inner.parked).release_all(&StreamFence(&self.inner));
@@ -479,15 +479,17 @@ impl<V: VendorStreams> VendorStream<V> {
 }
 
 thread_local! {
-    /// Set while a host callback runs on this (driver-owned) thread.
-    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+    /// The backend whose host callback runs on this (driver-owned) thread, if one does.
+    static IN_CALLBACK: Cell<Option<BackendKind>> = const { Cell::new(None) };
 }
 
-/// `WouldDeadlock` inside a host callback: a vendor callback may make no driver call, and
-/// a blocking one would wait for the callback itself.
-pub fn refuse_in_callback(call: &str) -> Result<()> {
-    if IN_CALLBACK.with(Cell::get) {
-        return Err(Error::would_deadlock(format!("{call} inside a host callback")));
+/// `WouldDeadlock` inside a host callback of backend `kind`: a vendor callback may make no
+/// call into its own driver, and a blocking one would wait for the callback itself.
+/// Another backend's calls are allowed — a CUDA callback may wait for a ROCm event, which
+/// is how work on a CUDA stream is ordered after ROCm work.
+pub fn refuse_in_callback(kind: BackendKind, call: &str) -> Result<()> {
+    if IN_CALLBACK.with(Cell::get) == Some(kind) {
+        return Err(Error::would_deadlock(format!("{call} inside a host callback of {kind}")));
     }
     Ok(())
 }
@@ -497,11 +499,13 @@ struct Callback {
     f: HostCallback,
     errors: Arc<StreamErrors>,
     stream: String,
+    /// The backend whose driver runs it (whose calls it may not make).
+    kind: BackendKind,
 }
 
 impl Callback {
-    fn boxed(f: HostCallback, errors: Arc<StreamErrors>, stream: String) -> *mut c_void {
-        Box::into_raw(Box::new(Callback { f, errors, stream })).cast()
+    fn boxed(f: HostCallback, errors: Arc<StreamErrors>, stream: String, kind: BackendKind) -> *mut c_void {
+        Box::into_raw(Box::new(Callback { f, errors, stream, kind })).cast()
     }
 
     /// # Safety
@@ -525,12 +529,12 @@ pub unsafe fn run_host_callback(user: *mut c_void) {
     let callback = unsafe { Callback::reclaim(user) };
     let _ = catch_unwind(AssertUnwindSafe(move || {
         crate::release::restricted(move || {
-            let Callback { f, errors, stream } = *callback;
-            IN_CALLBACK.with(|c| c.set(true));
+            let Callback { f, errors, stream, kind } = *callback;
+            IN_CALLBACK.with(|c| c.set(Some(kind)));
             let outcome = catch_unwind(AssertUnwindSafe(f));
-            IN_CALLBACK.with(|c| c.set(false));
-            if outcome.is_err() {
-                errors.record(Error::StreamWork { stream, message: "host callback panicked".into() });
+            IN_CALLBACK.with(|c| c.set(None));
+            if let Err(unwound) = outcome {
+                errors.record(Error::StreamWork { stream, message: gpuport_core::unwound_work_message(&*unwound) });
             }
         })
     }));

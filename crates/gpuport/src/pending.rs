@@ -77,12 +77,15 @@ pub(crate) fn order_after(
         return waiter.wait(event);
     }
     // Across backends. A fresh event pins the point on `source` (the stored one may be
-    // re-recorded later, past work that could itself wait on `waiter`).
+    // re-recorded later, past work that could itself wait on `waiter`). The waiter's stream
+    // waits for it in a host callback; a wait that fails fails the callback, so the
+    // waiter's stream keeps the error (its next synchronize reports it) — the ordering is
+    // never lost in silence.
     let fence = source_device.create_event(EventFlags::DISABLE_TIMING)?;
     source.record(&fence)?;
     waiter.host_callback(Box::new(move || {
         if let Err(err) = fence.synchronize() {
-            log::warn!("waiting across backends for {}: {err}", fence.device_id());
+            gpuport_core::fail_host_callback(err);
         }
     }))
 }

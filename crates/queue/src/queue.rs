@@ -349,13 +349,13 @@ fn run(op: Op, state: &State) {
             match catch_unwind(AssertUnwindSafe(work)) {
                 Ok(Ok(())) => {}
                 Ok(Err(err)) => state.fail(err.to_string()),
-                Err(panic) => state.fail(format!("host work panicked: {}", panic_message(&panic))),
+                Err(unwound) => state.fail(gpuport_core::unwound_work_message(&*unwound)),
             }
             None
         }
         Op::Callback(f) => {
-            if let Err(panic) = catch_unwind(AssertUnwindSafe(f)) {
-                state.fail(format!("host work panicked: {}", panic_message(&panic)));
+            if let Err(unwound) = catch_unwind(AssertUnwindSafe(f)) {
+                state.fail(gpuport_core::unwound_work_message(&*unwound));
             }
             None
         }
@@ -365,16 +365,6 @@ fn run(op: Op, state: &State) {
         Some(Op::Record(event, generation)) => state.complete_with(|| event.complete(generation)),
         Some(Op::Signal(signal)) => state.complete_with(|| signal.set()),
         _ => state.complete_one(),
-    }
-}
-
-fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_owned()
     }
 }
 

@@ -47,6 +47,20 @@ const SCENARIOS: &[Scenario] = &[
         run: device_lost,
     },
     Scenario {
+        // No fault: the ordering itself, beside the failure below.
+        name: "cross_backend_wait_orders",
+        cuda: "",
+        hip: "",
+        run: cross_backend_wait_orders,
+    },
+    Scenario {
+        // The other vendor's event wait fails (each double takes only its own names).
+        name: "cross_backend_wait_fails",
+        cuda: "hipEventSynchronize:1=Unknown",
+        hip: "cuEventSynchronize:1=UNKNOWN",
+        run: cross_backend_wait_fails,
+    },
+    Scenario {
         name: "no_device_after_init",
         cuda: "cuDeviceGetCount:1=NO_DEVICE",
         hip: "hipGetDeviceCount:1=NoDevice",
@@ -194,6 +208,63 @@ fn no_device_after_init(backend: &str) -> Result<(), String> {
         gpuport::BackendStatus::Available { .. } => return Err("available although the driver has no device".into()),
     }
     check(rt.device("host").is_ok(), "the host is not usable")
+}
+
+/// The other vendor backend (both doubles are loaded in these runs).
+fn other_vendor(backend: &str) -> &'static str {
+    if backend == "cuda" {
+        "rocm"
+    } else {
+        "cuda"
+    }
+}
+
+/// An array on the other vendor's device with a write still pending on its stream (held
+/// back by `gate` when one is given), and a stream of `backend` told to wait for it
+/// through the array's pending work — across backends, a host callback on that stream.
+fn waiting_across_backends(
+    backend: &str,
+    gate: Option<&gpuport_conformance::Gate>,
+) -> Result<(AnyDevice, gpuport::AnyStream, gpuport::Array), String> {
+    let rt = gpuport_conformance::discover_with_builtin_ports();
+    let (dev, other) = (device(&rt, backend, 0)?, device(&rt, other_vendor(backend), 0)?);
+    let src = text(gpuport::Array::from_slice(&other, &[7u8; 4096], &[4096]))?;
+    let a = text(gpuport::Array::zeros(&other, &[4096], gpuport::DType::U8))?;
+    let writer = text(other.create_stream(StreamFlags::NON_BLOCKING, 0))?;
+    if let Some(gate) = gate {
+        gate.block(&writer).map_err(|f| f.to_string())?;
+    }
+    text(gpuport::CopyEngine::default().copy_on(&src, &a, &writer))?;
+    let waiter = text(dev.create_stream(StreamFlags::NON_BLOCKING, 0))?;
+    text(a.wait_pending(&waiter, gpuport::Access::Read))?;
+    Ok((dev, waiter, a))
+}
+
+/// Work on one vendor's stream ordered after another vendor's: the waiting stream's later
+/// work does not run until the other stream's write is done (a callback of one backend
+/// may wait on the other backend's event; only its own driver is off limits there).
+fn cross_backend_wait_orders(backend: &str) -> Result<(), String> {
+    let gate = gpuport_conformance::Gate::default();
+    let _open = gpuport_conformance::OpenOnDrop(gate.clone());
+    let (dev, waiter, a) = waiting_across_backends(backend, Some(&gate))?;
+    let after = text(dev.create_event(gpuport::EventFlags::DISABLE_TIMING))?;
+    text(waiter.record(&after))?;
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    check(!text(after.query())?, "the waiting stream ran ahead of the other backend's write")?;
+    gate.open();
+    text(waiter.synchronize())?;
+    check(text(after.query())?, "the waiting stream's work did not complete")?;
+    check(text(a.to_vec::<u8>())? == vec![7u8; 4096], "the other backend's write is lost")
+}
+
+/// The other vendor's wait fails: the waiting stream keeps the error, its next
+/// synchronize reports it once (naming the failed call), and nothing is lost in a log.
+fn cross_backend_wait_fails(backend: &str) -> Result<(), String> {
+    let (_dev, waiter, _a) = waiting_across_backends(backend, None)?;
+    let err = waiter.synchronize().err().ok_or("the failed wait across backends was not reported")?;
+    check(matches!(err, Error::StreamWork { .. }), format!("not the stream's kept error: {err:?}"))?;
+    check(names(&err, "cuEventSynchronize", "hipEventSynchronize"), format!("the failed call is not named: {err}"))?;
+    text(waiter.synchronize()).map_err(|e| format!("the error was reported twice: {e}"))
 }
 
 /// The child: runs one scenario and exits with its verdict.

@@ -1,0 +1,47 @@
+//! How host work fails. A host callback (`Stream::host_callback`) returns nothing, so it
+//! fails by unwinding: with a panic, or — for a typed error it wants kept — with
+//! [`fail_host_callback`], which unwinds without running the panic hook (nothing is
+//! printed). Either way the stream keeps the failure as `Error::StreamWork` for its next
+//! `synchronize` (and the device's), with [`unwound_work_message`] as the message. Every
+//! backend runs callbacks inside `catch_unwind` and reports them this way.
+
+use std::any::Any;
+
+use crate::error::Error;
+
+/// The payload [`fail_host_callback`] unwinds with.
+struct HostCallbackFailed(Error);
+
+/// Ends the running host callback with `err`, which its stream keeps as its error. Call it
+/// only from inside a host callback (anywhere else it unwinds like a panic).
+pub fn fail_host_callback(err: Error) -> ! {
+    std::panic::resume_unwind(Box::new(HostCallbackFailed(err)))
+}
+
+/// The message a stream keeps for host work that unwound with `payload`: the error given
+/// to [`fail_host_callback`], or `host work panicked: <the panic message>`.
+pub fn unwound_work_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(HostCallbackFailed(err)) = payload.downcast_ref::<HostCallbackFailed>() {
+        err.to_string()
+    } else if let Some(s) = payload.downcast_ref::<&str>() {
+        format!("host work panicked: {s}")
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        format!("host work panicked: {s}")
+    } else {
+        "host work panicked (a payload that is not a message)".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_callback_keeps_its_error_and_a_panic_its_message() {
+        let failed =
+            std::panic::catch_unwind(|| fail_host_callback(Error::invalid_argument("x"))).expect_err("it unwinds");
+        assert_eq!(unwound_work_message(&*failed), "invalid argument: x");
+        let panicked = std::panic::catch_unwind(|| panic!("boom")).expect_err("it unwinds");
+        assert_eq!(unwound_work_message(&*panicked), "host work panicked: boom");
+    }
+}

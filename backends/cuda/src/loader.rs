@@ -9,7 +9,7 @@ use std::ffi::c_int;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use gpuport_core::{Error, Result};
+use gpuport_core::{BackendKind, Error, Result};
 
 use crate::sys::{self, Api, Driver, Lookup, Optional};
 use gpuport_driver::status::no_device_detail;
@@ -22,7 +22,7 @@ pub const DEFAULT_NAMES: &[&str] = if cfg!(windows) { &["nvcuda.dll"] } else { &
 
 fn missing(symbol: &str, library: &str, driver_version: Option<c_int>) -> Error {
     Error::MissingSymbol {
-        backend: "cuda",
+        backend: BackendKind::Cuda,
         symbol: symbol.to_owned(),
         library: library.to_owned(),
         driver_version: driver_version.map(format_version),
@@ -53,7 +53,7 @@ pub fn load(path: Option<&Path>) -> Result<Arc<Driver>> {
         sys::SUCCESS => Ok(Arc::new(driver)),
         sys::ERROR_NO_DEVICE | sys::ERROR_INVALID_DEVICE => {
             let detail = no_device_detail(&driver.api, status, &format!("driver {}", format_version(version)));
-            Err(Error::NoDevice { backend: "cuda", detail })
+            Err(Error::NoDevice { backend: BackendKind::Cuda, detail })
         }
         _ => Err(crate::result::vendor(&driver.api, status, "cuInit")),
     }
@@ -99,7 +99,7 @@ fn open(path: Option<&Path>) -> Result<Opened> {
     };
     // SAFETY: the candidates are libcuda names or a path the user chose for libcuda;
     // opening it runs the driver's initialisers, which is what loading a driver means.
-    let (lib, library) = unsafe { gpuport_driver::loading::open_library(&candidates, "cuda", LIBRARY_ENV) }?;
+    let (lib, library) = unsafe { gpuport_driver::loading::open_library(&candidates, BackendKind::Cuda, LIBRARY_ENV) }?;
 
     // cuInit first: a library without it is not a CUDA driver at all.
     // SAFETY: the symbols are looked up by name and only called with their documented
@@ -114,7 +114,7 @@ fn open(path: Option<&Path>) -> Result<Opened> {
     let status = unsafe { get_version(&mut version) };
     if status != sys::SUCCESS {
         return Err(Error::Vendor {
-            backend: "cuda",
+            backend: BackendKind::Cuda,
             call: "cuDriverGetVersion",
             code: i64::from(status),
             name: format!("CUresult({status})"),
@@ -123,7 +123,7 @@ fn open(path: Option<&Path>) -> Result<Opened> {
     }
     if version < sys::MIN_DRIVER_VERSION {
         return Err(Error::DriverTooOld {
-            backend: "cuda",
+            backend: BackendKind::Cuda,
             found: format_version(version),
             required: format_version(sys::MIN_DRIVER_VERSION),
         });

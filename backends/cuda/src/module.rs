@@ -3,7 +3,7 @@
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
-use gpuport_core::{Error, Kernel, Module, ModuleImage, Result};
+use gpuport_core::{BackendKind, Error, Kernel, Module, ModuleImage, Result};
 use gpuport_driver::release::Deferred;
 
 use crate::context::DeviceCtx;
@@ -101,7 +101,7 @@ pub(crate) fn load(dev: &Arc<DeviceCtx>, image: ModuleImage<'_>) -> Result<Modul
             check_image(bytes)?;
             bytes.as_ptr().cast()
         }
-        other => return Err(Error::unsupported("cuda", format!("loading a {}", other.kind_name()))),
+        other => return Err(Error::unsupported(BackendKind::Cuda, format!("loading a {}", other.kind_name()))),
     };
     dev.bind()?;
     // SAFETY: `data` is a NUL-terminated PTX string or a checked image, alive for the call.

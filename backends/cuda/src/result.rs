@@ -8,6 +8,7 @@
 
 use std::ffi::c_void;
 
+use gpuport_core::BackendKind;
 pub use gpuport_driver::status::{check, check_alloc, check_ready, StatusNames};
 use gpuport_driver::vendor_stream::{run_host_callback, DeviceStreams, VendorStreams};
 
@@ -22,7 +23,7 @@ pub mod module;
 pub mod stream;
 
 impl StatusNames for Api {
-    const BACKEND: &'static str = "cuda";
+    const BACKEND: BackendKind = BackendKind::Cuda;
     fn describe(&self, status: Status) -> (String, String) {
         describe(self, status)
     }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use gpuport_core::{Backend, Error, LoadOptions};
+use gpuport_core::{Backend, BackendKind, Error, LoadOptions};
 use gpuport_cuda::{self as loader, required_symbols, CudaBackend};
 
 fn load(path: &str) -> gpuport_core::Result<CudaBackend> {
@@ -13,7 +13,7 @@ fn load(path: &str) -> gpuport_core::Result<CudaBackend> {
 #[test]
 fn a_missing_file_is_library_not_found_with_the_reason() {
     match load("/nonexistent/libcuda.so.1") {
-        Err(Error::LibraryNotFound { backend: "cuda", tried, env_var }) => {
+        Err(Error::LibraryNotFound { backend: BackendKind::Cuda, tried, env_var }) => {
             assert_eq!(env_var, loader::LIBRARY_ENV);
             assert_eq!(tried.len(), 1);
             assert_eq!(tried[0].name, "/nonexistent/libcuda.so.1");
@@ -27,7 +27,7 @@ fn a_missing_file_is_library_not_found_with_the_reason() {
 #[test]
 fn a_library_that_is_not_libcuda_is_missing_symbol() {
     match load("libm.so.6") {
-        Err(Error::MissingSymbol { backend: "cuda", symbol, library, driver_version }) => {
+        Err(Error::MissingSymbol { backend: BackendKind::Cuda, symbol, library, driver_version }) => {
             assert_eq!(symbol, "cuInit");
             assert_eq!(library, "libm.so.6");
             assert_eq!(driver_version, None);

@@ -72,7 +72,7 @@ impl Device for ExtDevice {
         host_buffer(&PINNED, self.id, bytes, MemoryKind::PinnedHost, self.shared.host_limit)
     }
     fn alloc_managed(&self, _bytes: usize) -> Result<Buffer> {
-        Err(Error::unsupported("ext", "managed memory"))
+        Err(Error::unsupported(crate::KIND, "managed memory"))
     }
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
         // Ordered after the legacy default stream's work, as cuMemsetD8 is.
@@ -89,7 +89,7 @@ impl Device for ExtDevice {
             DefaultStream::Legacy => {
                 Ok(self.legacy.get_or_create(|| self.create_stream(StreamFlags::empty(), 0))?.to_borrowed())
             }
-            DefaultStream::PerThread => Err(Error::unsupported("ext", "per-thread default streams")),
+            DefaultStream::PerThread => Err(Error::unsupported(crate::KIND, "per-thread default streams")),
         }
     }
     unsafe fn wrap_stream(&self, raw: usize) -> Result<ExtStream> {
@@ -97,7 +97,7 @@ impl Device for ExtDevice {
     }
     fn create_event(&self, flags: EventFlags) -> Result<ExtEvent> {
         if flags.contains(EventFlags::INTERPROCESS) {
-            return Err(Error::unsupported("ext", "interprocess events"));
+            return Err(Error::unsupported(crate::KIND, "interprocess events"));
         }
         Ok(ExtEvent(QueueEvent::create(self.id, flags)))
     }
@@ -117,7 +117,7 @@ impl Device for ExtDevice {
         if peer.id == self.id {
             return Err(Error::invalid_argument("a device cannot enable peer access to itself"));
         }
-        Err(Error::unsupported("ext", "peer access (ext devices have no direct link)"))
+        Err(Error::unsupported(crate::KIND, "peer access (ext devices have no direct link)"))
     }
     fn pointer_attributes(&self, addr: u64) -> Result<PointerAttributes> {
         let a = self.space().attributes(addr);

@@ -146,7 +146,6 @@ impl Backend for ExtBackend {
         if ordinal as usize >= self.shared.spaces.len() {
             return Err(Error::DeviceNotFound {
                 device: DeviceId::new(KIND, ordinal),
-                backend: "ext".into(),
                 count: self.shared.spaces.len() as u32,
             });
         }

@@ -138,7 +138,7 @@ impl Device for HostDevice {
     }
 
     fn alloc_managed(&self, _bytes: usize) -> Result<Buffer> {
-        Err(Error::unsupported("host", "managed memory (all host memory is already host-accessible)"))
+        Err(Error::unsupported(BackendKind::Host, "managed memory (all host memory is already host-accessible)"))
     }
 
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
@@ -177,7 +177,7 @@ impl Device for HostDevice {
 
     fn create_event(&self, flags: EventFlags) -> Result<HostEvent> {
         if flags.contains(EventFlags::INTERPROCESS) {
-            return Err(Error::unsupported("host", "interprocess events"));
+            return Err(Error::unsupported(BackendKind::Host, "interprocess events"));
         }
         Ok(HostEvent(QueueEvent::create(self.inner.id, flags)))
     }

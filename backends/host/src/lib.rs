@@ -63,11 +63,7 @@ impl Backend for HostBackend {
 
     fn open(&self, ordinal: u32) -> Result<HostDevice> {
         if ordinal != 0 {
-            return Err(Error::DeviceNotFound {
-                device: DeviceId::new(BackendKind::Host, ordinal),
-                backend: "host".into(),
-                count: 1,
-            });
+            return Err(Error::DeviceNotFound { device: DeviceId::new(BackendKind::Host, ordinal), count: 1 });
         }
         Ok(HostDevice::shared())
     }

@@ -31,7 +31,7 @@ impl DeviceCtx {
         let count = result::device::count(api)?;
         let id = DeviceId::new(BackendKind::Rocm, ordinal);
         if i64::from(ordinal) >= i64::from(count) {
-            return Err(Error::DeviceNotFound { device: id, backend: "rocm".into(), count: count.max(0) as u32 });
+            return Err(Error::DeviceNotFound { device: id, count: count.max(0) as u32 });
         }
         let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(live) = open.get(ordinal as usize).and_then(Weak::upgrade) {

@@ -130,7 +130,7 @@ impl Device for RocmDevice {
             // every entry point (5.x) or the `hipStreamPerThread` handle (newer runtimes);
             // supporting it means a second function table that no AMD GPU here can test.
             DefaultStream::PerThread => Err(Error::unsupported(
-                "rocm",
+                BackendKind::Rocm,
                 "the per-thread default stream (it needs the runtime's `_spt` entry points; use a created stream)",
             )),
         }

@@ -9,7 +9,7 @@ use std::ffi::{c_int, c_uint};
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use gpuport_core::{Error, Result};
+use gpuport_core::{BackendKind, Error, Result};
 
 use crate::result::vendor;
 use crate::sys::{self, Api, Runtime};
@@ -28,7 +28,7 @@ pub fn format_version(v: c_int) -> String {
 
 fn missing(symbol: &str, library: &str, version: Option<c_int>) -> Error {
     Error::MissingSymbol {
-        backend: "rocm",
+        backend: BackendKind::Rocm,
         symbol: symbol.to_owned(),
         library: library.to_owned(),
         driver_version: version.map(format_version),
@@ -106,7 +106,7 @@ pub fn load(path: Option<&Path>) -> Result<Arc<Runtime>> {
     let count_status = unsafe { (rt.api.hipGetDeviceCount)(&mut count) };
     let no_device = |status| {
         let detail = no_device_detail(&rt.api, status, &format!("runtime {}", format_version(rv)));
-        Err(Error::NoDevice { backend: "rocm", detail })
+        Err(Error::NoDevice { backend: BackendKind::Rocm, detail })
     };
     match (status, count_status) {
         (sys::SUCCESS, sys::SUCCESS) if count > 0 => Ok(Arc::new(rt)),
@@ -145,7 +145,7 @@ fn open(path: Option<&Path>) -> Result<(Runtime, InitFn)> {
     };
     // SAFETY: the candidates are HIP runtime names or a path the user chose for it; loading
     // runs the runtime's initialisers, which is what loading a runtime means.
-    let (lib, library) = unsafe { gpuport_driver::loading::open_library(&candidates, "rocm", LIBRARY_ENV) }?;
+    let (lib, library) = unsafe { gpuport_driver::loading::open_library(&candidates, BackendKind::Rocm, LIBRARY_ENV) }?;
 
     // hipInit and the version getters first: without them the file is not a HIP runtime.
     // SAFETY: looked up by name; called only with their documented signatures.

@@ -3,7 +3,7 @@
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
-use gpuport_core::{Error, Kernel, Module, ModuleImage, Result};
+use gpuport_core::{BackendKind, Error, Kernel, Module, ModuleImage, Result};
 use gpuport_driver::release::Deferred;
 
 use crate::context::DeviceCtx;
@@ -57,7 +57,7 @@ pub(crate) fn load(dev: &Arc<DeviceCtx>, image: ModuleImage<'_>) -> Result<Modul
         ModuleImage::HipCodeObject(_) => {
             return Err(Error::invalid_argument("not an AMD GPU code object (ELF or offload bundle)"))
         }
-        other => return Err(Error::unsupported("rocm", format!("loading a {}", other.kind_name()))),
+        other => return Err(Error::unsupported(BackendKind::Rocm, format!("loading a {}", other.kind_name()))),
     };
     dev.bind()?;
     // SAFETY: `data` is a checked image alive for the call.

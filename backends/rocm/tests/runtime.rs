@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use gpuport_core::{Backend, Error, LoadOptions};
+use gpuport_core::{Backend, BackendKind, Error, LoadOptions};
 use gpuport_rocm::{self as loader, required_symbols, RocmBackend};
 
 fn load(path: &str) -> gpuport_core::Result<RocmBackend> {
@@ -21,7 +21,7 @@ fn the_real_runtime_loads_resolves_every_symbol_and_reports_no_device() {
     match RocmBackend::load(&LoadOptions::default()) {
         // `NoDevice` is only reached after the library opened, hipInit and the version
         // getters were found and every required symbol resolved.
-        Err(Error::NoDevice { backend: "rocm", detail }) => {
+        Err(Error::NoDevice { backend: BackendKind::Rocm, detail }) => {
             assert!(detail.contains("hipErrorNoDevice"), "{detail}");
             assert!(detail.contains("runtime "), "the runtime version is reported: {detail}");
         }
@@ -48,7 +48,7 @@ fn discovery_says_why_rocm_is_unavailable() {
 #[test]
 fn a_missing_file_is_library_not_found() {
     match load("/nonexistent/libamdhip64.so") {
-        Err(Error::LibraryNotFound { backend: "rocm", tried, env_var }) => {
+        Err(Error::LibraryNotFound { backend: BackendKind::Rocm, tried, env_var }) => {
             assert_eq!(env_var, loader::LIBRARY_ENV);
             assert_eq!(tried.len(), 1);
             assert!(tried[0].error.contains("No such file"), "{}", tried[0].error);
@@ -60,7 +60,7 @@ fn a_missing_file_is_library_not_found() {
 #[test]
 fn a_library_that_is_not_hip_is_missing_symbol() {
     match load("libm.so.6") {
-        Err(Error::MissingSymbol { backend: "rocm", symbol, library, .. }) => {
+        Err(Error::MissingSymbol { backend: BackendKind::Rocm, symbol, library, .. }) => {
             assert_eq!(symbol, "hipInit");
             assert_eq!(library, "libm.so.6");
         }

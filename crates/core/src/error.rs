@@ -50,8 +50,8 @@ pub enum Error {
         join_attempts(tried)
     )]
     LibraryNotFound {
-        /// Backend name (`cuda`, `rocm`).
-        backend: &'static str,
+        /// The backend (`cuda`, `rocm`).
+        backend: BackendKind,
         /// Every name tried, in order, with the loader's message.
         tried: Vec<LoadAttempt>,
         /// The variable that names an exact library file.
@@ -65,8 +65,8 @@ pub enum Error {
         driver_version.as_deref().map(|v| format!(" (driver version {v})")).unwrap_or_default()
     )]
     MissingSymbol {
-        /// Backend name.
-        backend: &'static str,
+        /// The backend.
+        backend: BackendKind,
         /// The symbol that could not be resolved.
         symbol: String,
         /// The library that was opened.
@@ -78,8 +78,8 @@ pub enum Error {
     /// The driver is older than the oldest one gpuport supports.
     #[error("{backend}: driver version {found} is older than the required {required}; update the driver")]
     DriverTooOld {
-        /// Backend name.
-        backend: &'static str,
+        /// The backend.
+        backend: BackendKind,
         /// Version reported by the driver.
         found: String,
         /// Oldest supported version.
@@ -89,19 +89,17 @@ pub enum Error {
     /// The runtime loaded but reports no usable device.
     #[error("{backend}: no device ({detail})")]
     NoDevice {
-        /// Backend name.
-        backend: &'static str,
+        /// The backend.
+        backend: BackendKind,
         /// The vendor's own words for it (status name and message).
         detail: String,
     },
 
     /// A device ordinal past the number of devices.
-    #[error("{device}: no such device ({backend} has {count} device(s))")]
+    #[error("{device}: no such device ({} has {count} device(s))", device.kind)]
     DeviceNotFound {
-        /// The device that was asked for.
+        /// The device that was asked for (its `kind` is the backend).
         device: DeviceId,
-        /// Backend name.
-        backend: String,
         /// How many devices that backend has.
         count: u32,
     },
@@ -160,17 +158,18 @@ pub enum Error {
     BackendMismatch {
         /// The operation attempted.
         operation: &'static str,
-        /// The backend the operation runs on.
+        /// What the operation takes: its backend, or a description (`host-accessible
+        /// memory`, `cuda or host-accessible memory`).
         expected: String,
-        /// The backend of the offending handle.
+        /// Where the offending handle came from (a device, a backend, a kind of memory).
         found: String,
     },
 
     /// The backend or device does not have this feature.
     #[error("{backend}: {what} is not supported")]
     Unsupported {
-        /// Backend name.
-        backend: String,
+        /// The backend.
+        backend: BackendKind,
         /// The feature.
         what: String,
     },
@@ -186,8 +185,8 @@ pub enum Error {
     /// A vendor API call failed.
     #[error("{backend}: {call} failed with {name} ({code}): {message}")]
     Vendor {
-        /// Backend name.
-        backend: &'static str,
+        /// The backend.
+        backend: BackendKind,
         /// The API function that failed.
         call: &'static str,
         /// Numeric status code.
@@ -269,8 +268,8 @@ impl Error {
     }
 
     /// Shorthand for [`Error::Unsupported`].
-    pub fn unsupported(backend: impl fmt::Display, what: impl Into<String>) -> Self {
-        Error::Unsupported { backend: backend.to_string(), what: what.into() }
+    pub fn unsupported(backend: BackendKind, what: impl Into<String>) -> Self {
+        Error::Unsupported { backend, what: what.into() }
     }
 
     /// Shorthand for [`Error::WouldDeadlock`].
@@ -309,11 +308,7 @@ mod tests {
 
     #[test]
     fn debug_shows_the_message_as_main_would_print_it() {
-        let err = Error::DeviceNotFound {
-            device: DeviceId::new(BackendKind::Plugin("ext"), 7),
-            backend: "ext".into(),
-            count: 2,
-        };
+        let err = Error::DeviceNotFound { device: DeviceId::new(BackendKind::Plugin("ext"), 7), count: 2 };
         // `fn main() -> Result<(), Error>` prints `Error: {err:?}`.
         assert_eq!(format!("Error: {err:?}"), "Error: ext:7: no such device (ext has 2 device(s))");
         assert_eq!(format!("{err:#?}"), "DeviceNotFound: ext:7: no such device (ext has 2 device(s))");

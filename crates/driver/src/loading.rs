@@ -3,7 +3,7 @@
 
 use libloading::Library;
 
-use gpuport_core::{Error, LoadAttempt, Result};
+use gpuport_core::{BackendKind, Error, LoadAttempt, Result};
 
 /// The loader's own words: libloading keeps `dlerror`'s text in the error's source.
 fn loader_message(e: &libloading::Error) -> String {
@@ -20,7 +20,7 @@ fn loader_message(e: &libloading::Error) -> String {
 /// to load into this process (a vendor runtime, or a test's stand-in).
 pub unsafe fn open_library(
     candidates: &[String],
-    backend: &'static str,
+    backend: BackendKind,
     env_var: &'static str,
 ) -> Result<(Library, String)> {
     let mut tried = Vec::new();

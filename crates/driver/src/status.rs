@@ -2,7 +2,7 @@
 //! used here, so one table serves both; each backend supplies its name and how to name a
 //! status.
 
-use gpuport_core::{DeviceId, Error, Result};
+use gpuport_core::{BackendKind, DeviceId, Error, Result};
 
 /// `CUDA_SUCCESS` / `hipSuccess`.
 pub const SUCCESS: u32 = 0;
@@ -16,7 +16,7 @@ pub const NOT_READY: u32 = 600;
 /// A vendor runtime that can name its status codes.
 pub trait StatusNames {
     /// The backend name used in errors (`cuda`, `rocm`).
-    const BACKEND: &'static str;
+    const BACKEND: BackendKind;
     /// The status's name and description, in the vendor's words.
     fn describe(&self, status: u32) -> (String, String);
 }
@@ -86,7 +86,7 @@ mod tests {
 
     struct Stub;
     impl StatusNames for Stub {
-        const BACKEND: &'static str = "stub";
+        const BACKEND: BackendKind = BackendKind::Plugin("stub");
         fn describe(&self, status: u32) -> (String, String) {
             fallback_names(status, (status == 1).then(|| "ERROR_INVALID_VALUE".into()), None, "Status")
         }
@@ -98,7 +98,7 @@ mod tests {
         assert!(check(&Stub, SUCCESS, "x").is_ok());
         assert!(matches!(
             check(&Stub, 1, "copy"),
-            Err(Error::Vendor { backend: "stub", call: "copy", code: 1, ref name, .. }) if name == "ERROR_INVALID_VALUE"
+            Err(Error::Vendor { backend: BackendKind::Plugin("stub"), call: "copy", code: 1, ref name, .. }) if name == "ERROR_INVALID_VALUE"
         ));
         assert!(matches!(check_alloc(&Stub, 2, "alloc", dev, 64), Err(Error::OutOfMemory { bytes: 64, .. })));
         assert!(matches!(check_alloc(&Stub, 1, "alloc", dev, usize::MAX), Err(Error::OutOfMemory { .. })));

@@ -201,7 +201,7 @@ impl Runtime {
             Ok(b) => match b.devices() {
                 Ok(devices) if devices.is_empty() => (
                     BackendStatus::Unavailable(Error::NoDevice {
-                        backend: b.kind().name(),
+                        backend: b.kind(),
                         detail: "the backend loaded but reports no devices".into(),
                     }),
                     None,

@@ -49,11 +49,7 @@ impl Backend for TemplateBackend {
     }
     fn open(&self, ordinal: u32) -> Result<TemplateDevice> {
         if ordinal != 0 {
-            return Err(Error::DeviceNotFound {
-                device: DeviceId::new(KIND, ordinal),
-                backend: KIND.to_string(),
-                count: 1,
-            });
+            return Err(Error::DeviceNotFound { device: DeviceId::new(KIND, ordinal), count: 1 });
         }
         Ok(TemplateDevice::shared())
     }

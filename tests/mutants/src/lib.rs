@@ -160,11 +160,7 @@ impl<const F: u8> Backend for MutantBackend<F> {
     }
     fn open(&self, ordinal: u32) -> Result<MutantDevice<F>> {
         if ordinal != 0 {
-            return Err(Error::DeviceNotFound {
-                device: device::id::<F>(ordinal),
-                backend: Self::KIND.to_string(),
-                count: 1,
-            });
+            return Err(Error::DeviceNotFound { device: device::id::<F>(ordinal), count: 1 });
         }
         Ok(MutantDevice::shared())
     }

@@ -3,7 +3,7 @@
 
 use std::ffi::{c_int, c_uint, c_void};
 
-use gpuport_core::{DeviceId, Error, Result};
+use gpuport_core::{BackendKind, DeviceId, Error, Result};
 
 use super::{check, check_alloc};
 use crate::sys::{self, Api, CUdeviceptr, CUpointer_attribute, CUstream, Driver};
@@ -55,7 +55,7 @@ pub fn alloc_managed(api: &Api, bytes: usize, device: DeviceId) -> Result<CUdevi
 pub fn has_alloc_async(driver: &Driver) -> Result<()> {
     driver.mem_alloc_async().map(|_| ()).ok_or_else(|| {
         Error::unsupported(
-            "cuda",
+            BackendKind::Cuda,
             format!("stream-ordered allocation (driver {})", crate::loader::format_version(driver.driver_version)),
         )
     })
@@ -68,13 +68,16 @@ pub fn has_alloc_async(driver: &Driver) -> Result<()> {
 /// `stream` must be live.
 pub unsafe fn alloc_async(driver: &Driver, bytes: usize, stream: CUstream, device: DeviceId) -> Result<CUdeviceptr> {
     has_alloc_async(driver)?;
-    let alloc = driver.mem_alloc_async().ok_or_else(|| Error::unsupported("cuda", "cuMemAllocAsync"))?;
+    let alloc = driver.mem_alloc_async().ok_or_else(|| Error::unsupported(BackendKind::Cuda, "cuMemAllocAsync"))?;
     let mut ptr: CUdeviceptr = 0;
     // SAFETY: valid out-pointer; the caller's contract for `stream`.
     let status = unsafe { alloc(&mut ptr, bytes, stream) };
     if status == sys::ERROR_NOT_SUPPORTED {
         // A driver that has the call, on a device without memory pools.
-        return Err(Error::unsupported("cuda", format!("stream-ordered allocation on {device} (no memory pools)")));
+        return Err(Error::unsupported(
+            BackendKind::Cuda,
+            format!("stream-ordered allocation on {device} (no memory pools)"),
+        ));
     }
     check_alloc(&driver.api, status, "cuMemAllocAsync", device, bytes)?;
     Ok(ptr)
@@ -82,7 +85,7 @@ pub unsafe fn alloc_async(driver: &Driver, bytes: usize, stream: CUstream, devic
 
 /// Whether the driver has `cuMemFreeAsync` (checked before allocating stream-ordered).
 pub fn has_free_async(driver: &Driver) -> Result<()> {
-    driver.mem_free_async().map(|_| ()).ok_or_else(|| Error::unsupported("cuda", "cuMemFreeAsync"))
+    driver.mem_free_async().map(|_| ()).ok_or_else(|| Error::unsupported(BackendKind::Cuda, "cuMemFreeAsync"))
 }
 
 /// `cuMemFreeAsync` on `stream` (null: the null stream).
@@ -91,7 +94,7 @@ pub fn has_free_async(driver: &Driver) -> Result<()> {
 /// `ptr` must come from [`alloc_async`], freed once and unused by work queued after this;
 /// `stream` must be live or null.
 pub unsafe fn free_async(driver: &Driver, ptr: CUdeviceptr, stream: CUstream) -> Result<()> {
-    let free = driver.mem_free_async().ok_or_else(|| Error::unsupported("cuda", "cuMemFreeAsync"))?;
+    let free = driver.mem_free_async().ok_or_else(|| Error::unsupported(BackendKind::Cuda, "cuMemFreeAsync"))?;
     // SAFETY: the caller's contract.
     check(&driver.api, unsafe { free(ptr, stream) }, "cuMemFreeAsync")
 }

@@ -3,7 +3,7 @@
 
 use std::ffi::{c_uint, c_void};
 
-use gpuport_core::{DeviceId, Error, Result};
+use gpuport_core::{BackendKind, DeviceId, Error, Result};
 
 use super::{check, check_alloc};
 use crate::sys::{self, hipPointerAttribute_t, hipStream_t, Api, Runtime};
@@ -53,8 +53,9 @@ pub fn malloc_managed(api: &Api, bytes: usize, device: DeviceId) -> Result<*mut 
 
 /// Whether the runtime has both stream-ordered calls (checked before allocating).
 pub fn has_stream_ordered(rt: &Runtime) -> Result<()> {
-    rt.malloc_async().ok_or_else(|| Error::unsupported("rocm", "stream-ordered allocation (hipMallocAsync)"))?;
-    rt.free_async().ok_or_else(|| Error::unsupported("rocm", "hipFreeAsync"))?;
+    rt.malloc_async()
+        .ok_or_else(|| Error::unsupported(BackendKind::Rocm, "stream-ordered allocation (hipMallocAsync)"))?;
+    rt.free_async().ok_or_else(|| Error::unsupported(BackendKind::Rocm, "hipFreeAsync"))?;
     Ok(())
 }
 
@@ -63,8 +64,9 @@ pub fn has_stream_ordered(rt: &Runtime) -> Result<()> {
 /// # Safety
 /// `stream` must be live.
 pub unsafe fn malloc_async(rt: &Runtime, bytes: usize, stream: hipStream_t, device: DeviceId) -> Result<*mut c_void> {
-    let malloc =
-        rt.malloc_async().ok_or_else(|| Error::unsupported("rocm", "stream-ordered allocation (hipMallocAsync)"))?;
+    let malloc = rt
+        .malloc_async()
+        .ok_or_else(|| Error::unsupported(BackendKind::Rocm, "stream-ordered allocation (hipMallocAsync)"))?;
     let mut ptr: *mut c_void = std::ptr::null_mut();
     // SAFETY: valid out-pointer; the caller's contract for `stream`.
     check_alloc(&rt.api, unsafe { malloc(&mut ptr, bytes, stream) }, "hipMallocAsync", device, bytes)?;
@@ -77,7 +79,7 @@ pub unsafe fn malloc_async(rt: &Runtime, bytes: usize, stream: hipStream_t, devi
 /// `ptr` must come from [`malloc_async`], freed once and unused by work queued after this;
 /// `stream` must be live or null.
 pub unsafe fn free_async(rt: &Runtime, ptr: *mut c_void, stream: hipStream_t) -> Result<()> {
-    let free = rt.free_async().ok_or_else(|| Error::unsupported("rocm", "hipFreeAsync"))?;
+    let free = rt.free_async().ok_or_else(|| Error::unsupported(BackendKind::Rocm, "hipFreeAsync"))?;
     // SAFETY: the caller's contract.
     check(&rt.api, unsafe { free(ptr, stream) }, "hipFreeAsync")
 }

@@ -7,7 +7,7 @@ use gpuport_core::{
     ModuleImage, PointerAttributes, Result, Stream, StreamFlags,
 };
 use gpuport_queue::memory::host_buffer;
-use gpuport_queue::{kernels, LazyStream, QueueEvent, QueueStream};
+use gpuport_queue::{QueueDevice, QueueStream};
 
 use crate::stream::{ExtEvent, ExtStream};
 use crate::{ExtBackend, Shared, KIND, PINNED};
@@ -17,13 +17,21 @@ use crate::{ExtBackend, Shared, KIND, PINNED};
 pub struct ExtDevice {
     pub(crate) shared: Arc<Shared>,
     pub(crate) id: DeviceId,
-    legacy: Arc<LazyStream<ExtStream>>,
 }
 
 impl ExtDevice {
     pub(crate) fn new(shared: Arc<Shared>, ordinal: u32) -> Self {
-        let legacy = shared.legacy[ordinal as usize].clone();
-        ExtDevice { id: DeviceId::new(KIND, ordinal), shared, legacy }
+        ExtDevice { id: DeviceId::new(KIND, ordinal), shared }
+    }
+
+    /// The device's queues, legacy default stream, streams, events and modules.
+    fn queue(&self) -> &QueueDevice<ExtStream> {
+        &self.shared.devices[self.id.ordinal as usize]
+    }
+
+    /// The port's stream around a queue stream of this device.
+    fn wrap(&self) -> impl Fn(QueueStream) -> ExtStream + '_ {
+        move |queue| ExtStream::new(self.shared.clone(), queue)
     }
 
     fn space(&self) -> &Arc<crate::memory::AddressSpace> {
@@ -42,13 +50,6 @@ impl ExtDevice {
             uuid: None,
         }
     }
-
-    fn check_stream(&self, stream: &ExtStream) -> Result<()> {
-        if stream.device_id() != self.id {
-            return Err(Error::invalid_argument(format!("stream of {} used with {}", stream.device_id(), self.id)));
-        }
-        Ok(())
-    }
 }
 
 impl Device for ExtDevice {
@@ -65,7 +66,7 @@ impl Device for ExtDevice {
     }
     fn alloc_async(&self, bytes: usize, stream: &ExtStream) -> Result<Buffer> {
         // Memory is usable at once; queued work holds the buffer, so freeing is ordered.
-        self.check_stream(stream)?;
+        self.queue().check_stream(stream.device_id())?;
         self.alloc(bytes)
     }
     fn alloc_pinned(&self, bytes: usize, _flags: HostAllocFlags) -> Result<Buffer> {
@@ -75,37 +76,28 @@ impl Device for ExtDevice {
         Err(Error::unsupported(crate::KIND, "managed memory"))
     }
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
-        // Ordered after the legacy default stream's work, as cuMemsetD8 is.
-        self.default_stream(DefaultStream::Legacy)?.memset_blocking(dst, offset, len, value)
+        self.queue().memset(dst, offset, len, value, self.wrap())
     }
     fn create_stream(&self, flags: StreamFlags, _priority: i32) -> Result<ExtStream> {
-        Ok(ExtStream::new(self.shared.clone(), QueueStream::create(self.id, flags)?))
+        self.queue().create_stream(flags, self.wrap())
     }
     fn stream_priority_range(&self) -> Result<(i32, i32)> {
         Ok((0, 0))
     }
     fn default_stream(&self, which: DefaultStream) -> Result<ExtStream> {
-        match which {
-            DefaultStream::Legacy => {
-                Ok(self.legacy.get_or_create(|| self.create_stream(StreamFlags::empty(), 0))?.to_borrowed())
-            }
-            DefaultStream::PerThread => Err(Error::unsupported(crate::KIND, "per-thread default streams")),
-        }
+        self.queue().default_stream(which, self.wrap())
     }
     unsafe fn wrap_stream(&self, raw: usize) -> Result<ExtStream> {
-        Ok(ExtStream::new(self.shared.clone(), QueueStream::from_raw(self.id, raw)?))
+        self.queue().wrap_stream(raw, self.wrap())
     }
     fn create_event(&self, flags: EventFlags) -> Result<ExtEvent> {
-        if flags.contains(EventFlags::INTERPROCESS) {
-            return Err(Error::unsupported(crate::KIND, "interprocess events"));
-        }
-        Ok(ExtEvent(QueueEvent::create(self.id, flags)))
+        self.queue().create_event(flags).map(ExtEvent)
     }
     unsafe fn wrap_event(&self, raw: usize) -> Result<ExtEvent> {
-        Ok(ExtEvent(QueueEvent::from_raw(self.id, raw)?))
+        self.queue().wrap_event(raw).map(ExtEvent)
     }
     fn synchronize(&self) -> Result<()> {
-        self.shared.synchronize(self.id)
+        self.queue().synchronize()
     }
     fn can_access_peer(&self, _peer: &Self) -> Result<bool> {
         // Ext devices model separate cards without a direct link: peers are reached through
@@ -128,9 +120,9 @@ impl Device for ExtDevice {
         Ok(if pinned.device == Some(self.id) { pinned } else { PointerAttributes::unregistered() })
     }
     fn load_module(&self, image: ModuleImage<'_>) -> Result<Module> {
-        kernels::load_module(KIND, self.id, image)
+        self.queue().load_module(image)
     }
     fn kernel(&self, module: &Module, name: &str) -> Result<Kernel> {
-        kernels::kernel(KIND, self.id, module, name)
+        self.queue().kernel(module, name)
     }
 }

@@ -34,7 +34,7 @@ use gpuport_core::{
     Backend, BackendKind, Buffer, DeviceId, DeviceInfo, DlDeviceType, DlpackDevices, Error, LoadOptions, Result,
 };
 use gpuport_queue::memory::PointerRegistry;
-use gpuport_queue::{DeviceQueues, LazyStream, QueueStream};
+use gpuport_queue::QueueDevice;
 
 pub use device::ExtDevice;
 pub use stream::{ExtEvent, ExtStream};
@@ -49,8 +49,8 @@ static PINNED: PointerRegistry = PointerRegistry::new();
 /// State shared by every ext handle of the process.
 pub(crate) struct Shared {
     spaces: Vec<Arc<memory::AddressSpace>>,
-    legacy: Vec<Arc<LazyStream<ExtStream>>>,
-    queues: Vec<DeviceQueues>,
+    /// Per device: queues, the legacy default stream, streams, events, modules.
+    devices: Vec<QueueDevice<ExtStream>>,
     host_limit: u64,
 }
 
@@ -75,16 +75,6 @@ impl Shared {
             expected: format!("{from} or host-accessible memory"),
             found: format!("{:?} memory of {dev}", buffer.memory()),
         })
-    }
-
-    fn track(&self, stream: &QueueStream) {
-        if let Some(queues) = self.queues.get(stream.device_id().ordinal as usize) {
-            queues.track(stream);
-        }
-    }
-
-    fn synchronize(&self, device: DeviceId) -> Result<()> {
-        self.queues.get(device.ordinal as usize).map_or(Ok(()), DeviceQueues::synchronize)
     }
 }
 
@@ -127,10 +117,9 @@ impl Backend for ExtBackend {
             mib.checked_mul(1 << 20).ok_or_else(|| Error::invalid_argument("GPUPORT_EXT_MEMORY_MIB overflows"))?;
         let spaces =
             (0..count as u32).map(|i| memory::AddressSpace::new(DeviceId::new(KIND, i), capacity)).collect::<Vec<_>>();
-        let legacy = spaces.iter().map(|_| Arc::new(LazyStream::new())).collect();
-        let queues = spaces.iter().map(|_| DeviceQueues::default()).collect();
+        let devices = (0..count as u32).map(|i| QueueDevice::new(DeviceId::new(KIND, i))).collect();
         let host_limit = gpuport_driver::host_memory::host_memory_limit();
-        let shared = Arc::new(Shared { spaces, legacy, queues, host_limit });
+        let shared = Arc::new(Shared { spaces, devices, host_limit });
         Ok(ExtBackend { shared: SHARED.get_or_init(|| shared).clone() })
     }
 

@@ -21,17 +21,7 @@ pub struct ExtEvent(pub(crate) QueueEvent);
 
 impl ExtStream {
     pub(crate) fn new(shared: Arc<Shared>, queue: QueueStream) -> Self {
-        shared.track(&queue);
         ExtStream { shared, queue }
-    }
-
-    pub(crate) fn to_borrowed(&self) -> Self {
-        ExtStream { shared: self.shared.clone(), queue: self.queue.to_borrowed() }
-    }
-
-    /// `Device::memset`: on this (the legacy) stream, after its queued work, then done.
-    pub(crate) fn memset_blocking(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
-        self.queue.memset_blocking(dst, offset, len, value, self.resolve("memset"))
     }
 
     fn resolve(&self, op: &'static str) -> impl Fn(&Buffer, usize, usize) -> Result<*mut u8> + '_ {

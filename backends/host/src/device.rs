@@ -8,7 +8,7 @@ use gpuport_core::{
     MemoryKind, Module, ModuleImage, PointerAttributes, Result, Stream, StreamFlags,
 };
 use gpuport_driver::host_memory;
-use gpuport_queue::{host_resolver, kernels, DeviceQueues, LazyStream, QueueEvent, QueueStream};
+use gpuport_queue::QueueDevice;
 
 use crate::event::HostEvent;
 use crate::memory;
@@ -16,11 +16,9 @@ use crate::stream::HostStream;
 use crate::HostBackend;
 
 struct DeviceInner {
-    id: DeviceId,
+    /// Queues, the legacy default stream, streams, events and modules.
+    queue: QueueDevice<HostStream>,
     limit: u64,
-    /// Every queue that may still have work, destroyed streams' included.
-    queues: DeviceQueues,
-    legacy: LazyStream<HostStream>,
 }
 
 /// The CPU as a device. Every handle refers to the one process-wide `host:0`.
@@ -39,24 +37,11 @@ impl HostDevice {
         DEVICE
             .get_or_init(|| HostDevice {
                 inner: Arc::new(DeviceInner {
-                    id: DeviceId::HOST,
+                    queue: QueueDevice::new(DeviceId::HOST),
                     limit: host_memory::host_memory_limit(),
-                    queues: DeviceQueues::default(),
-                    legacy: LazyStream::new(),
                 }),
             })
             .clone()
-    }
-
-    fn check_stream(&self, stream: &HostStream) -> Result<()> {
-        if stream.device_id() != self.inner.id {
-            return Err(Error::invalid_argument(format!(
-                "stream of {} used with {}",
-                stream.device_id(),
-                self.inner.id
-            )));
-        }
-        Ok(())
     }
 
     pub(crate) fn info_now() -> DeviceInfo {
@@ -114,7 +99,7 @@ impl Device for HostDevice {
     type Backend = HostBackend;
 
     fn id(&self) -> DeviceId {
-        self.inner.id
+        self.inner.queue.id()
     }
 
     fn info(&self) -> Result<DeviceInfo> {
@@ -128,7 +113,7 @@ impl Device for HostDevice {
     fn alloc_async(&self, bytes: usize, stream: &HostStream) -> Result<Buffer> {
         // Host memory is usable at once; queued work holds the buffer, so the free is
         // already ordered after every use.
-        self.check_stream(stream)?;
+        self.inner.queue.check_stream(stream.device_id())?;
         self.alloc(bytes)
     }
 
@@ -142,15 +127,11 @@ impl Device for HostDevice {
     }
 
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
-        // Ordered after the legacy default stream's work, as cuMemsetD8 is.
-        let legacy = self.default_stream(DefaultStream::Legacy)?;
-        legacy.0.memset_blocking(dst, offset, len, value, host_resolver("memset"))
+        self.inner.queue.memset(dst, offset, len, value, HostStream)
     }
 
     fn create_stream(&self, flags: StreamFlags, _priority: i32) -> Result<HostStream> {
-        let stream = QueueStream::create(self.inner.id, flags)?;
-        self.inner.queues.track(&stream);
-        Ok(HostStream(stream))
+        self.inner.queue.create_stream(flags, HostStream)
     }
 
     fn stream_priority_range(&self) -> Result<(i32, i32)> {
@@ -158,36 +139,37 @@ impl Device for HostDevice {
     }
 
     fn default_stream(&self, which: DefaultStream) -> Result<HostStream> {
-        let stream = match which {
-            DefaultStream::Legacy => self.inner.legacy.get_or_create(|| self.create_stream(StreamFlags::empty(), 0))?,
-            DefaultStream::PerThread => PER_THREAD.with(|cell| match cell.get() {
-                Some(s) => Ok(s.clone()),
-                None => {
-                    let created = self.create_stream(StreamFlags::empty(), 0)?;
-                    Ok(cell.get_or_init(|| created).clone())
-                }
-            })?,
-        };
-        Ok(HostStream(stream.0.to_borrowed()))
+        match which {
+            DefaultStream::Legacy => self.inner.queue.legacy_stream(HostStream),
+            // The host has per-thread default streams: one queue per thread, made on first
+            // use and handed out borrowed.
+            DefaultStream::PerThread => {
+                let owned = PER_THREAD.with(|cell| match cell.get() {
+                    Some(s) => Ok(s.clone()),
+                    None => {
+                        let created = self.create_stream(StreamFlags::empty(), 0)?;
+                        Ok::<_, Error>(cell.get_or_init(|| created).clone())
+                    }
+                })?;
+                Ok(HostStream(owned.0.to_borrowed()))
+            }
+        }
     }
 
     unsafe fn wrap_stream(&self, raw: usize) -> Result<HostStream> {
-        Ok(HostStream(QueueStream::from_raw(self.inner.id, raw)?))
+        self.inner.queue.wrap_stream(raw, HostStream)
     }
 
     fn create_event(&self, flags: EventFlags) -> Result<HostEvent> {
-        if flags.contains(EventFlags::INTERPROCESS) {
-            return Err(Error::unsupported(BackendKind::Host, "interprocess events"));
-        }
-        Ok(HostEvent(QueueEvent::create(self.inner.id, flags)))
+        self.inner.queue.create_event(flags).map(HostEvent)
     }
 
     unsafe fn wrap_event(&self, raw: usize) -> Result<HostEvent> {
-        Ok(HostEvent(QueueEvent::from_raw(self.inner.id, raw)?))
+        self.inner.queue.wrap_event(raw).map(HostEvent)
     }
 
     fn synchronize(&self) -> Result<()> {
-        self.inner.queues.synchronize()
+        self.inner.queue.synchronize()
     }
 
     fn can_access_peer(&self, _peer: &Self) -> Result<bool> {
@@ -203,10 +185,10 @@ impl Device for HostDevice {
     }
 
     fn load_module(&self, image: ModuleImage<'_>) -> Result<Module> {
-        kernels::load_module(BackendKind::Host, self.inner.id, image)
+        self.inner.queue.load_module(image)
     }
 
     fn kernel(&self, module: &Module, name: &str) -> Result<Kernel> {
-        kernels::kernel(BackendKind::Host, self.inner.id, module, name)
+        self.inner.queue.kernel(module, name)
     }
 }

@@ -14,6 +14,10 @@
 //! - [`LazyStream`]: the legacy default stream, created on first use;
 //! - [`DeviceQueues`]: every queue of a device, for a device-wide synchronize that also
 //!   waits for dropped streams' work;
+//! - [`QueueDevice`]: the part of `Device` every software device shares (its queues, the
+//!   legacy default stream, streams, events, the synchronous memset, modules), written
+//!   once; [`QueueStreamPort`]: the data path of its streams, one method overridable at a
+//!   time;
 //! - [`kernels`]: Rust functions registered by module and name, launched like kernels;
 //! - [`memory`]: aligned host allocations through a cache of freed blocks, and a pointer
 //!   registry;
@@ -31,6 +35,7 @@ pub mod memory;
 mod pool;
 mod port;
 mod queue;
+mod queue_device;
 mod stream;
 
 pub use device::DeviceQueues;
@@ -39,6 +44,7 @@ pub use kernels::{register_kernel, HostKernelArgs, HostKernelFn};
 pub use lazy::LazyStream;
 pub use port::QueueStreamPort;
 pub use queue::{copy_bytes, synchronize_all, QueueTracker, SendPtr, Work, WorkQueue};
+pub use queue_device::QueueDevice;
 pub use stream::{host_range, host_resolver, QueueStream, Resolve};
 
 #[doc(hidden)]

@@ -13,7 +13,7 @@ use gpuport_core::{
     Stream, StreamFlags,
 };
 use gpuport_queue::memory::{host_buffer, PointerRegistry};
-use gpuport_queue::{host_resolver, kernels, DeviceQueues, LazyStream, QueueEvent, QueueStream};
+use gpuport_queue::{host_resolver, QueueDevice, QueueEvent, QueueStream};
 
 /// Step 2: the backend names itself — a plugin kind, never a built-in one.
 pub const KIND: BackendKind = BackendKind::Plugin("tmpl");
@@ -55,30 +55,16 @@ impl Backend for TemplateBackend {
     }
 }
 
-struct Shared {
-    id: DeviceId,
-    queues: DeviceQueues,
-    legacy: LazyStream<TemplateStream>,
-}
-
-/// Step 3: the device. Handles are cheap clones of one shared state.
+/// Step 3: the device. Handles are cheap clones of one shared state: `gpuport-queue`'s
+/// `QueueDevice` (queues, the legacy default stream, streams, events, modules), to which
+/// the `Device` methods below forward; memory and the device's facts are the port's own.
 #[derive(Clone)]
-pub struct TemplateDevice(Arc<Shared>);
+pub struct TemplateDevice(Arc<QueueDevice<TemplateStream>>);
 
 impl TemplateDevice {
     fn shared() -> Self {
         static DEVICE: OnceLock<TemplateDevice> = OnceLock::new();
-        DEVICE
-            .get_or_init(|| {
-                let id = DeviceId::new(KIND, 0);
-                TemplateDevice(Arc::new(Shared { id, queues: DeviceQueues::default(), legacy: LazyStream::new() }))
-            })
-            .clone()
-    }
-
-    fn stream(&self, queue: QueueStream) -> TemplateStream {
-        self.0.queues.track(&queue);
-        TemplateStream(queue)
+        DEVICE.get_or_init(|| TemplateDevice(Arc::new(QueueDevice::new(DeviceId::new(KIND, 0))))).clone()
     }
 }
 
@@ -86,11 +72,11 @@ impl Device for TemplateDevice {
     type Backend = TemplateBackend;
 
     fn id(&self) -> DeviceId {
-        self.0.id
+        self.0.id()
     }
     fn info(&self) -> Result<DeviceInfo> {
         Ok(DeviceInfo {
-            id: self.0.id,
+            id: self.0.id(),
             name: "gpuport port template".into(),
             total_memory: CAPACITY,
             compute_capability: None,
@@ -101,55 +87,42 @@ impl Device for TemplateDevice {
         })
     }
     fn alloc(&self, bytes: usize) -> Result<Buffer> {
-        host_buffer(&MEMORY, self.0.id, bytes, MemoryKind::Device, CAPACITY)
+        host_buffer(&MEMORY, self.0.id(), bytes, MemoryKind::Device, CAPACITY)
     }
     fn alloc_async(&self, bytes: usize, stream: &TemplateStream) -> Result<Buffer> {
-        if stream.device_id() != self.0.id {
-            return Err(Error::invalid_argument(format!("a stream of {} used with {}", stream.device_id(), self.0.id)));
-        }
+        self.0.check_stream(stream.device_id())?;
         // Usable at once; queued work holds the buffer, so the free is ordered after it.
         self.alloc(bytes)
     }
     fn alloc_pinned(&self, bytes: usize, _flags: HostAllocFlags) -> Result<Buffer> {
-        host_buffer(&MEMORY, self.0.id, bytes, MemoryKind::PinnedHost, CAPACITY)
+        host_buffer(&MEMORY, self.0.id(), bytes, MemoryKind::PinnedHost, CAPACITY)
     }
     fn alloc_managed(&self, _bytes: usize) -> Result<Buffer> {
         Err(Error::unsupported(KIND, "managed memory"))
     }
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
-        // Synchronous: ordered after the legacy default stream's work, then done.
-        let legacy = self.default_stream(DefaultStream::Legacy)?;
-        legacy.0.memset_blocking(dst, offset, len, value, host_resolver("memset"))
+        self.0.memset(dst, offset, len, value, TemplateStream)
     }
     fn create_stream(&self, flags: StreamFlags, _priority: i32) -> Result<TemplateStream> {
-        Ok(self.stream(QueueStream::create(self.0.id, flags)?))
+        self.0.create_stream(flags, TemplateStream)
     }
     fn stream_priority_range(&self) -> Result<(i32, i32)> {
         Ok((0, 0))
     }
     fn default_stream(&self, which: DefaultStream) -> Result<TemplateStream> {
-        match which {
-            DefaultStream::Legacy => {
-                let legacy = self.0.legacy.get_or_create(|| self.create_stream(StreamFlags::empty(), 0))?;
-                Ok(TemplateStream(legacy.0.to_borrowed()))
-            }
-            DefaultStream::PerThread => Err(Error::unsupported(KIND, "per-thread default streams")),
-        }
+        self.0.default_stream(which, TemplateStream)
     }
     unsafe fn wrap_stream(&self, raw: usize) -> Result<TemplateStream> {
-        Ok(self.stream(QueueStream::from_raw(self.0.id, raw)?))
+        self.0.wrap_stream(raw, TemplateStream)
     }
     fn create_event(&self, flags: EventFlags) -> Result<TemplateEvent> {
-        if flags.contains(EventFlags::INTERPROCESS) {
-            return Err(Error::unsupported(KIND, "interprocess events"));
-        }
-        Ok(TemplateEvent(QueueEvent::create(self.0.id, flags)))
+        self.0.create_event(flags).map(TemplateEvent)
     }
     unsafe fn wrap_event(&self, raw: usize) -> Result<TemplateEvent> {
-        Ok(TemplateEvent(QueueEvent::from_raw(self.0.id, raw)?))
+        self.0.wrap_event(raw).map(TemplateEvent)
     }
     fn synchronize(&self) -> Result<()> {
-        self.0.queues.synchronize()
+        self.0.synchronize()
     }
     fn can_access_peer(&self, _peer: &Self) -> Result<bool> {
         Ok(true) // one device
@@ -161,10 +134,10 @@ impl Device for TemplateDevice {
         Ok(MEMORY.attributes(addr))
     }
     fn load_module(&self, image: ModuleImage<'_>) -> Result<Module> {
-        kernels::load_module(KIND, self.0.id, image)
+        self.0.load_module(image)
     }
     fn kernel(&self, module: &Module, name: &str) -> Result<Kernel> {
-        kernels::kernel(KIND, self.0.id, module, name)
+        self.0.kernel(module, name)
     }
 }
 

@@ -8,7 +8,7 @@ use gpuport_core::{
 };
 use gpuport_queue::kernels::{self, HostKernel};
 use gpuport_queue::memory::{host_buffer, PointerRegistry};
-use gpuport_queue::{host_resolver, DeviceQueues, LazyStream, QueueEvent, QueueStream};
+use gpuport_queue::{host_resolver, LazyStream, QueueDevice, QueueStream};
 
 use crate::flaw;
 use crate::stream::{MutantEvent, MutantStream, StreamInner};
@@ -30,8 +30,10 @@ pub(crate) fn id<const F: u8>(ordinal: u32) -> DeviceId {
 
 /// What every handle of one mutant device shares.
 pub(crate) struct Shared {
-    id: DeviceId,
-    queues: DeviceQueues,
+    /// The shared software-device parts: queues, events, modules. The mutants make their
+    /// streams themselves (the out-of-order one runs each on two queues), so the legacy
+    /// stream below is theirs and the `QueueDevice` holds no stream (`()`).
+    queue: QueueDevice<()>,
     /// The device's streams, for the mutant whose synchronize sees only live ones.
     streams: Mutex<Vec<Weak<StreamInner>>>,
     legacy: LazyStream<Arc<StreamInner>>,
@@ -47,8 +49,7 @@ impl<const F: u8> MutantDevice<F> {
         static DEVICES: [OnceLock<Arc<Shared>>; MUTANTS.len()] = [const { OnceLock::new() }; MUTANTS.len()];
         let shared = DEVICES[F as usize].get_or_init(|| {
             Arc::new(Shared {
-                id: id::<F>(0),
-                queues: DeviceQueues::default(),
+                queue: QueueDevice::new(id::<F>(0)),
                 streams: Mutex::default(),
                 legacy: LazyStream::new(),
             })
@@ -57,12 +58,12 @@ impl<const F: u8> MutantDevice<F> {
     }
 
     fn new_stream(&self, flags: StreamFlags) -> Result<Arc<StreamInner>> {
-        let main = QueueStream::create(self.0.id, flags)?;
-        self.0.queues.track(&main);
+        let main = QueueStream::create(self.0.queue.id(), flags)?;
+        self.0.queue.queues().track(&main);
         // The out-of-order mutant runs each stream on two queues in turn.
         let second = if F == flaw::OUT_OF_ORDER {
-            let second = QueueStream::create(self.0.id, flags)?;
-            self.0.queues.track(&second);
+            let second = QueueStream::create(self.0.queue.id(), flags)?;
+            self.0.queue.queues().track(&second);
             Some(second)
         } else {
             None
@@ -83,11 +84,11 @@ impl<const F: u8> Device for MutantDevice<F> {
     type Backend = MutantBackend<F>;
 
     fn id(&self) -> DeviceId {
-        self.0.id
+        self.0.queue.id()
     }
     fn info(&self) -> Result<DeviceInfo> {
         Ok(DeviceInfo {
-            id: self.0.id,
+            id: self.0.queue.id(),
             name: format!("gpuport mutant that breaks a rule: {}", MUTANTS[F as usize].breaks),
             total_memory: CAPACITY,
             compute_capability: None,
@@ -98,16 +99,14 @@ impl<const F: u8> Device for MutantDevice<F> {
         })
     }
     fn alloc(&self, bytes: usize) -> Result<Buffer> {
-        host_buffer(&MEMORY, self.0.id, bytes, MemoryKind::Device, CAPACITY)
+        host_buffer(&MEMORY, self.0.queue.id(), bytes, MemoryKind::Device, CAPACITY)
     }
     fn alloc_async(&self, bytes: usize, stream: &MutantStream<F>) -> Result<Buffer> {
-        if gpuport_core::Stream::device_id(stream) != self.0.id {
-            return Err(Error::invalid_argument("a stream of another device"));
-        }
+        self.0.queue.check_stream(gpuport_core::Stream::device_id(stream))?;
         self.alloc(bytes)
     }
     fn alloc_pinned(&self, bytes: usize, _flags: HostAllocFlags) -> Result<Buffer> {
-        host_buffer(&MEMORY, self.0.id, bytes, MemoryKind::PinnedHost, CAPACITY)
+        host_buffer(&MEMORY, self.0.queue.id(), bytes, MemoryKind::PinnedHost, CAPACITY)
     }
     fn alloc_managed(&self, _bytes: usize) -> Result<Buffer> {
         Err(Error::unsupported(kind::<F>(), "managed memory"))
@@ -132,24 +131,21 @@ impl<const F: u8> Device for MutantDevice<F> {
         }
     }
     unsafe fn wrap_stream(&self, raw: usize) -> Result<MutantStream<F>> {
-        let wrapped = QueueStream::from_raw(self.0.id, raw)?;
+        let wrapped = QueueStream::from_raw(self.0.queue.id(), raw)?;
         // The flawed wrapper destroys the stream it borrows when it drops.
         Ok(MutantStream::new(Arc::new(StreamInner::new(wrapped, None, F == flaw::WRAPPED_STREAM_DESTROYED))))
     }
     fn create_event(&self, flags: EventFlags) -> Result<MutantEvent<F>> {
-        if flags.contains(EventFlags::INTERPROCESS) {
-            return Err(Error::unsupported(kind::<F>(), "interprocess events"));
-        }
-        Ok(MutantEvent::new(QueueEvent::create(self.0.id, flags), false))
+        Ok(MutantEvent::new(self.0.queue.create_event(flags)?, false))
     }
     unsafe fn wrap_event(&self, raw: usize) -> Result<MutantEvent<F>> {
-        Ok(MutantEvent::new(QueueEvent::from_raw(self.0.id, raw)?, F == flaw::OWNED_WRAPPED_EVENT))
+        Ok(MutantEvent::new(self.0.queue.wrap_event(raw)?, F == flaw::OWNED_WRAPPED_EVENT))
     }
     fn synchronize(&self) -> Result<()> {
         match F {
             flaw::SYNC_AT_ONCE => Ok(()),
             flaw::LOST_DROPPED_ERRORS => self.synchronize_live_streams(),
-            _ => self.0.queues.synchronize(),
+            _ => self.0.queue.synchronize(),
         }
     }
     fn can_access_peer(&self, _peer: &Self) -> Result<bool> {
@@ -165,15 +161,15 @@ impl<const F: u8> Device for MutantDevice<F> {
         Ok(MEMORY.attributes(addr))
     }
     fn load_module(&self, image: ModuleImage<'_>) -> Result<Module> {
-        kernels::load_module(kind::<F>(), self.0.id, image)
+        self.0.queue.load_module(image)
     }
     fn kernel(&self, module: &Module, name: &str) -> Result<Kernel> {
         if F == flaw::FOREIGN_KERNELS {
             // Looks the kernel up on whatever device the module came from, and claims it.
             let theirs = kernels::kernel(kind::<F>(), module.device(), module, name)?;
             let HostKernel(f) = *theirs.handle_on::<HostKernel>(module.device(), "kernel lookup")?;
-            return Ok(Kernel::new(self.0.id, name, HostKernel(f)));
+            return Ok(Kernel::new(self.0.queue.id(), name, HostKernel(f)));
         }
-        kernels::kernel(kind::<F>(), self.0.id, module, name)
+        self.0.queue.kernel(module, name)
     }
 }

@@ -14,6 +14,7 @@
 //! lazily and are `Unsupported` when missing. Nothing panics when the library, a symbol
 //! or a device is missing.
 
+mod calls;
 mod context;
 mod device;
 mod event;

@@ -16,6 +16,7 @@
 #[cfg(all(test, feature = "hip-sys"))]
 mod abi_check;
 mod bundle;
+mod calls;
 mod context;
 mod device;
 mod event;

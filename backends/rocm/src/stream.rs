@@ -1,20 +1,12 @@
-//! HIP streams: the shared vendor-stream machinery (`gpuport_driver::vendor_stream`:
-//! ownership, parked handles, kept errors, host callbacks — `hipLaunchHostFunc` where the
-//! runtime has it, else `hipStreamAddCallback` (ROCm 5.2) — default streams, a drop that
-//! never blocks) over the runtime's stream calls.
+//! HIP streams: the vendor kit's streams (`gpuport_driver::vendor_stream`: ownership,
+//! parked handles, kept errors, host callbacks, default streams, a drop that never blocks,
+//! and the whole `Stream` data path) over the runtime calls of `calls.rs`. Only creation,
+//! with its priority range and flags, is HIP's own.
 
-use std::ffi::{c_int, c_void};
-
-use gpuport_core::{
-    BackendKind, Buffer, DeviceId, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result, Stream,
-    StreamFlags,
-};
-use gpuport_driver::parking::Keep;
-use gpuport_driver::vendor_stream::{refuse_in_callback, VendorStream};
+use gpuport_core::{Result, StreamFlags};
+use gpuport_driver::vendor_stream::VendorStream;
 
 use crate::context::DeviceCtx;
-use crate::event::RocmEvent;
-use crate::module::RocmKernel;
 use crate::result;
 use crate::sys;
 use crate::RocmBackend;
@@ -33,155 +25,6 @@ impl RocmStream {
         let raw = result::stream::create_with_priority(api, hip_flags, priority)?;
         Ok(RocmStream(VendorStream::new(dev, raw, true, flags, priority)))
     }
-
-    fn api(&self) -> &sys::Api {
-        &self.0.dev().rt.api
-    }
 }
 
-fn ptr(addr: u64) -> *mut c_void {
-    addr as usize as *mut c_void
-}
-
-impl Stream for RocmStream {
-    type Backend = RocmBackend;
-
-    fn device_id(&self) -> DeviceId {
-        self.0.device_id()
-    }
-    fn ownership(&self) -> Ownership {
-        self.0.ownership()
-    }
-    fn raw_handle(&self) -> usize {
-        self.0.raw_value()
-    }
-    fn flags(&self) -> StreamFlags {
-        self.0.flags()
-    }
-    fn priority(&self) -> i32 {
-        self.0.priority()
-    }
-
-    fn copy(&self, src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<()> {
-        gpuport_core::check_copy(src, src_offset, dst, dst_offset, len)?;
-        let s = self.0.reachable_addr(src, src_offset, len, "copy")?;
-        let d = self.0.reachable_addr(dst, dst_offset, len, "copy")?;
-        if len == 0 {
-            return Ok(());
-        }
-        let raw = self.0.raw()?;
-        let api = self.api();
-        let (sd, dd) = (src.device(), dst.device());
-        let peer = sd.kind == BackendKind::Rocm
-            && dd.kind == BackendKind::Rocm
-            && sd != dd
-            && !src.is_host_accessible()
-            && !dst.is_host_accessible();
-        if peer {
-            // SAFETY: both ranges were checked and are parked below until the copy has run;
-            // both devices exist.
-            unsafe {
-                result::stream::memcpy_peer_async(
-                    api,
-                    ptr(d),
-                    dd.ordinal as c_int,
-                    ptr(s),
-                    sd.ordinal as c_int,
-                    len,
-                    raw,
-                )
-            }?;
-        } else {
-            // SAFETY: both ranges were checked and are parked below until the copy has run;
-            // unified addressing infers the direction.
-            unsafe { result::stream::memcpy_async(api, ptr(d), ptr(s), len, raw) }?;
-        }
-        self.0.park([Keep::Buffer(src.clone()), Keep::Buffer(dst.clone())])
-    }
-
-    fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
-        self.0.own_memory(dst, "memset")?;
-        let d = dst.range_addr(offset, len)?;
-        if len == 0 {
-            return Ok(());
-        }
-        let raw = self.0.raw()?;
-        let api = self.api();
-        // SAFETY: the range was checked against a live ROCm allocation, parked below.
-        unsafe { result::stream::memset_async(api, ptr(d), value, len, raw) }?;
-        self.0.park([Keep::Buffer(dst.clone())])
-    }
-
-    fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize) -> Result<()> {
-        refuse_in_callback(BackendKind::Rocm, "a blocking Stream::write")?;
-        let d = self.0.reachable_addr(dst, dst_offset, src.len(), "write")?;
-        if src.is_empty() {
-            return Ok(());
-        }
-        let raw = self.0.raw()?;
-        let api = self.api();
-        // SAFETY: `src` stays borrowed until the synchronize below.
-        unsafe { result::stream::memcpy_async(api, ptr(d), src.as_ptr().cast(), src.len(), raw) }?;
-        self.synchronize()
-    }
-
-    fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8]) -> Result<()> {
-        refuse_in_callback(BackendKind::Rocm, "a blocking Stream::read")?;
-        let s = self.0.reachable_addr(src, src_offset, dst.len(), "read")?;
-        if dst.is_empty() {
-            return Ok(());
-        }
-        let raw = self.0.raw()?;
-        let api = self.api();
-        // SAFETY: `dst` stays borrowed until the synchronize below.
-        unsafe { result::stream::memcpy_async(api, dst.as_mut_ptr().cast(), ptr(s), dst.len(), raw) }?;
-        self.synchronize()
-    }
-
-    fn record(&self, event: &RocmEvent) -> Result<()> {
-        let raw = self.0.raw()?;
-        let api = self.api();
-        // SAFETY: both handles are live.
-        unsafe { result::event::record(api, event.0.raw(), raw) }
-    }
-
-    fn wait(&self, event: &RocmEvent) -> Result<()> {
-        let raw = self.0.raw()?;
-        let api = self.api();
-        // SAFETY: both handles are live.
-        unsafe { result::stream::wait_event(api, raw, event.0.raw()) }
-    }
-
-    fn host_callback(&self, f: HostCallback) -> Result<()> {
-        self.0.host_callback(f)
-    }
-
-    fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
-        let k = kernel.handle_on::<RocmKernel>(self.device_id(), "launch")?;
-        let api = self.api();
-        self.0.launch(kernel, config, args, |stream, params| {
-            // SAFETY: one value per kernel parameter, alive for the call (the runtime copies
-            // them); the function belongs to this device, whose module the kernel keeps
-            // loaded.
-            unsafe {
-                result::stream::launch_kernel(
-                    api,
-                    k.func,
-                    config.grid,
-                    config.block,
-                    config.shared_mem_bytes,
-                    stream,
-                    params,
-                )
-            }
-        })
-    }
-
-    fn query(&self) -> Result<bool> {
-        self.0.query()
-    }
-
-    fn synchronize(&self) -> Result<()> {
-        self.0.synchronize()
-    }
-}
+gpuport_driver::impl_vendor_stream!(RocmStream, RocmBackend);

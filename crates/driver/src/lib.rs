@@ -32,6 +32,7 @@ pub mod kernel_args;
 pub mod loading;
 pub mod parking;
 pub mod status;
+pub mod vendor_calls;
 pub mod vendor_event;
 pub mod vendor_stream;
 

@@ -1,4 +1,4 @@
-//! The event handle of a vendor backend, written once over [`VendorStreams`]' event calls:
+//! The event handle of a vendor backend, written once over [`VendorCalls`]' event calls:
 //! ownership (an owned event is destroyed with its last handle, on the release thread —
 //! never on a driver callback thread), binding the device before each call, and the
 //! refusal to block inside a host callback. CUDA's and ROCm's `Event` implementations wrap
@@ -9,9 +9,9 @@ use std::sync::Arc;
 use gpuport_core::{DeviceId, EventFlags, Ownership, Result};
 
 use crate::release::Deferred;
-use crate::vendor_stream::{refuse_in_callback, VendorStreams};
+use crate::vendor_stream::{refuse_in_callback, VendorCalls};
 
-struct EventState<V: VendorStreams> {
+struct EventState<V: VendorCalls> {
     dev: Arc<V>,
     raw: V::Event,
     owned: bool,
@@ -20,11 +20,11 @@ struct EventState<V: VendorStreams> {
 
 // SAFETY: vendor event handles may be used from any thread (CUDA and HIP both say so);
 // the state is immutable after creation.
-unsafe impl<V: VendorStreams> Send for EventState<V> {}
+unsafe impl<V: VendorCalls> Send for EventState<V> {}
 // SAFETY: as above.
-unsafe impl<V: VendorStreams> Sync for EventState<V> {}
+unsafe impl<V: VendorCalls> Sync for EventState<V> {}
 
-impl<V: VendorStreams> Drop for EventState<V> {
+impl<V: VendorCalls> Drop for EventState<V> {
     fn drop(&mut self) {
         if !self.owned || self.dev.bind().is_err() {
             return;
@@ -36,17 +36,17 @@ impl<V: VendorStreams> Drop for EventState<V> {
 }
 
 /// A vendor event handle: the event and the device that made it.
-pub struct VendorEvent<V: VendorStreams> {
+pub struct VendorEvent<V: VendorCalls> {
     inner: Arc<Deferred<EventState<V>>>,
 }
 
-impl<V: VendorStreams> Clone for VendorEvent<V> {
+impl<V: VendorCalls> Clone for VendorEvent<V> {
     fn clone(&self) -> Self {
         VendorEvent { inner: self.inner.clone() }
     }
 }
 
-impl<V: VendorStreams> VendorEvent<V> {
+impl<V: VendorCalls> VendorEvent<V> {
     /// A new owned event of `dev` (`EventFlags`' bits are the vendor's own).
     pub fn create(dev: &Arc<V>, flags: EventFlags) -> Result<Self> {
         dev.bind()?;

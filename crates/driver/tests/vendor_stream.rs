@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use gpuport_core::{Buffer, BufferDesc, DeviceId, Error, EventFlags, MemoryKind, Ownership, Result, StreamFlags};
 use gpuport_driver::parking::Keep;
 use gpuport_driver::vendor_event::VendorEvent;
-use gpuport_driver::vendor_stream::{run_host_callback, DeviceStreams, VendorStream, VendorStreams};
+use gpuport_driver::vendor_stream::{run_host_callback, DeviceStreams, VendorCalls, VendorStream};
 
 /// A fake runtime: host callbacks wait in a list until the test (or a synchronize) runs
 /// them — the fake's "work".
@@ -24,7 +24,12 @@ struct Fake {
     events_made: AtomicUsize,
     events_destroyed: Mutex<Vec<usize>>,
     streams: DeviceStreams<Fake>,
+    /// The data-path calls made, in order, as text.
+    calls: Mutex<Vec<String>>,
 }
+
+/// The fake's kernel handle.
+struct FakeKernel(&'static str);
 
 impl Fake {
     fn run(&self, stream: Option<usize>) {
@@ -41,7 +46,7 @@ impl Fake {
     }
 }
 
-impl VendorStreams for Fake {
+impl VendorCalls for Fake {
     const KIND: gpuport_core::BackendKind = gpuport_core::BackendKind::Host;
     type Stream = usize;
     type Event = usize;
@@ -103,13 +108,89 @@ impl VendorStreams for Fake {
     fn streams(&self) -> &DeviceStreams<Self> {
         &self.streams
     }
+    type Kernel = FakeKernel;
+    fn stream_wait_event(&self, stream: usize, event: usize) -> Result<()> {
+        self.calls.lock().unwrap().push(format!("wait {stream} for {event}"));
+        Ok(())
+    }
+    unsafe fn memcpy_async(&self, dst: u64, src: u64, len: usize, stream: usize) -> Result<()> {
+        self.calls.lock().unwrap().push(format!("copy {dst:#x} <- {src:#x} {len} on {stream}"));
+        Ok(())
+    }
+    unsafe fn memcpy_peer_async(
+        &self,
+        dst: u64,
+        dst_device: DeviceId,
+        src: u64,
+        src_device: DeviceId,
+        len: usize,
+        stream: usize,
+    ) -> Result<()> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("peer {dst:#x}@{dst_device} <- {src:#x}@{src_device} {len} on {stream}"));
+        Ok(())
+    }
+    unsafe fn memset_async(&self, dst: u64, value: u8, len: usize, stream: usize) -> Result<()> {
+        self.calls.lock().unwrap().push(format!("memset {dst:#x} {len} = {value} on {stream}"));
+        Ok(())
+    }
+    unsafe fn launch_kernel(
+        &self,
+        kernel: &FakeKernel,
+        config: &gpuport_core::LaunchConfig,
+        stream: usize,
+        _params: *mut *mut c_void,
+    ) -> Result<()> {
+        self.calls.lock().unwrap().push(format!("launch {} {:?} on {stream}", kernel.0, config.grid));
+        Ok(())
+    }
 }
 
 fn buffer() -> Buffer {
-    let desc =
-        BufferDesc { addr: 0x1000, len: 8, device: DeviceId::HOST, memory: MemoryKind::Device, host_accessible: false };
+    device_buffer(0x1000, DeviceId::HOST)
+}
+
+/// 8 bytes of "device memory" at `addr` (never dereferenced: the fake only records calls).
+fn device_buffer(addr: u64, device: DeviceId) -> Buffer {
+    let desc = BufferDesc { addr, len: 8, device, memory: MemoryKind::Device, host_accessible: false };
     // SAFETY: never dereferenced.
     unsafe { Buffer::from_borrowed(desc, None) }.unwrap()
+}
+
+#[test]
+fn the_data_path_checks_every_range_before_the_vendor_sees_it() {
+    use gpuport_core::{BackendKind, Kernel, KernelArg, LaunchConfig};
+    let dev = Arc::new(Fake::default());
+    let s = VendorStream::new(&dev, 7, true, StreamFlags::empty(), 0);
+    let (a, b) = (device_buffer(0x1000, DeviceId::HOST), device_buffer(0x3000, DeviceId::HOST));
+    let other = device_buffer(0x2000, DeviceId::new(BackendKind::Host, 1));
+    s.copy(&a, 2, &b, 0, 6).unwrap();
+    s.copy(&a, 0, &other, 0, 8).unwrap(); // two devices of the backend: a peer copy
+    s.memset(&b, 4, 4, 9).unwrap();
+    let e = VendorEvent::from_parts(&dev, 55, false, EventFlags::empty());
+    s.wait(&e).unwrap();
+    let kernel = Kernel::new(DeviceId::HOST, "fill", FakeKernel("fill"));
+    let config = LaunchConfig::for_items(8, 8).unwrap();
+    s.launch(&kernel, &config, &[KernelArg::buffer(&a), KernelArg::scalar(3u32)]).unwrap();
+    // Refused before any call: a range past its buffer, a memset of another backend's
+    // memory, a kernel of another device.
+    assert!(matches!(s.copy(&a, 4, &b, 0, 8), Err(Error::InvalidArgument { .. })));
+    let foreign = device_buffer(0x4000, DeviceId::new(BackendKind::Plugin("ext"), 0));
+    assert!(matches!(s.memset(&foreign, 0, 8, 0), Err(Error::BackendMismatch { .. })));
+    let elsewhere = Kernel::new(DeviceId::new(BackendKind::Host, 1), "fill", FakeKernel("fill"));
+    assert!(matches!(s.launch(&elsewhere, &config, &[]), Err(Error::BackendMismatch { .. })));
+    assert_eq!(
+        *dev.calls.lock().unwrap(),
+        [
+            "copy 0x3000 <- 0x1002 6 on 7",
+            "peer 0x2000@host:1 <- 0x1000@host:0 8 on 7",
+            "memset 0x3004 4 = 9 on 7",
+            "wait 7 for 55",
+            "launch fill [1, 1, 1] on 7",
+        ]
+    );
 }
 
 #[test]

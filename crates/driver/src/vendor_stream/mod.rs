@@ -1,5 +1,5 @@
 //! The stream machinery every vendor backend needs, written once and generic over the
-//! vendor's calls ([`VendorStreams`]): a stream handle with ownership, flags and priority;
+//! vendor's calls ([`VendorCalls`]): a stream handle with ownership, flags and priority;
 //! the handles its queued work keeps alive ([`crate::parking`]); the first error of work
 //! found outside a call (a panicking host callback, a failed stream-ordered free), kept
 //! for the stream's next synchronize and, sticky, for the device's; host callbacks run by
@@ -11,8 +11,12 @@
 //! what its work still holds is released by a host callback queued behind that work
 //! (which hands the drop to the release thread).
 //!
-//! The vendor's `sys` tables and device queries stay in its backend crate; its `result`
-//! layer implements [`VendorStreams`] with one checked call per method.
+//! The vendor's `sys` tables and device queries stay in its backend crate; it implements
+//! [`VendorCalls`] with one checked `result` call per method. The `Stream` data path over
+//! those calls (copies, memsets, blocking reads and writes, records, waits, launches) is
+//! in [`data_path`], and `impl_vendor_stream!` writes a backend's `Stream` impl from it.
+
+mod data_path;
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -23,67 +27,11 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::ThreadId;
 
 use gpuport_core::release::Deferred;
-use gpuport_core::{
-    BackendKind, Buffer, DeviceId, Error, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result, StreamFlags,
-};
+use gpuport_core::{BackendKind, Buffer, DeviceId, Error, HostCallback, Ownership, Result, StreamFlags};
 
-use crate::kernel_args::{pack_kernel_args, PackedArgs};
+pub use crate::vendor_calls::VendorCalls;
+
 use crate::parking::{Fence, Keep, Parked};
-
-/// The vendor calls the shared stream machinery makes, implemented by a backend's device
-/// context (each method one checked driver call, with the context made current).
-pub trait VendorStreams: Send + Sync + Sized + 'static {
-    /// The backend (`BackendKind::Cuda`, `BackendKind::Rocm`).
-    const KIND: BackendKind;
-    /// The vendor's stream handle (`CUstream`, `hipStream_t`).
-    type Stream: Copy + PartialEq;
-    /// The vendor's event handle.
-    type Event: Copy;
-
-    /// The device.
-    fn device_id(&self) -> DeviceId;
-    /// Makes the device current on the calling thread.
-    fn bind(&self) -> Result<()>;
-    /// The raw value of a stream handle.
-    fn stream_raw(stream: Self::Stream) -> usize;
-    /// The raw value of an event handle.
-    fn event_raw(event: Self::Event) -> usize;
-    /// A new event with `flags` (the vendor's own bits) on the bound device.
-    fn event_create(&self, flags: gpuport_core::EventFlags) -> Result<Self::Event>;
-    /// Blocks until the event's latest record has completed.
-    fn event_synchronize(&self, event: Self::Event) -> Result<()>;
-    /// Milliseconds between two completed records (`NotReady` while one is pending).
-    fn event_elapsed_ms(&self, start: Self::Event, end: Self::Event) -> Result<f32>;
-    /// Records `event` on `stream`.
-    fn event_record(&self, event: Self::Event, stream: Self::Stream) -> Result<()>;
-    /// A new event without timing, recorded on `stream` (destroyed again when the record
-    /// fails).
-    fn fence_event(&self, stream: Self::Stream) -> Result<Self::Event> {
-        let event = self.event_create(gpuport_core::EventFlags::DISABLE_TIMING)?;
-        if let Err(e) = self.event_record(event, stream) {
-            let _ = self.event_destroy(event);
-            return Err(e);
-        }
-        Ok(event)
-    }
-    /// Whether the event's work has completed.
-    fn event_done(&self, event: Self::Event) -> Result<bool>;
-    /// Destroys an event (it may still be pending).
-    fn event_destroy(&self, event: Self::Event) -> Result<()>;
-    /// Whether all of the stream's work has completed.
-    fn stream_done(&self, stream: Self::Stream) -> Result<bool>;
-    /// Blocks until the stream's work has completed.
-    fn stream_synchronize(&self, stream: Self::Stream) -> Result<()>;
-    /// Blocks until all of the device's work has completed.
-    fn device_synchronize(&self) -> Result<()>;
-    /// Destroys a stream (its queued work still completes).
-    fn stream_destroy(&self, stream: Self::Stream) -> Result<()>;
-    /// Queues a host function on `stream` that calls [`run_host_callback`]`(user)` when
-    /// the stream reaches it. On an error, `user` was not handed over.
-    fn launch_host_callback(&self, stream: Self::Stream, user: *mut c_void) -> Result<()>;
-    /// The device's registry of stream errors and default streams.
-    fn streams(&self) -> &DeviceStreams<Self>;
-}
 
 /// The first error of one stream's work found outside a call, shared with its device.
 #[derive(Default)]
@@ -111,19 +59,19 @@ impl StreamErrors {
 
 /// What one device knows of its streams: their kept errors (dropped streams' included,
 /// until reported) and the default streams handed out.
-pub struct DeviceStreams<V: VendorStreams> {
+pub struct DeviceStreams<V: VendorCalls> {
     errors: Mutex<Vec<Arc<StreamErrors>>>,
     legacy: Mutex<Weak<Deferred<StreamState<V>>>>,
     per_thread: Mutex<HashMap<ThreadId, Weak<Deferred<StreamState<V>>>>>,
 }
 
-impl<V: VendorStreams> Default for DeviceStreams<V> {
+impl<V: VendorCalls> Default for DeviceStreams<V> {
     fn default() -> Self {
         DeviceStreams { errors: Mutex::default(), legacy: Mutex::new(Weak::new()), per_thread: Mutex::default() }
     }
 }
 
-impl<V: VendorStreams> DeviceStreams<V> {
+impl<V: VendorCalls> DeviceStreams<V> {
     fn track(&self, errors: &Arc<StreamErrors>) {
         let mut all = lock(&self.errors);
         // Forget streams that are gone and have nothing left to report.
@@ -158,18 +106,18 @@ impl<V: VendorStreams> DeviceStreams<V> {
 /// run before the allocation, or before work the allocating stream still has queued on
 /// the memory — so the stream must outlive it. The buffer holds only this handle, never
 /// the stream's state, so a buffer parked on its own stream forms no cycle.
-pub struct RawStream<V: VendorStreams> {
+pub struct RawStream<V: VendorCalls> {
     dev: Arc<V>,
     raw: V::Stream,
     owned: bool,
 }
 
 // SAFETY: vendor stream handles may be used from any thread.
-unsafe impl<V: VendorStreams> Send for RawStream<V> {}
+unsafe impl<V: VendorCalls> Send for RawStream<V> {}
 // SAFETY: as above; the handle is immutable.
-unsafe impl<V: VendorStreams> Sync for RawStream<V> {}
+unsafe impl<V: VendorCalls> Sync for RawStream<V> {}
 
-impl<V: VendorStreams> Drop for RawStream<V> {
+impl<V: VendorCalls> Drop for RawStream<V> {
     fn drop(&mut self) {
         if !self.owned || self.dev.bind().is_err() {
             return;
@@ -182,7 +130,7 @@ impl<V: VendorStreams> Drop for RawStream<V> {
 }
 
 /// One vendor stream's state, shared by its handles.
-pub struct StreamState<V: VendorStreams> {
+pub struct StreamState<V: VendorCalls> {
     dev: Arc<V>,
     raw: V::Stream,
     owned: bool,
@@ -198,14 +146,14 @@ pub struct StreamState<V: VendorStreams> {
 
 // SAFETY: vendor stream and event handles may be used from any thread (the per-thread
 // default stream checks its thread before use); the parked lists are behind a mutex.
-unsafe impl<V: VendorStreams> Send for StreamState<V> {}
+unsafe impl<V: VendorCalls> Send for StreamState<V> {}
 // SAFETY: as above.
-unsafe impl<V: VendorStreams> Sync for StreamState<V> {}
+unsafe impl<V: VendorCalls> Sync for StreamState<V> {}
 
 /// The stream seen as a [`Fence`] for its parked batches.
-struct StreamFence<'a, V: VendorStreams>(&'a StreamState<V>);
+struct StreamFence<'a, V: VendorCalls>(&'a StreamState<V>);
 
-impl<V: VendorStreams> Fence for StreamFence<'_, V> {
+impl<V: VendorCalls> Fence for StreamFence<'_, V> {
     type Handle = V::Event;
     fn seal(&self) -> Result<V::Event> {
         self.0.dev.fence_event(self.0.raw)
@@ -220,7 +168,7 @@ impl<V: VendorStreams> Fence for StreamFence<'_, V> {
     }
 }
 
-impl<V: VendorStreams> Drop for StreamState<V> {
+impl<V: VendorCalls> Drop for StreamState<V> {
     fn drop(&mut self) {
         self.errors.orphaned.store(true, Ordering::SeqCst);
         if self.dev.bind().is_err() {
@@ -235,7 +183,7 @@ impl<V: VendorStreams> Drop for StreamState<V> {
     }
 }
 
-impl<V: VendorStreams> StreamState<V> {
+impl<V: VendorCalls> StreamState<V> {
     /// Releases `keep` once the stream's queued work has run, without blocking: a host
     /// callback queued behind that work drops it (on the release thread). Where that is
     /// impossible (the runtime refuses, or the per-thread stream of another thread), waits.
@@ -268,17 +216,17 @@ impl<V: VendorStreams> StreamState<V> {
 
 /// A vendor stream handle: cheap to clone; an owned stream is destroyed (after its queued
 /// work) when its last handle drops, on an ordinary thread (never a driver callback's).
-pub struct VendorStream<V: VendorStreams> {
+pub struct VendorStream<V: VendorCalls> {
     inner: Arc<Deferred<StreamState<V>>>,
 }
 
-impl<V: VendorStreams> Clone for VendorStream<V> {
+impl<V: VendorCalls> Clone for VendorStream<V> {
     fn clone(&self) -> Self {
         VendorStream { inner: self.inner.clone() }
     }
 }
 
-impl<V: VendorStreams> VendorStream<V> {
+impl<V: VendorCalls> VendorStream<V> {
     /// A handle to stream `raw` of `dev`; `owned` streams are destroyed with their last
     /// handle.
     pub fn new(dev: &Arc<V>, raw: V::Stream, owned: bool, flags: StreamFlags, priority: i32) -> Self {
@@ -420,25 +368,6 @@ impl<V: VendorStreams> VendorStream<V> {
         Ok(())
     }
 
-    /// `Stream::launch`, all but the vendor call: checks the geometry, packs the arguments
-    /// (this backend's memory only), calls `vendor_launch(stream, params)` — `params` one
-    /// pointer per kernel parameter, alive for the call — and parks the buffers and the
-    /// kernel until the launch has run.
-    pub fn launch(
-        &self,
-        kernel: &Kernel,
-        config: &LaunchConfig,
-        args: &[KernelArg],
-        vendor_launch: impl FnOnce(V::Stream, *mut *mut c_void) -> Result<()>,
-    ) -> Result<()> {
-        config.validate()?;
-        let PackedArgs { mut values, mut keep } = pack_kernel_args(args, |b| self.own_memory(b, "launch"))?;
-        keep.push(Keep::Kernel(kernel.clone()));
-        let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
-        vendor_launch(self.raw()?, params.as_mut_ptr())?;
-        self.park(keep)
-    }
-
     /// Keeps the handles of work just queued alive until an event after it completes.
     pub fn park(&self, items: impl IntoIterator<Item = Keep>) -> Result<()> {
         lock(&self.inner.parked).park(items, &StreamFence(&self.inner))
@@ -523,7 +452,7 @@ impl Callback {
 ///
 /// # Safety
 /// `user` is the pointer a [`VendorStream`] handed to
-/// [`VendorStreams::launch_host_callback`], and the driver calls this once for it.
+/// [`VendorCalls::launch_host_callback`], and the driver calls this once for it.
 pub unsafe fn run_host_callback(user: *mut c_void) {
     // SAFETY: per the contract, `user` is a leaked `Box<Callback>` run exactly once.
     let callback = unsafe { Callback::reclaim(user) };

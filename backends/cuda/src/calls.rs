@@ -1,0 +1,140 @@
+//! The vendor kit's calls (`gpuport_driver::vendor_calls::VendorCalls`) for a CUDA device
+//! context: each one checked `result` call, with what only CUDA needs (the contexts of a
+//! peer copy). Everything above them — streams, events, the `Stream` data path, host
+//! callbacks — is the vendor kit's.
+
+use std::ffi::c_void;
+
+use gpuport_core::{DeviceId, Error, LaunchConfig, Result};
+use gpuport_driver::vendor_stream::{run_host_callback, DeviceStreams, VendorCalls};
+
+use crate::context::DeviceCtx;
+use crate::module::CudaKernel;
+use crate::result::{ctx, event, stream};
+use crate::sys::{CUevent, CUstream};
+
+/// The host function handed to `cuLaunchHostFunc`: the shared trampoline, which runs the
+/// callback inside `catch_unwind` and so never unwinds into the driver.
+unsafe extern "C" fn host_fn(user: *mut c_void) {
+    // SAFETY: the driver calls this once with the pointer `launch_host_callback` gave it.
+    unsafe { run_host_callback(user) }
+}
+
+impl VendorCalls for DeviceCtx {
+    const KIND: gpuport_core::BackendKind = gpuport_core::BackendKind::Cuda;
+    type Stream = CUstream;
+    type Event = CUevent;
+    type Kernel = CudaKernel;
+
+    fn device_id(&self) -> DeviceId {
+        self.id
+    }
+    fn bind(&self) -> Result<()> {
+        DeviceCtx::bind(self)
+    }
+    fn stream_raw(stream: CUstream) -> usize {
+        stream as usize
+    }
+    fn event_raw(ev: CUevent) -> usize {
+        ev as usize
+    }
+    fn event_create(&self, flags: gpuport_core::EventFlags) -> Result<CUevent> {
+        // EventFlags' bits are the driver's: BLOCKING_SYNC 1, DISABLE_TIMING 2, INTERPROCESS 4.
+        event::create(&self.driver.api, flags.bits() as std::ffi::c_uint)
+    }
+    fn event_synchronize(&self, ev: CUevent) -> Result<()> {
+        // SAFETY: a live event (its handle holds it).
+        unsafe { event::synchronize(&self.driver.api, ev) }
+    }
+    fn event_elapsed_ms(&self, start: CUevent, end: CUevent) -> Result<f32> {
+        // SAFETY: both events are live (each handle holds its event).
+        unsafe { event::elapsed_time(&self.driver.api, start, end) }
+    }
+    fn event_record(&self, ev: CUevent, s: CUstream) -> Result<()> {
+        // SAFETY: both handles are live (the caller's stream state holds them).
+        unsafe { event::record(&self.driver.api, ev, s) }
+    }
+    fn event_done(&self, ev: CUevent) -> Result<bool> {
+        // SAFETY: a live event.
+        unsafe { event::query(&self.driver.api, ev) }
+    }
+    fn event_destroy(&self, ev: CUevent) -> Result<()> {
+        // SAFETY: an event created by gpuport, destroyed once.
+        unsafe { event::destroy(&self.driver.api, ev) }
+    }
+    fn stream_done(&self, s: CUstream) -> Result<bool> {
+        // SAFETY: a live stream handle.
+        unsafe { stream::query(&self.driver.api, s) }
+    }
+    fn stream_synchronize(&self, s: CUstream) -> Result<()> {
+        // SAFETY: a live stream handle.
+        unsafe { stream::synchronize(&self.driver.api, s) }
+    }
+    fn device_synchronize(&self) -> Result<()> {
+        // The caller bound the context.
+        ctx::synchronize(&self.driver.api)
+    }
+    fn stream_destroy(&self, s: CUstream) -> Result<()> {
+        // SAFETY: a stream created by gpuport, destroyed once; queued work still completes.
+        unsafe { stream::destroy(&self.driver.api, s) }
+    }
+    fn launch_host_callback(&self, s: CUstream, user: *mut c_void) -> Result<()> {
+        // SAFETY: `host_fn` takes ownership of `user` when the stream reaches it, and never
+        // unwinds (the shared trampoline catches panics).
+        unsafe { stream::launch_host_func(&self.driver.api, s, Some(host_fn), user) }
+    }
+    fn streams(&self) -> &DeviceStreams<Self> {
+        &self.streams
+    }
+    fn stream_wait_event(&self, s: CUstream, ev: CUevent) -> Result<()> {
+        // SAFETY: both handles are live (the caller's stream and event states hold them).
+        unsafe { stream::wait_event(&self.driver.api, s, ev) }
+    }
+    unsafe fn memcpy_async(&self, dst: u64, src: u64, len: usize, s: CUstream) -> Result<()> {
+        // SAFETY: forwarded: both ranges stay valid until the copy has run; the stream is live.
+        unsafe { stream::memcpy_async(&self.driver.api, dst, src, len, s) }
+    }
+    unsafe fn memcpy_peer_async(
+        &self,
+        dst: u64,
+        dst_device: DeviceId,
+        src: u64,
+        src_device: DeviceId,
+        len: usize,
+        s: CUstream,
+    ) -> Result<()> {
+        // A peer copy names each side's context; both devices are open (each buffer keeps
+        // its device's context).
+        let (src_ctx, dst_ctx) = match (DeviceCtx::live(src_device.ordinal), DeviceCtx::live(dst_device.ordinal)) {
+            (Some(a), Some(b)) => (a.ctx, b.ctx),
+            _ => return Err(Error::invalid_handle("a peer copy's device is not open")),
+        };
+        // SAFETY: forwarded; the contexts are retained by the open devices.
+        unsafe { stream::memcpy_peer_async(&self.driver.api, dst, dst_ctx, src, src_ctx, len, s) }
+    }
+    unsafe fn memset_async(&self, dst: u64, value: u8, len: usize, s: CUstream) -> Result<()> {
+        // SAFETY: forwarded: the range stays valid until the memset has run.
+        unsafe { stream::memset_d8_async(&self.driver.api, dst, value, len, s) }
+    }
+    unsafe fn launch_kernel(
+        &self,
+        kernel: &CudaKernel,
+        config: &LaunchConfig,
+        s: CUstream,
+        params: *mut *mut c_void,
+    ) -> Result<()> {
+        // SAFETY: forwarded: one value per parameter, alive for the call; the function
+        // belongs to this device's context, whose module the kernel keeps loaded.
+        unsafe {
+            stream::launch_kernel(
+                &self.driver.api,
+                kernel.func,
+                config.grid,
+                config.block,
+                config.shared_mem_bytes,
+                s,
+                params,
+            )
+        }
+    }
+}

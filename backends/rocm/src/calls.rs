@@ -1,0 +1,158 @@
+//! The vendor kit's calls (`gpuport_driver::vendor_calls::VendorCalls`) for a HIP device
+//! context: each one checked `result` call, with what only HIP needs (`hipLaunchHostFunc`
+//! or, on ROCm 5.2, `hipStreamAddCallback`; device ordinals for a peer copy). Everything
+//! above them — streams, events, the `Stream` data path, host callbacks — is the vendor
+//! kit's.
+
+use std::ffi::{c_int, c_void};
+
+use gpuport_core::{DeviceId, LaunchConfig, Result};
+use gpuport_driver::vendor_stream::{run_host_callback, DeviceStreams, VendorCalls};
+
+use crate::context::DeviceCtx;
+use crate::module::RocmKernel;
+use crate::result::{device, event, stream};
+use crate::sys::{hipEvent_t, hipStream_t, Status};
+
+/// A device address as the runtime's pointer type.
+fn ptr(addr: u64) -> *mut c_void {
+    addr as usize as *mut c_void
+}
+
+/// For `hipLaunchHostFunc`: the shared trampoline, which runs the callback inside
+/// `catch_unwind` and so never unwinds into the runtime.
+unsafe extern "C" fn host_fn(user: *mut c_void) {
+    // SAFETY: the runtime calls this once with the pointer `launch_host_callback` gave it.
+    unsafe { run_host_callback(user) }
+}
+
+/// For `hipStreamAddCallback` (ROCm 5.2 has no `hipLaunchHostFunc`): the same trampoline.
+unsafe extern "C" fn stream_callback(_stream: hipStream_t, _status: Status, user: *mut c_void) {
+    // SAFETY: as for `host_fn`.
+    unsafe { run_host_callback(user) }
+}
+
+impl VendorCalls for DeviceCtx {
+    const KIND: gpuport_core::BackendKind = gpuport_core::BackendKind::Rocm;
+    type Stream = hipStream_t;
+    type Event = hipEvent_t;
+    type Kernel = RocmKernel;
+
+    fn device_id(&self) -> DeviceId {
+        self.id
+    }
+    fn bind(&self) -> Result<()> {
+        DeviceCtx::bind(self)
+    }
+    fn stream_raw(stream: hipStream_t) -> usize {
+        stream as usize
+    }
+    fn event_raw(ev: hipEvent_t) -> usize {
+        ev as usize
+    }
+    fn event_create(&self, flags: gpuport_core::EventFlags) -> Result<hipEvent_t> {
+        // EventFlags' bits are HIP's: BlockingSync 1, DisableTiming 2, Interprocess 4.
+        event::create(&self.rt.api, flags.bits() as std::ffi::c_uint)
+    }
+    fn event_synchronize(&self, ev: hipEvent_t) -> Result<()> {
+        // SAFETY: a live event (its handle holds it).
+        unsafe { event::synchronize(&self.rt.api, ev) }
+    }
+    fn event_elapsed_ms(&self, start: hipEvent_t, end: hipEvent_t) -> Result<f32> {
+        // SAFETY: both events are live (each handle holds its event).
+        unsafe { event::elapsed_time(&self.rt.api, start, end) }
+    }
+    fn event_record(&self, ev: hipEvent_t, s: hipStream_t) -> Result<()> {
+        // SAFETY: both handles are live (the caller's stream state holds them).
+        unsafe { event::record(&self.rt.api, ev, s) }
+    }
+    fn event_done(&self, ev: hipEvent_t) -> Result<bool> {
+        // SAFETY: a live event.
+        unsafe { event::query(&self.rt.api, ev) }
+    }
+    fn event_destroy(&self, ev: hipEvent_t) -> Result<()> {
+        // SAFETY: an event created by gpuport, destroyed once.
+        unsafe { event::destroy(&self.rt.api, ev) }
+    }
+    fn stream_done(&self, s: hipStream_t) -> Result<bool> {
+        // SAFETY: a live stream handle.
+        unsafe { stream::query(&self.rt.api, s) }
+    }
+    fn stream_synchronize(&self, s: hipStream_t) -> Result<()> {
+        // SAFETY: a live stream handle.
+        unsafe { stream::synchronize(&self.rt.api, s) }
+    }
+    fn device_synchronize(&self) -> Result<()> {
+        // The caller bound the device.
+        device::synchronize(&self.rt.api)
+    }
+    fn stream_destroy(&self, s: hipStream_t) -> Result<()> {
+        // SAFETY: a stream created by gpuport, destroyed once.
+        unsafe { stream::destroy(&self.rt.api, s) }
+    }
+    fn launch_host_callback(&self, s: hipStream_t, user: *mut c_void) -> Result<()> {
+        // SAFETY: `host_fn` / `stream_callback` take ownership of `user` when the stream
+        // reaches them (only one is queued), and never unwind (the shared trampoline
+        // catches panics).
+        unsafe { stream::launch_host_func(&self.rt, s, Some(host_fn), Some(stream_callback), user) }
+    }
+    fn streams(&self) -> &DeviceStreams<Self> {
+        &self.streams
+    }
+    fn stream_wait_event(&self, s: hipStream_t, ev: hipEvent_t) -> Result<()> {
+        // SAFETY: both handles are live (the caller's stream and event states hold them).
+        unsafe { stream::wait_event(&self.rt.api, s, ev) }
+    }
+    unsafe fn memcpy_async(&self, dst: u64, src: u64, len: usize, s: hipStream_t) -> Result<()> {
+        // SAFETY: forwarded: both ranges stay valid until the copy has run; unified
+        // addressing infers the direction.
+        unsafe { stream::memcpy_async(&self.rt.api, ptr(dst), ptr(src), len, s) }
+    }
+    unsafe fn memcpy_peer_async(
+        &self,
+        dst: u64,
+        dst_device: DeviceId,
+        src: u64,
+        src_device: DeviceId,
+        len: usize,
+        s: hipStream_t,
+    ) -> Result<()> {
+        // SAFETY: forwarded; HIP names each side by its device ordinal.
+        unsafe {
+            stream::memcpy_peer_async(
+                &self.rt.api,
+                ptr(dst),
+                dst_device.ordinal as c_int,
+                ptr(src),
+                src_device.ordinal as c_int,
+                len,
+                s,
+            )
+        }
+    }
+    unsafe fn memset_async(&self, dst: u64, value: u8, len: usize, s: hipStream_t) -> Result<()> {
+        // SAFETY: forwarded: the range stays valid until the memset has run.
+        unsafe { stream::memset_async(&self.rt.api, ptr(dst), value, len, s) }
+    }
+    unsafe fn launch_kernel(
+        &self,
+        kernel: &RocmKernel,
+        config: &LaunchConfig,
+        s: hipStream_t,
+        params: *mut *mut c_void,
+    ) -> Result<()> {
+        // SAFETY: forwarded: one value per parameter, alive for the call; the function
+        // belongs to this device, whose module the kernel keeps loaded.
+        unsafe {
+            stream::launch_kernel(
+                &self.rt.api,
+                kernel.func,
+                config.grid,
+                config.block,
+                config.shared_mem_bytes,
+                s,
+                params,
+            )
+        }
+    }
+}

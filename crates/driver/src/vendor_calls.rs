@@ -1,0 +1,109 @@
+//! The vendor calls the vendor kit makes: one checked driver or runtime call per method,
+//! implemented by each vendor backend's device context. Everything the kit builds —
+//! streams with ownership and kept errors, events, the `Stream` data path, host callbacks
+//! — is written once over these calls; a backend writes only them, its loader and its
+//! `result` layer.
+
+use std::ffi::c_void;
+
+use gpuport_core::{BackendKind, DeviceId, LaunchConfig, Result};
+
+use crate::vendor_stream::DeviceStreams;
+
+/// The vendor calls the shared stream machinery makes, implemented by a backend's device
+/// context (each method one checked driver call, with the context made current).
+pub trait VendorCalls: Send + Sync + Sized + 'static {
+    /// The backend (`BackendKind::Cuda`, `BackendKind::Rocm`).
+    const KIND: BackendKind;
+    /// The vendor's stream handle (`CUstream`, `hipStream_t`).
+    type Stream: Copy + PartialEq;
+    /// The vendor's event handle.
+    type Event: Copy;
+
+    /// The device.
+    fn device_id(&self) -> DeviceId;
+    /// Makes the device current on the calling thread.
+    fn bind(&self) -> Result<()>;
+    /// The raw value of a stream handle.
+    fn stream_raw(stream: Self::Stream) -> usize;
+    /// The raw value of an event handle.
+    fn event_raw(event: Self::Event) -> usize;
+    /// A new event with `flags` (the vendor's own bits) on the bound device.
+    fn event_create(&self, flags: gpuport_core::EventFlags) -> Result<Self::Event>;
+    /// Blocks until the event's latest record has completed.
+    fn event_synchronize(&self, event: Self::Event) -> Result<()>;
+    /// Milliseconds between two completed records (`NotReady` while one is pending).
+    fn event_elapsed_ms(&self, start: Self::Event, end: Self::Event) -> Result<f32>;
+    /// Records `event` on `stream`.
+    fn event_record(&self, event: Self::Event, stream: Self::Stream) -> Result<()>;
+    /// A new event without timing, recorded on `stream` (destroyed again when the record
+    /// fails).
+    fn fence_event(&self, stream: Self::Stream) -> Result<Self::Event> {
+        let event = self.event_create(gpuport_core::EventFlags::DISABLE_TIMING)?;
+        if let Err(e) = self.event_record(event, stream) {
+            let _ = self.event_destroy(event);
+            return Err(e);
+        }
+        Ok(event)
+    }
+    /// Whether the event's work has completed.
+    fn event_done(&self, event: Self::Event) -> Result<bool>;
+    /// Destroys an event (it may still be pending).
+    fn event_destroy(&self, event: Self::Event) -> Result<()>;
+    /// Whether all of the stream's work has completed.
+    fn stream_done(&self, stream: Self::Stream) -> Result<bool>;
+    /// Blocks until the stream's work has completed.
+    fn stream_synchronize(&self, stream: Self::Stream) -> Result<()>;
+    /// Blocks until all of the device's work has completed.
+    fn device_synchronize(&self) -> Result<()>;
+    /// Destroys a stream (its queued work still completes).
+    fn stream_destroy(&self, stream: Self::Stream) -> Result<()>;
+    /// Queues a host function on `stream` that calls
+    /// [`run_host_callback`](crate::vendor_stream::run_host_callback)`(user)` when the
+    /// stream reaches it. On an error, `user` was not handed over.
+    fn launch_host_callback(&self, stream: Self::Stream, user: *mut c_void) -> Result<()>;
+    /// The device's registry of stream errors and default streams.
+    fn streams(&self) -> &DeviceStreams<Self>;
+
+    /// The kernel handle a module lookup gives (what a launch takes).
+    type Kernel: Send + Sync + 'static;
+    /// Makes later work on `stream` wait for the latest record of `event`.
+    fn stream_wait_event(&self, stream: Self::Stream, event: Self::Event) -> Result<()>;
+    /// Queues a copy of `len` bytes from `src` to `dst` on `stream`; either address may be
+    /// device, pinned, managed or host memory (unified addressing says which).
+    ///
+    /// # Safety
+    /// Both ranges stay valid for `len` bytes until the copy has run.
+    unsafe fn memcpy_async(&self, dst: u64, src: u64, len: usize, stream: Self::Stream) -> Result<()>;
+    /// Queues a copy between the memory of two devices of this backend on `stream`.
+    ///
+    /// # Safety
+    /// As for [`VendorCalls::memcpy_async`]; both devices are open.
+    unsafe fn memcpy_peer_async(
+        &self,
+        dst: u64,
+        dst_device: DeviceId,
+        src: u64,
+        src_device: DeviceId,
+        len: usize,
+        stream: Self::Stream,
+    ) -> Result<()>;
+    /// Queues setting `len` bytes at `dst` (this backend's memory) to `value` on `stream`.
+    ///
+    /// # Safety
+    /// The range stays valid until the memset has run.
+    unsafe fn memset_async(&self, dst: u64, value: u8, len: usize, stream: Self::Stream) -> Result<()>;
+    /// Queues `kernel` on `stream` with the launch geometry of `config`.
+    ///
+    /// # Safety
+    /// `params` points at one pointer per kernel parameter, each to a value of that
+    /// parameter's type, alive for the call; the kernel's module stays loaded until the
+    /// launch has run.
+    unsafe fn launch_kernel(
+        &self,
+        kernel: &Self::Kernel,
+        config: &LaunchConfig,
+        stream: Self::Stream,
+        params: *mut *mut c_void,
+    ) -> Result<()>;
+}

@@ -1,0 +1,203 @@
+//! The `Stream` data path of a vendor stream, written once over [`VendorCalls`]: copies
+//! (peer copies between two devices of the backend), memsets, blocking reads and writes,
+//! event records and waits, kernel launches. Every range is checked against its buffer
+//! before the driver sees it, and every buffer and kernel the queued work touches is
+//! parked until that work has run.
+
+use std::ffi::c_void;
+
+use gpuport_core::{check_copy, Buffer, Kernel, KernelArg, LaunchConfig, Result};
+
+use super::{refuse_in_callback, VendorCalls, VendorStream};
+use crate::kernel_args::{pack_kernel_args, PackedArgs};
+use crate::parking::Keep;
+use crate::vendor_event::VendorEvent;
+
+/// A host slice's address, as the driver's unified addressing takes it.
+fn host_addr<T>(p: *const T) -> u64 {
+    p as usize as u64
+}
+
+impl<V: VendorCalls> VendorStream<V> {
+    /// `Stream::copy`: memory of any device of the backend or host-accessible memory, both
+    /// ranges checked; between two devices of the backend, a peer copy.
+    pub fn copy(&self, src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<()> {
+        check_copy(src, src_offset, dst, dst_offset, len)?;
+        let s = self.reachable_addr(src, src_offset, len, "copy")?;
+        let d = self.reachable_addr(dst, dst_offset, len, "copy")?;
+        if len == 0 {
+            return Ok(());
+        }
+        let raw = self.raw()?;
+        let (sd, dd) = (src.device(), dst.device());
+        let peer = sd.kind == V::KIND
+            && dd.kind == V::KIND
+            && sd != dd
+            && !src.is_host_accessible()
+            && !dst.is_host_accessible();
+        if peer {
+            // SAFETY: both ranges were checked against their buffers, which are parked below
+            // until the copy has run; each buffer keeps its device open.
+            unsafe { self.dev().memcpy_peer_async(d, dd, s, sd, len, raw) }?;
+        } else {
+            // SAFETY: as above.
+            unsafe { self.dev().memcpy_async(d, s, len, raw) }?;
+        }
+        self.park([Keep::Buffer(src.clone()), Keep::Buffer(dst.clone())])
+    }
+
+    /// `Stream::memset`: this backend's memory only.
+    pub fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
+        self.own_memory(dst, "memset")?;
+        let d = dst.range_addr(offset, len)?;
+        if len == 0 {
+            return Ok(());
+        }
+        let raw = self.raw()?;
+        // SAFETY: the range was checked against a live allocation of this backend, parked
+        // below until the memset has run.
+        unsafe { self.dev().memset_async(d, value, len, raw) }?;
+        self.park([Keep::Buffer(dst.clone())])
+    }
+
+    /// `Stream::write`: copies `src` into the buffer and waits for it (the slice is only
+    /// borrowed). Refused inside a host callback of this backend.
+    pub fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize) -> Result<()> {
+        refuse_in_callback(V::KIND, "a blocking Stream::write")?;
+        let d = self.reachable_addr(dst, dst_offset, src.len(), "write")?;
+        if src.is_empty() {
+            return Ok(());
+        }
+        let raw = self.raw()?;
+        // SAFETY: `src` stays borrowed until the synchronize below has seen the copy finish;
+        // the destination range was checked.
+        unsafe { self.dev().memcpy_async(d, host_addr(src.as_ptr()), src.len(), raw) }?;
+        self.synchronize()
+    }
+
+    /// `Stream::read`: copies from the buffer into `dst` and waits for it. Refused inside a
+    /// host callback of this backend.
+    pub fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8]) -> Result<()> {
+        refuse_in_callback(V::KIND, "a blocking Stream::read")?;
+        let s = self.reachable_addr(src, src_offset, dst.len(), "read")?;
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let raw = self.raw()?;
+        // SAFETY: `dst` stays borrowed until the synchronize below has seen the copy finish;
+        // the source range was checked.
+        unsafe { self.dev().memcpy_async(host_addr(dst.as_mut_ptr()), s, dst.len(), raw) }?;
+        self.synchronize()
+    }
+
+    /// `Stream::record`.
+    pub fn record(&self, event: &VendorEvent<V>) -> Result<()> {
+        let raw = self.raw()?;
+        self.dev().event_record(event.raw(), raw)
+    }
+
+    /// `Stream::wait`.
+    pub fn wait(&self, event: &VendorEvent<V>) -> Result<()> {
+        let raw = self.raw()?;
+        self.dev().stream_wait_event(raw, event.raw())
+    }
+
+    /// `Stream::launch`: a kernel of this device (another device's or backend's is
+    /// `BackendMismatch`), the geometry checked, the arguments packed (this backend's
+    /// memory only); the buffers and the kernel are parked until the launch has run.
+    pub fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
+        let k = kernel.handle_on::<V::Kernel>(self.device_id(), "launch")?;
+        config.validate()?;
+        let PackedArgs { mut values, mut keep } = pack_kernel_args(args, |b| self.own_memory(b, "launch"))?;
+        keep.push(Keep::Kernel(kernel.clone()));
+        let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
+        let raw = self.raw()?;
+        // SAFETY: `params` holds one pointer per packed argument, into `values`, alive for
+        // the call (the driver copies them); the kernel keeps its module loaded and is
+        // parked below until the launch has run.
+        unsafe { self.dev().launch_kernel(k, config, raw, params.as_mut_ptr()) }?;
+        self.park(keep)
+    }
+}
+
+/// Implements `gpuport_core::Stream` for a newtype over [`VendorStream`]
+/// (`struct MyStream(VendorStream<MyDeviceCtx>)`) whose backend's event type is a newtype
+/// over [`VendorEvent`]: every method forwards to the vendor kit, which makes the checked
+/// calls of [`VendorCalls`]. `impl_vendor_stream!(MyStream, MyBackend)`.
+#[macro_export]
+macro_rules! impl_vendor_stream {
+    ($stream:ty, $backend:ty) => {
+        impl $crate::__core::Stream for $stream {
+            type Backend = $backend;
+
+            fn device_id(&self) -> $crate::__core::DeviceId {
+                self.0.device_id()
+            }
+            fn ownership(&self) -> $crate::__core::Ownership {
+                self.0.ownership()
+            }
+            fn raw_handle(&self) -> usize {
+                self.0.raw_value()
+            }
+            fn flags(&self) -> $crate::__core::StreamFlags {
+                self.0.flags()
+            }
+            fn priority(&self) -> i32 {
+                self.0.priority()
+            }
+            fn copy(
+                &self,
+                src: &$crate::__core::Buffer,
+                src_offset: usize,
+                dst: &$crate::__core::Buffer,
+                dst_offset: usize,
+                len: usize,
+            ) -> $crate::__core::Result<()> {
+                self.0.copy(src, src_offset, dst, dst_offset, len)
+            }
+            fn memset(
+                &self,
+                dst: &$crate::__core::Buffer,
+                offset: usize,
+                len: usize,
+                value: u8,
+            ) -> $crate::__core::Result<()> {
+                self.0.memset(dst, offset, len, value)
+            }
+            fn write(&self, src: &[u8], dst: &$crate::__core::Buffer, dst_offset: usize) -> $crate::__core::Result<()> {
+                self.0.write(src, dst, dst_offset)
+            }
+            fn read(
+                &self,
+                src: &$crate::__core::Buffer,
+                src_offset: usize,
+                dst: &mut [u8],
+            ) -> $crate::__core::Result<()> {
+                self.0.read(src, src_offset, dst)
+            }
+            fn record(&self, event: &<$backend as $crate::__core::Backend>::Event) -> $crate::__core::Result<()> {
+                self.0.record(&event.0)
+            }
+            fn wait(&self, event: &<$backend as $crate::__core::Backend>::Event) -> $crate::__core::Result<()> {
+                self.0.wait(&event.0)
+            }
+            fn host_callback(&self, f: $crate::__core::HostCallback) -> $crate::__core::Result<()> {
+                self.0.host_callback(f)
+            }
+            fn launch(
+                &self,
+                kernel: &$crate::__core::Kernel,
+                config: &$crate::__core::LaunchConfig,
+                args: &[$crate::__core::KernelArg],
+            ) -> $crate::__core::Result<()> {
+                self.0.launch(kernel, config, args)
+            }
+            fn query(&self) -> $crate::__core::Result<bool> {
+                self.0.query()
+            }
+            fn synchronize(&self) -> $crate::__core::Result<()> {
+                self.0.synchronize()
+            }
+        }
+    };
+}

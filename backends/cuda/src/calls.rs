@@ -3,15 +3,15 @@
 //! peer copy). Everything above them — streams, events, the `Stream` data path, host
 //! callbacks — is the vendor kit's.
 
-use std::ffi::c_void;
+use std::ffi::{c_uint, c_void};
 
-use gpuport_core::{DeviceId, Error, LaunchConfig, Result};
+use gpuport_core::{DeviceId, Error, HostAllocFlags, LaunchConfig, Result};
 use gpuport_driver::vendor_stream::{run_host_callback, DeviceStreams, VendorCalls};
 
 use crate::context::DeviceCtx;
 use crate::module::CudaKernel;
-use crate::result::{ctx, event, stream};
-use crate::sys::{CUevent, CUstream};
+use crate::result::{ctx, event, memory, stream};
+use crate::sys::{self, CUevent, CUstream};
 
 /// The host function handed to `cuLaunchHostFunc`: the shared trampoline, which runs the
 /// callback inside `catch_unwind` and so never unwinds into the driver.
@@ -136,5 +136,41 @@ impl VendorCalls for DeviceCtx {
                 params,
             )
         }
+    }
+    fn legacy_stream_handle(&self) -> CUstream {
+        sys::STREAM_LEGACY as CUstream
+    }
+    fn total_memory(&self) -> usize {
+        self.total_memory
+    }
+    fn mem_alloc(&self, bytes: usize) -> Result<u64> {
+        memory::alloc(&self.driver.api, bytes, self.id)
+    }
+    fn mem_alloc_managed(&self, bytes: usize) -> Result<u64> {
+        memory::alloc_managed(&self.driver.api, bytes, self.id)
+    }
+    fn mem_alloc_host(&self, bytes: usize, flags: HostAllocFlags) -> Result<u64> {
+        // HostAllocFlags' bits are the driver's CU_MEMHOSTALLOC_*.
+        memory::host_alloc(&self.driver.api, bytes, flags.bits() as c_uint, self.id).map(|p| p as usize as u64)
+    }
+    fn stream_ordered_supported(&self) -> Result<()> {
+        memory::has_alloc_async(&self.driver)?;
+        memory::has_free_async(&self.driver)
+    }
+    unsafe fn mem_alloc_async(&self, bytes: usize, s: CUstream) -> Result<u64> {
+        // SAFETY: forwarded: a live stream of this device, current.
+        unsafe { memory::alloc_async(&self.driver, bytes, s, self.id) }
+    }
+    unsafe fn mem_free(&self, addr: u64) -> Result<()> {
+        // SAFETY: forwarded: from cuMemAlloc or cuMemAllocManaged, freed once.
+        unsafe { memory::free(&self.driver.api, addr) }
+    }
+    unsafe fn mem_free_host(&self, addr: u64) -> Result<()> {
+        // SAFETY: forwarded: from cuMemHostAlloc, freed once.
+        unsafe { memory::free_host(&self.driver.api, addr as usize as *mut c_void) }
+    }
+    unsafe fn mem_free_async(&self, addr: u64, s: CUstream) -> Result<()> {
+        // SAFETY: forwarded: from cuMemAllocAsync, freed once on a live stream.
+        unsafe { memory::free_async(&self.driver, addr, s) }
     }
 }

@@ -9,6 +9,7 @@ use gpuport_core::{
 };
 
 use gpuport_driver::vendor_event::VendorEvent;
+use gpuport_driver::vendor_memory;
 use gpuport_driver::vendor_stream::VendorStream;
 
 use crate::context::DeviceCtx;
@@ -45,19 +46,6 @@ pub(crate) fn info(driver: &Driver, ordinal: u32) -> Result<DeviceInfo> {
     })
 }
 
-impl CudaDevice {
-    fn check_stream(&self, stream: &CudaStream) -> Result<()> {
-        if stream.0.device_id() != self.ctx.id {
-            return Err(Error::invalid_argument(format!(
-                "a stream of {} used with {}",
-                stream.0.device_id(),
-                self.ctx.id
-            )));
-        }
-        Ok(())
-    }
-}
-
 impl Device for CudaDevice {
     type Backend = CudaBackend;
 
@@ -68,25 +56,16 @@ impl Device for CudaDevice {
         info(&self.ctx.driver, self.ctx.id.ordinal)
     }
     fn alloc(&self, bytes: usize) -> Result<Buffer> {
-        memory::alloc(&self.ctx, bytes)
+        vendor_memory::alloc(&self.ctx, bytes)
     }
     fn alloc_async(&self, bytes: usize, stream: &CudaStream) -> Result<Buffer> {
-        self.check_stream(stream)?;
-        let raw = stream.0.raw()?;
-        // A per-thread stream's free may run on another thread: it goes to the legacy
-        // stream, which every per-thread stream synchronizes with.
-        let (free_on, keep) = if stream.0.is_per_thread() {
-            (sys::STREAM_LEGACY as sys::CUstream, None)
-        } else {
-            (raw, Some(stream.0.handle_keeper()))
-        };
-        memory::alloc_async(&self.ctx, bytes, raw, free_on, stream.0.errors().clone(), keep)
+        vendor_memory::alloc_async(&self.ctx, bytes, &stream.0)
     }
     fn alloc_pinned(&self, bytes: usize, flags: HostAllocFlags) -> Result<Buffer> {
-        memory::alloc_pinned(&self.ctx, bytes, flags)
+        vendor_memory::alloc_pinned(&self.ctx, bytes, flags)
     }
     fn alloc_managed(&self, bytes: usize) -> Result<Buffer> {
-        memory::alloc_managed(&self.ctx, bytes)
+        vendor_memory::alloc_managed(&self.ctx, bytes)
     }
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
         if dst.device().kind != gpuport_core::BackendKind::Cuda {

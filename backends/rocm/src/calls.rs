@@ -4,14 +4,14 @@
 //! above them — streams, events, the `Stream` data path, host callbacks — is the vendor
 //! kit's.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_int, c_uint, c_void};
 
-use gpuport_core::{DeviceId, LaunchConfig, Result};
+use gpuport_core::{DeviceId, HostAllocFlags, LaunchConfig, Result};
 use gpuport_driver::vendor_stream::{run_host_callback, DeviceStreams, VendorCalls};
 
 use crate::context::DeviceCtx;
 use crate::module::RocmKernel;
-use crate::result::{device, event, stream};
+use crate::result::{device, event, memory, stream};
 use crate::sys::{hipEvent_t, hipStream_t, Status};
 
 /// A device address as the runtime's pointer type.
@@ -154,5 +154,41 @@ impl VendorCalls for DeviceCtx {
                 params,
             )
         }
+    }
+    fn legacy_stream_handle(&self) -> hipStream_t {
+        // The null stream.
+        std::ptr::null_mut()
+    }
+    fn total_memory(&self) -> usize {
+        self.total_memory
+    }
+    fn mem_alloc(&self, bytes: usize) -> Result<u64> {
+        memory::malloc(&self.rt.api, bytes, self.id).map(|p| p as usize as u64)
+    }
+    fn mem_alloc_managed(&self, bytes: usize) -> Result<u64> {
+        memory::malloc_managed(&self.rt.api, bytes, self.id).map(|p| p as usize as u64)
+    }
+    fn mem_alloc_host(&self, bytes: usize, flags: HostAllocFlags) -> Result<u64> {
+        // HostAllocFlags' bits are HIP's (Portable 1, Mapped 2, WriteCombined 4).
+        memory::host_malloc(&self.rt.api, bytes, flags.bits() as c_uint, self.id).map(|p| p as usize as u64)
+    }
+    fn stream_ordered_supported(&self) -> Result<()> {
+        memory::has_stream_ordered(&self.rt)
+    }
+    unsafe fn mem_alloc_async(&self, bytes: usize, s: hipStream_t) -> Result<u64> {
+        // SAFETY: forwarded: a live stream of this device.
+        unsafe { memory::malloc_async(&self.rt, bytes, s, self.id) }.map(|p| p as usize as u64)
+    }
+    unsafe fn mem_free(&self, addr: u64) -> Result<()> {
+        // SAFETY: forwarded: from hipMalloc or hipMallocManaged, freed once.
+        unsafe { memory::free(&self.rt.api, ptr(addr)) }
+    }
+    unsafe fn mem_free_host(&self, addr: u64) -> Result<()> {
+        // SAFETY: forwarded: from hipHostMalloc, freed once.
+        unsafe { memory::host_free(&self.rt.api, ptr(addr)) }
+    }
+    unsafe fn mem_free_async(&self, addr: u64, s: hipStream_t) -> Result<()> {
+        // SAFETY: forwarded: from hipMallocAsync, freed once on a live stream.
+        unsafe { memory::free_async(&self.rt, ptr(addr), s) }
     }
 }

@@ -9,6 +9,7 @@ use gpuport_core::{
 };
 
 use gpuport_driver::vendor_event::VendorEvent;
+use gpuport_driver::vendor_memory;
 use gpuport_driver::vendor_stream::VendorStream;
 
 use crate::context::DeviceCtx;
@@ -63,19 +64,6 @@ fn decode_arch_name(props: &[u8], offset: usize) -> Option<String> {
     name.starts_with("gfx").then(|| name.to_owned())
 }
 
-impl RocmDevice {
-    fn check_stream(&self, stream: &RocmStream) -> Result<()> {
-        if stream.0.device_id() != self.ctx.id {
-            return Err(Error::invalid_argument(format!(
-                "a stream of {} used with {}",
-                stream.0.device_id(),
-                self.ctx.id
-            )));
-        }
-        Ok(())
-    }
-}
-
 impl Device for RocmDevice {
     type Backend = RocmBackend;
 
@@ -86,18 +74,16 @@ impl Device for RocmDevice {
         info(&self.ctx.rt, self.ctx.id.ordinal)
     }
     fn alloc(&self, bytes: usize) -> Result<Buffer> {
-        memory::alloc(&self.ctx, bytes)
+        vendor_memory::alloc(&self.ctx, bytes)
     }
     fn alloc_async(&self, bytes: usize, stream: &RocmStream) -> Result<Buffer> {
-        self.check_stream(stream)?;
-        let raw = stream.0.raw()?;
-        memory::alloc_async(&self.ctx, bytes, raw, stream.0.errors().clone(), Some(stream.0.handle_keeper()))
+        vendor_memory::alloc_async(&self.ctx, bytes, &stream.0)
     }
     fn alloc_pinned(&self, bytes: usize, flags: HostAllocFlags) -> Result<Buffer> {
-        memory::alloc_pinned(&self.ctx, bytes, flags)
+        vendor_memory::alloc_pinned(&self.ctx, bytes, flags)
     }
     fn alloc_managed(&self, bytes: usize) -> Result<Buffer> {
-        memory::alloc_managed(&self.ctx, bytes)
+        vendor_memory::alloc_managed(&self.ctx, bytes)
     }
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
         if dst.device().kind != BackendKind::Rocm {

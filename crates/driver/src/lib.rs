@@ -34,6 +34,7 @@ pub mod parking;
 pub mod status;
 pub mod vendor_calls;
 pub mod vendor_event;
+pub mod vendor_memory;
 pub mod vendor_stream;
 
 pub use gpuport_core::release;

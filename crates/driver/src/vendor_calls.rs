@@ -6,7 +6,7 @@
 
 use std::ffi::c_void;
 
-use gpuport_core::{BackendKind, DeviceId, LaunchConfig, Result};
+use gpuport_core::{BackendKind, DeviceId, HostAllocFlags, LaunchConfig, Result};
 
 use crate::vendor_stream::DeviceStreams;
 
@@ -106,4 +106,39 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
         stream: Self::Stream,
         params: *mut *mut c_void,
     ) -> Result<()>;
+
+    /// The legacy default stream's handle (CUDA's `CU_STREAM_LEGACY`, HIP's null stream).
+    fn legacy_stream_handle(&self) -> Self::Stream;
+    /// The device's memory in bytes (no device allocation larger is asked for).
+    fn total_memory(&self) -> usize;
+    /// Device memory of `bytes` bytes (the device is current).
+    fn mem_alloc(&self, bytes: usize) -> Result<u64>;
+    /// Managed memory of `bytes` bytes, attached globally (the device is current).
+    fn mem_alloc_managed(&self, bytes: usize) -> Result<u64>;
+    /// Pinned host memory of `bytes` bytes (the device is current).
+    fn mem_alloc_host(&self, bytes: usize, flags: HostAllocFlags) -> Result<u64>;
+    /// `Unsupported` unless the driver can both allocate and free in stream order.
+    fn stream_ordered_supported(&self) -> Result<()>;
+    /// Device memory allocated in `stream`'s order.
+    ///
+    /// # Safety
+    /// `stream` is a live stream of this device, which is current.
+    unsafe fn mem_alloc_async(&self, bytes: usize, stream: Self::Stream) -> Result<u64>;
+    /// Frees device or managed memory.
+    ///
+    /// # Safety
+    /// `addr` came from [`VendorCalls::mem_alloc`] or [`VendorCalls::mem_alloc_managed`]
+    /// and is freed once, with no work left that uses it.
+    unsafe fn mem_free(&self, addr: u64) -> Result<()>;
+    /// Frees pinned host memory.
+    ///
+    /// # Safety
+    /// `addr` came from [`VendorCalls::mem_alloc_host`] and is freed once, unused.
+    unsafe fn mem_free_host(&self, addr: u64) -> Result<()>;
+    /// Frees stream-ordered memory on `stream`, after the work queued there.
+    ///
+    /// # Safety
+    /// `addr` came from [`VendorCalls::mem_alloc_async`] and is freed once; `stream` is
+    /// live.
+    unsafe fn mem_free_async(&self, addr: u64, stream: Self::Stream) -> Result<()>;
 }

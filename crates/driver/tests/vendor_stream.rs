@@ -146,6 +146,43 @@ impl VendorCalls for Fake {
         self.calls.lock().unwrap().push(format!("launch {} {:?} on {stream}", kernel.0, config.grid));
         Ok(())
     }
+    fn legacy_stream_handle(&self) -> usize {
+        1
+    }
+    fn total_memory(&self) -> usize {
+        1 << 20
+    }
+    fn mem_alloc(&self, bytes: usize) -> Result<u64> {
+        self.calls.lock().unwrap().push(format!("alloc {bytes}"));
+        Ok(0x10_0000)
+    }
+    fn mem_alloc_managed(&self, bytes: usize) -> Result<u64> {
+        self.calls.lock().unwrap().push(format!("alloc managed {bytes}"));
+        Ok(0x20_0000)
+    }
+    fn mem_alloc_host(&self, bytes: usize, _flags: gpuport_core::HostAllocFlags) -> Result<u64> {
+        self.calls.lock().unwrap().push(format!("alloc host {bytes}"));
+        Ok(0x30_0000)
+    }
+    fn stream_ordered_supported(&self) -> Result<()> {
+        Ok(())
+    }
+    unsafe fn mem_alloc_async(&self, bytes: usize, stream: usize) -> Result<u64> {
+        self.calls.lock().unwrap().push(format!("alloc {bytes} on {stream}"));
+        Ok(0x40_0000)
+    }
+    unsafe fn mem_free(&self, addr: u64) -> Result<()> {
+        self.calls.lock().unwrap().push(format!("free {addr:#x}"));
+        Ok(())
+    }
+    unsafe fn mem_free_host(&self, addr: u64) -> Result<()> {
+        self.calls.lock().unwrap().push(format!("free host {addr:#x}"));
+        Ok(())
+    }
+    unsafe fn mem_free_async(&self, addr: u64, stream: usize) -> Result<()> {
+        self.calls.lock().unwrap().push(format!("free {addr:#x} on {stream}"));
+        Ok(())
+    }
 }
 
 fn buffer() -> Buffer {
@@ -303,4 +340,40 @@ fn an_event_synchronize_inside_a_callback_is_refused() {
     dev.run(Some(5));
     let seen = seen.lock().unwrap();
     assert!(matches!(*seen, Some(Err(Error::WouldDeadlock { .. }))), "{:?}", *seen);
+}
+
+#[test]
+fn memory_is_freed_as_it_was_allocated_and_impossible_sizes_never_reach_the_driver() {
+    use gpuport_driver::vendor_memory;
+    let dev = Arc::new(Fake::default());
+    let device = vendor_memory::alloc(&dev, 64).unwrap();
+    let managed = vendor_memory::alloc_managed(&dev, 64).unwrap();
+    let pinned = vendor_memory::alloc_pinned(&dev, 64, Default::default()).unwrap();
+    assert!(pinned.is_host_accessible() && managed.is_host_accessible() && !device.is_host_accessible());
+    let s = VendorStream::new(&dev, 7, true, StreamFlags::empty(), 0);
+    let ordered = vendor_memory::alloc_async(&dev, 64, &s).unwrap();
+    // The per-thread stream's buffer is freed on the legacy stream (handle 1 here).
+    let per_thread = VendorStream::per_thread_default(&dev, 2);
+    let on_per_thread = vendor_memory::alloc_async(&dev, 32, &per_thread).unwrap();
+    drop((device, managed, pinned, ordered, on_per_thread));
+    gpuport_core::release::flush();
+    // Nothing is asked of the driver for sizes no device has, nor for zero bytes.
+    assert!(matches!(vendor_memory::alloc(&dev, 2 << 20), Err(Error::OutOfMemory { .. })));
+    assert!(matches!(vendor_memory::alloc_managed(&dev, 2 << 20), Err(Error::OutOfMemory { .. })));
+    assert_eq!(vendor_memory::alloc(&dev, 0).unwrap().len(), 0);
+    assert_eq!(
+        *dev.calls.lock().unwrap(),
+        [
+            "alloc 64",
+            "alloc managed 64",
+            "alloc host 64",
+            "alloc 64 on 7",
+            "alloc 32 on 2",
+            "free 0x100000",
+            "free 0x200000",
+            "free host 0x300000",
+            "free 0x400000 on 7",
+            "free 0x400000 on 1",
+        ]
+    );
 }

@@ -14,7 +14,7 @@
 //! The vendor's `sys` tables and device queries stay in its backend crate; it implements
 //! [`VendorCalls`] with one checked `result` call per method. The `Stream` data path over
 //! those calls (copies, memsets, blocking reads and writes, records, waits, launches) is
-//! in [`data_path`], and `impl_vendor_stream!` writes a backend's `Stream` impl from it.
+//! in the `data_path` module, and `impl_vendor_stream!` writes a backend's `Stream` impl from it.
 
 mod data_path;
 

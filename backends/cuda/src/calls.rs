@@ -3,15 +3,18 @@
 //! peer copy). Everything above them — streams, events, the `Stream` data path, host
 //! callbacks — is the vendor kit's.
 
-use std::ffi::{c_uint, c_void};
+use std::ffi::{c_uint, c_void, CStr};
 
-use gpuport_core::{DeviceId, Error, HostAllocFlags, LaunchConfig, Result};
-use gpuport_driver::vendor_stream::{run_host_callback, DeviceStreams, VendorCalls};
+use gpuport_core::{
+    DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, LaunchConfig, ModuleImage, PointerAttributes, Result,
+    StreamFlags,
+};
+use gpuport_driver::vendor_stream::{run_host_callback, VendorCalls};
 
 use crate::context::DeviceCtx;
-use crate::module::CudaKernel;
-use crate::result::{ctx, event, memory, stream};
-use crate::sys::{self, CUevent, CUstream};
+use crate::module::LoadableImage;
+use crate::result::{self, ctx, event, memory, module, stream};
+use crate::sys::{self, CUevent, CUfunction, CUmodule, CUstream};
 
 /// The host function handed to `cuLaunchHostFunc`: the shared trampoline, which runs the
 /// callback inside `catch_unwind` and so never unwinds into the driver.
@@ -24,7 +27,8 @@ impl VendorCalls for DeviceCtx {
     const KIND: gpuport_core::BackendKind = gpuport_core::BackendKind::Cuda;
     type Stream = CUstream;
     type Event = CUevent;
-    type Kernel = CudaKernel;
+    type Module = CUmodule;
+    type Function = CUfunction;
 
     fn device_id(&self) -> DeviceId {
         self.id
@@ -35,10 +39,39 @@ impl VendorCalls for DeviceCtx {
     fn stream_raw(stream: CUstream) -> usize {
         stream as usize
     }
+    fn stream_from_raw(raw: usize) -> CUstream {
+        raw as CUstream
+    }
     fn event_raw(ev: CUevent) -> usize {
         ev as usize
     }
-    fn event_create(&self, flags: gpuport_core::EventFlags) -> Result<CUevent> {
+    fn event_from_raw(raw: usize) -> CUevent {
+        raw as CUevent
+    }
+    fn info(&self) -> Result<DeviceInfo> {
+        crate::device::info(&self.driver, self.id.ordinal)
+    }
+    fn can_access_peer(&self, peer: &DeviceCtx) -> Result<bool> {
+        result::device::can_access_peer(&self.driver.api, self.cu_device, peer.cu_device)
+    }
+    fn enable_peer_access(&self, peer: &DeviceCtx) -> Result<()> {
+        // SAFETY: the peer's context is retained while `peer` lives.
+        unsafe { ctx::enable_peer_access(&self.driver.api, peer.ctx) }
+    }
+    fn pointer_attributes(&self, addr: u64) -> Result<PointerAttributes> {
+        crate::memory::pointer_attributes(self, addr)
+    }
+    fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        ctx::stream_priority_range(&self.driver.api)
+    }
+    fn stream_create(&self, flags: StreamFlags, priority: i32) -> Result<CUstream> {
+        let cu_flags = if flags.contains(StreamFlags::NON_BLOCKING) { sys::STREAM_NON_BLOCKING } else { 0 };
+        stream::create_with_priority(&self.driver.api, cu_flags, priority)
+    }
+    fn per_thread_stream_handle(&self) -> Result<CUstream> {
+        Ok(sys::STREAM_PER_THREAD as CUstream)
+    }
+    fn event_create(&self, flags: EventFlags) -> Result<CUevent> {
         // EventFlags' bits are the driver's: BLOCKING_SYNC 1, DISABLE_TIMING 2, INTERPROCESS 4.
         event::create(&self.driver.api, flags.bits() as std::ffi::c_uint)
     }
@@ -83,9 +116,6 @@ impl VendorCalls for DeviceCtx {
         // unwinds (the shared trampoline catches panics).
         unsafe { stream::launch_host_func(&self.driver.api, s, Some(host_fn), user) }
     }
-    fn streams(&self) -> &DeviceStreams<Self> {
-        &self.streams
-    }
     fn stream_wait_event(&self, s: CUstream, ev: CUevent) -> Result<()> {
         // SAFETY: both handles are live (the caller's stream and event states hold them).
         unsafe { stream::wait_event(&self.driver.api, s, ev) }
@@ -116,19 +146,23 @@ impl VendorCalls for DeviceCtx {
         // SAFETY: forwarded: the range stays valid until the memset has run.
         unsafe { stream::memset_d8_async(&self.driver.api, dst, value, len, s) }
     }
+    unsafe fn memset(&self, dst: u64, value: u8, len: usize) -> Result<()> {
+        // SAFETY: forwarded: a valid range of this device's memory.
+        unsafe { stream::memset_d8(&self.driver.api, dst, value, len) }
+    }
     unsafe fn launch_kernel(
         &self,
-        kernel: &CudaKernel,
+        function: CUfunction,
         config: &LaunchConfig,
         s: CUstream,
         params: *mut *mut c_void,
     ) -> Result<()> {
-        // SAFETY: forwarded: one value per parameter, alive for the call; the function
-        // belongs to this device's context, whose module the kernel keeps loaded.
+        // SAFETY: forwarded: one value per parameter, alive for the call; the function's
+        // module stays loaded.
         unsafe {
             stream::launch_kernel(
                 &self.driver.api,
-                kernel.func,
+                function,
                 config.grid,
                 config.block,
                 config.shared_mem_bytes,
@@ -172,5 +206,18 @@ impl VendorCalls for DeviceCtx {
     unsafe fn mem_free_async(&self, addr: u64, s: CUstream) -> Result<()> {
         // SAFETY: forwarded: from cuMemAllocAsync, freed once on a live stream.
         unsafe { memory::free_async(&self.driver, addr, s) }
+    }
+    fn module_load(&self, image: ModuleImage<'_>) -> Result<CUmodule> {
+        let image = LoadableImage::new(image)?;
+        // SAFETY: a NUL-terminated PTX string or a checked image, alive for the call.
+        unsafe { module::load_data(&self.driver.api, image.as_ptr()) }
+    }
+    unsafe fn module_unload(&self, m: CUmodule) -> Result<()> {
+        // SAFETY: forwarded: loaded by cuModuleLoadData, unloaded once.
+        unsafe { module::unload(&self.driver.api, m) }
+    }
+    unsafe fn module_function(&self, m: CUmodule, name: &CStr) -> Result<CUfunction> {
+        // SAFETY: forwarded: the module is loaded.
+        unsafe { module::get_function(&self.driver.api, m, name) }
     }
 }

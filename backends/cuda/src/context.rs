@@ -3,11 +3,11 @@
 //! the calling thread before each call.
 
 use std::ffi::c_int;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
-use gpuport_core::{BackendKind, DeviceId, Error, Result};
+use gpuport_core::{BackendKind, DeviceId, Result};
 use gpuport_driver::release::Deferred;
-use gpuport_driver::vendor_stream::DeviceStreams;
+use gpuport_driver::vendor_device::{OpenDevices, VendorDevice};
 
 use crate::result;
 use crate::sys::{CUcontext, CUdevice, Driver};
@@ -19,14 +19,12 @@ pub struct DeviceCtx {
     pub(crate) cu_device: CUdevice,
     pub(crate) ctx: CUcontext,
     pub(crate) total_memory: usize,
-    /// Its streams' kept errors and default streams.
-    pub(crate) streams: DeviceStreams<DeviceCtx>,
     /// Releases the primary context — never on a driver callback thread.
     _retained: Deferred<Retained>,
 }
 
 // SAFETY: a CUDA context handle may be used from any thread (the driver serialises); the
-// struct is immutable after construction but for `streams`, which locks.
+// struct is immutable after construction.
 unsafe impl Send for DeviceCtx {}
 // SAFETY: as above.
 unsafe impl Sync for DeviceCtx {}
@@ -49,46 +47,27 @@ impl Drop for Retained {
 
 /// Live devices by ordinal, so every handle of one device shares one retained context and
 /// peer copies can find the other device's context.
-static OPEN: Mutex<Vec<Weak<DeviceCtx>>> = Mutex::new(Vec::new());
+static OPEN: OpenDevices<DeviceCtx> = OpenDevices::new();
 
 impl DeviceCtx {
     /// Opens (or shares the already-open) device `ordinal`.
-    pub fn open(driver: &Arc<Driver>, ordinal: u32) -> Result<Arc<DeviceCtx>> {
+    pub fn open(driver: &Arc<Driver>, ordinal: u32) -> Result<Arc<VendorDevice<DeviceCtx>>> {
         let api = &driver.api;
         let count = result::device::count(api)?;
-        let id = DeviceId::new(BackendKind::Cuda, ordinal);
-        if i64::from(ordinal) >= i64::from(count) {
-            return Err(Error::DeviceNotFound { device: id, count: count.max(0) as u32 });
-        }
-        let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(live) = open.get(ordinal as usize).and_then(Weak::upgrade) {
-            return Ok(live);
-        }
-        let cu_device = result::device::get(api, ordinal as c_int)?;
-        let total_memory = result::device::total_mem(api, cu_device)?;
-        // Released by `Retained`'s drop.
-        let ctx = result::device::primary_ctx_retain(api, cu_device)?;
-        let retained = Deferred::new(Retained { driver: driver.clone(), id, cu_device });
-        let streams = DeviceStreams::default();
-        let dev = Arc::new(DeviceCtx {
-            driver: driver.clone(),
-            id,
-            cu_device,
-            ctx,
-            total_memory,
-            streams,
-            _retained: retained,
-        });
-        if open.len() <= ordinal as usize {
-            open.resize_with(ordinal as usize + 1, Weak::new);
-        }
-        open[ordinal as usize] = Arc::downgrade(&dev);
-        Ok(dev)
+        OPEN.open(ordinal, count.max(0) as u32, || {
+            let id = DeviceId::new(BackendKind::Cuda, ordinal);
+            let cu_device = result::device::get(api, ordinal as c_int)?;
+            let total_memory = result::device::total_mem(api, cu_device)?;
+            // Released by `Retained`'s drop.
+            let ctx = result::device::primary_ctx_retain(api, cu_device)?;
+            let retained = Deferred::new(Retained { driver: driver.clone(), id, cu_device });
+            Ok(DeviceCtx { driver: driver.clone(), id, cu_device, ctx, total_memory, _retained: retained })
+        })
     }
 
     /// The live device `ordinal`, if some handle holds it open.
-    pub fn live(ordinal: u32) -> Option<Arc<DeviceCtx>> {
-        OPEN.lock().unwrap_or_else(|p| p.into_inner()).get(ordinal as usize).and_then(Weak::upgrade)
+    pub fn live(ordinal: u32) -> Option<Arc<VendorDevice<DeviceCtx>>> {
+        OPEN.live(ordinal)
     }
 
     /// Makes the primary context current on this thread (a no-op when it already is).

@@ -32,7 +32,6 @@ use gpuport_core::{Backend, BackendKind, DeviceInfo, DlDeviceType, DlpackDevices
 pub use device::CudaDevice;
 pub use event::CudaEvent;
 pub use loader::{format_version, inspect_library, load_attempted, LibraryReport, DEFAULT_NAMES, LIBRARY_ENV};
-pub use module::{CudaKernel, CudaModule};
 pub use stream::CudaStream;
 
 /// The CUDA backend: the loaded driver.
@@ -81,7 +80,7 @@ impl Backend for CudaBackend {
     }
 
     fn open(&self, ordinal: u32) -> Result<CudaDevice> {
-        Ok(CudaDevice { ctx: context::DeviceCtx::open(&self.driver, ordinal)? })
+        Ok(CudaDevice(context::DeviceCtx::open(&self.driver, ordinal)?))
     }
 }
 

@@ -1,50 +1,9 @@
-//! Modules (PTX, cubin, fatbin) and kernel functions.
+//! Module images (PTX, cubin, fatbin), checked before the driver reads them. Loading,
+//! kernel lookup and unloading are the vendor kit's (`gpuport_driver::vendor_device`).
 
 use std::ffi::{c_void, CString};
-use std::sync::Arc;
 
-use gpuport_core::{BackendKind, Error, Kernel, Module, ModuleImage, Result};
-use gpuport_driver::release::Deferred;
-
-use crate::context::DeviceCtx;
-use crate::result;
-use crate::sys::{CUfunction, CUmodule};
-
-struct ModuleInner {
-    dev: Arc<DeviceCtx>,
-    raw: CUmodule,
-}
-
-// SAFETY: module handles may be used from any thread.
-unsafe impl Send for ModuleInner {}
-// SAFETY: as above.
-unsafe impl Sync for ModuleInner {}
-
-impl Drop for ModuleInner {
-    fn drop(&mut self) {
-        if self.dev.bind().is_err() {
-            return;
-        }
-        // SAFETY: loaded by cuModuleLoadData, unloaded once (kernels hold the module).
-        if let Err(e) = unsafe { result::module::unload(&self.dev.driver.api, self.raw) } {
-            log::warn!("{e}");
-        }
-    }
-}
-
-/// A loaded CUDA module.
-pub struct CudaModule(Arc<Deferred<ModuleInner>>);
-
-/// A kernel function; keeps its module loaded.
-pub struct CudaKernel {
-    _module: Arc<Deferred<ModuleInner>>,
-    pub(crate) func: CUfunction,
-}
-
-// SAFETY: function handles may be used from any thread.
-unsafe impl Send for CudaKernel {}
-// SAFETY: as above.
-unsafe impl Sync for CudaKernel {}
+use gpuport_core::{BackendKind, Error, ModuleImage, Result};
 
 /// The fatbin magic (`__cudaFatMAGIC2`): a fatbin image starts with it.
 const FATBIN_MAGIC: u32 = 0xBA55_ED50;
@@ -90,32 +49,31 @@ fn check_image(bytes: &[u8]) -> Result<()> {
     }
 }
 
-pub(crate) fn load(dev: &Arc<DeviceCtx>, image: ModuleImage<'_>) -> Result<Module> {
-    let ptx;
-    let data: *const c_void = match image {
-        ModuleImage::Ptx(text) => {
-            ptx = CString::new(text).map_err(|_| Error::invalid_argument("PTX text contains a NUL byte"))?;
-            ptx.as_ptr().cast()
-        }
-        ModuleImage::Cubin(bytes) => {
-            check_image(bytes)?;
-            bytes.as_ptr().cast()
-        }
-        other => return Err(Error::unsupported(BackendKind::Cuda, format!("loading a {}", other.kind_name()))),
-    };
-    dev.bind()?;
-    // SAFETY: `data` is a NUL-terminated PTX string or a checked image, alive for the call.
-    let raw = unsafe { result::module::load_data(&dev.driver.api, data) }?;
-    Ok(Module::new(dev.id, CudaModule(Arc::new(Deferred::new(ModuleInner { dev: dev.clone(), raw })))))
+/// The image handed to `cuModuleLoadData`: PTX text (NUL-terminated here) or a checked
+/// cubin/fatbin; another kind is `Unsupported`.
+pub(crate) enum LoadableImage<'a> {
+    Ptx(CString),
+    Binary(&'a [u8]),
 }
 
-pub(crate) fn kernel(dev: &Arc<DeviceCtx>, module: &Module, name: &str) -> Result<Kernel> {
-    let CudaModule(inner) = module.handle_on::<CudaModule>(dev.id, "kernel lookup")?;
-    let cname = CString::new(name).map_err(|_| Error::invalid_argument("kernel name contains a NUL byte"))?;
-    dev.bind()?;
-    // SAFETY: `inner` keeps the module loaded.
-    let func = unsafe { result::module::get_function(&dev.driver.api, inner.raw, &cname) }?;
-    Ok(Kernel::new(dev.id, name, CudaKernel { _module: inner.clone(), func }))
+impl<'a> LoadableImage<'a> {
+    pub(crate) fn new(image: ModuleImage<'a>) -> Result<Self> {
+        match image {
+            ModuleImage::Ptx(text) => CString::new(text)
+                .map(LoadableImage::Ptx)
+                .map_err(|_| Error::invalid_argument("PTX text contains a NUL byte")),
+            ModuleImage::Cubin(bytes) => check_image(bytes).map(|()| LoadableImage::Binary(bytes)),
+            other => Err(Error::unsupported(BackendKind::Cuda, format!("loading a {}", other.kind_name()))),
+        }
+    }
+
+    /// The pointer the driver reads, valid while `self` lives.
+    pub(crate) fn as_ptr(&self) -> *const c_void {
+        match self {
+            LoadableImage::Ptx(text) => text.as_ptr().cast(),
+            LoadableImage::Binary(bytes) => bytes.as_ptr().cast(),
+        }
+    }
 }
 
 #[cfg(test)]

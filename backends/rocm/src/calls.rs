@@ -4,15 +4,17 @@
 //! above them — streams, events, the `Stream` data path, host callbacks — is the vendor
 //! kit's.
 
-use std::ffi::{c_int, c_uint, c_void};
+use std::ffi::{c_int, c_uint, c_void, CStr};
 
-use gpuport_core::{DeviceId, HostAllocFlags, LaunchConfig, Result};
-use gpuport_driver::vendor_stream::{run_host_callback, DeviceStreams, VendorCalls};
+use gpuport_core::{
+    BackendKind, DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, LaunchConfig, ModuleImage, PointerAttributes,
+    Result, StreamFlags,
+};
+use gpuport_driver::vendor_stream::{run_host_callback, VendorCalls};
 
 use crate::context::DeviceCtx;
-use crate::module::RocmKernel;
-use crate::result::{device, event, memory, stream};
-use crate::sys::{hipEvent_t, hipStream_t, Status};
+use crate::result::{device, event, memory, module, stream};
+use crate::sys::{self, hipEvent_t, hipFunction_t, hipModule_t, hipStream_t, Status};
 
 /// A device address as the runtime's pointer type.
 fn ptr(addr: u64) -> *mut c_void {
@@ -33,10 +35,11 @@ unsafe extern "C" fn stream_callback(_stream: hipStream_t, _status: Status, user
 }
 
 impl VendorCalls for DeviceCtx {
-    const KIND: gpuport_core::BackendKind = gpuport_core::BackendKind::Rocm;
+    const KIND: BackendKind = BackendKind::Rocm;
     type Stream = hipStream_t;
     type Event = hipEvent_t;
-    type Kernel = RocmKernel;
+    type Module = hipModule_t;
+    type Function = hipFunction_t;
 
     fn device_id(&self) -> DeviceId {
         self.id
@@ -47,10 +50,44 @@ impl VendorCalls for DeviceCtx {
     fn stream_raw(stream: hipStream_t) -> usize {
         stream as usize
     }
+    fn stream_from_raw(raw: usize) -> hipStream_t {
+        raw as hipStream_t
+    }
     fn event_raw(ev: hipEvent_t) -> usize {
         ev as usize
     }
-    fn event_create(&self, flags: gpuport_core::EventFlags) -> Result<hipEvent_t> {
+    fn event_from_raw(raw: usize) -> hipEvent_t {
+        raw as hipEvent_t
+    }
+    fn info(&self) -> Result<DeviceInfo> {
+        crate::device::info(&self.rt, self.id.ordinal)
+    }
+    fn can_access_peer(&self, peer: &DeviceCtx) -> Result<bool> {
+        device::can_access_peer(&self.rt.api, self.ordinal, peer.ordinal)
+    }
+    fn enable_peer_access(&self, peer: &DeviceCtx) -> Result<()> {
+        device::enable_peer_access(&self.rt.api, peer.ordinal)
+    }
+    fn pointer_attributes(&self, addr: u64) -> Result<PointerAttributes> {
+        crate::memory::pointer_attributes(self, addr)
+    }
+    fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        device::stream_priority_range(&self.rt.api)
+    }
+    fn stream_create(&self, flags: StreamFlags, priority: i32) -> Result<hipStream_t> {
+        let hip_flags = if flags.contains(StreamFlags::NON_BLOCKING) { sys::STREAM_NON_BLOCKING } else { 0 };
+        stream::create_with_priority(&self.rt.api, hip_flags, priority)
+    }
+    fn per_thread_stream_handle(&self) -> Result<hipStream_t> {
+        // ROCm reaches the per-thread default stream through a second, `_spt` twin of
+        // every entry point (5.x) or the `hipStreamPerThread` handle (newer runtimes);
+        // supporting it means a second function table that no AMD GPU here can test.
+        Err(Error::unsupported(
+            BackendKind::Rocm,
+            "the per-thread default stream (it needs the runtime's `_spt` entry points; use a created stream)",
+        ))
+    }
+    fn event_create(&self, flags: EventFlags) -> Result<hipEvent_t> {
         // EventFlags' bits are HIP's: BlockingSync 1, DisableTiming 2, Interprocess 4.
         event::create(&self.rt.api, flags.bits() as std::ffi::c_uint)
     }
@@ -96,9 +133,6 @@ impl VendorCalls for DeviceCtx {
         // catches panics).
         unsafe { stream::launch_host_func(&self.rt, s, Some(host_fn), Some(stream_callback), user) }
     }
-    fn streams(&self) -> &DeviceStreams<Self> {
-        &self.streams
-    }
     fn stream_wait_event(&self, s: hipStream_t, ev: hipEvent_t) -> Result<()> {
         // SAFETY: both handles are live (the caller's stream and event states hold them).
         unsafe { stream::wait_event(&self.rt.api, s, ev) }
@@ -134,25 +168,21 @@ impl VendorCalls for DeviceCtx {
         // SAFETY: forwarded: the range stays valid until the memset has run.
         unsafe { stream::memset_async(&self.rt.api, ptr(dst), value, len, s) }
     }
+    unsafe fn memset(&self, dst: u64, value: u8, len: usize) -> Result<()> {
+        // SAFETY: forwarded: a valid range of this device's memory.
+        unsafe { stream::memset(&self.rt.api, ptr(dst), value, len) }
+    }
     unsafe fn launch_kernel(
         &self,
-        kernel: &RocmKernel,
+        function: hipFunction_t,
         config: &LaunchConfig,
         s: hipStream_t,
         params: *mut *mut c_void,
     ) -> Result<()> {
-        // SAFETY: forwarded: one value per parameter, alive for the call; the function
-        // belongs to this device, whose module the kernel keeps loaded.
+        // SAFETY: forwarded: one value per parameter, alive for the call; the function's
+        // module stays loaded.
         unsafe {
-            stream::launch_kernel(
-                &self.rt.api,
-                kernel.func,
-                config.grid,
-                config.block,
-                config.shared_mem_bytes,
-                s,
-                params,
-            )
+            stream::launch_kernel(&self.rt.api, function, config.grid, config.block, config.shared_mem_bytes, s, params)
         }
     }
     fn legacy_stream_handle(&self) -> hipStream_t {
@@ -190,5 +220,18 @@ impl VendorCalls for DeviceCtx {
     unsafe fn mem_free_async(&self, addr: u64, s: hipStream_t) -> Result<()> {
         // SAFETY: forwarded: from hipMallocAsync, freed once on a live stream.
         unsafe { memory::free_async(&self.rt, ptr(addr), s) }
+    }
+    fn module_load(&self, image: ModuleImage<'_>) -> Result<hipModule_t> {
+        let bytes = crate::module::code_object(image)?;
+        // SAFETY: a checked code object, alive for the call.
+        unsafe { module::load_data(&self.rt.api, bytes.as_ptr().cast()) }
+    }
+    unsafe fn module_unload(&self, m: hipModule_t) -> Result<()> {
+        // SAFETY: forwarded: loaded by hipModuleLoadData, unloaded once.
+        unsafe { module::unload(&self.rt.api, m) }
+    }
+    unsafe fn module_function(&self, m: hipModule_t, name: &CStr) -> Result<hipFunction_t> {
+        // SAFETY: forwarded: the module is loaded.
+        unsafe { module::get_function(&self.rt.api, m, name) }
     }
 }

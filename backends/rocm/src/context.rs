@@ -2,10 +2,10 @@
 //! the calling thread (`hipSetDevice`, skipped when `hipGetDevice` already says so).
 
 use std::ffi::c_int;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
-use gpuport_core::{BackendKind, DeviceId, Error, Result};
-use gpuport_driver::vendor_stream::DeviceStreams;
+use gpuport_core::{BackendKind, DeviceId, Result};
+use gpuport_driver::vendor_device::{OpenDevices, VendorDevice};
 
 use crate::result;
 use crate::sys::Runtime;
@@ -16,35 +16,22 @@ pub struct DeviceCtx {
     pub(crate) id: DeviceId,
     pub(crate) ordinal: c_int,
     pub(crate) total_memory: usize,
-    /// Its streams' kept errors and default streams.
-    pub(crate) streams: DeviceStreams<DeviceCtx>,
 }
 
 /// Live devices by ordinal, so every handle of one device shares one context (and one
 /// record of its streams' errors).
-static OPEN: Mutex<Vec<Weak<DeviceCtx>>> = Mutex::new(Vec::new());
+static OPEN: OpenDevices<DeviceCtx> = OpenDevices::new();
 
 impl DeviceCtx {
     /// Opens (or shares the already-open) device `ordinal`.
-    pub fn open(rt: &Arc<Runtime>, ordinal: u32) -> Result<Arc<DeviceCtx>> {
+    pub fn open(rt: &Arc<Runtime>, ordinal: u32) -> Result<Arc<VendorDevice<DeviceCtx>>> {
         let api = &rt.api;
         let count = result::device::count(api)?;
-        let id = DeviceId::new(BackendKind::Rocm, ordinal);
-        if i64::from(ordinal) >= i64::from(count) {
-            return Err(Error::DeviceNotFound { device: id, count: count.max(0) as u32 });
-        }
-        let mut open = OPEN.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(live) = open.get(ordinal as usize).and_then(Weak::upgrade) {
-            return Ok(live);
-        }
-        let total_memory = result::device::total_mem(api, ordinal as c_int)?;
-        let streams = DeviceStreams::default();
-        let dev = Arc::new(DeviceCtx { rt: rt.clone(), id, ordinal: ordinal as c_int, total_memory, streams });
-        if open.len() <= ordinal as usize {
-            open.resize_with(ordinal as usize + 1, Weak::new);
-        }
-        open[ordinal as usize] = Arc::downgrade(&dev);
-        Ok(dev)
+        OPEN.open(ordinal, count.max(0) as u32, || {
+            let total_memory = result::device::total_mem(api, ordinal as c_int)?;
+            let id = DeviceId::new(BackendKind::Rocm, ordinal);
+            Ok(DeviceCtx { rt: rt.clone(), id, ordinal: ordinal as c_int, total_memory })
+        })
     }
 
     /// Makes this device current on the calling thread.

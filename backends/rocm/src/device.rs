@@ -1,20 +1,15 @@
-//! ROCm devices.
+//! ROCm devices: their facts (the architecture from the device properties of either ROCm
+//! layout, compute units, PCI bus and UUID) are ROCm's own; everything else of `Device` is
+//! the vendor kit's (`gpuport_driver::vendor_device`) over the runtime calls of `calls.rs`.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 use std::sync::Arc;
 
-use gpuport_core::{
-    BackendKind, Buffer, DefaultStream, Device, DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, Kernel,
-    Module, ModuleImage, PointerAttributes, Result, StreamFlags,
-};
-
-use gpuport_driver::vendor_event::VendorEvent;
-use gpuport_driver::vendor_memory;
-use gpuport_driver::vendor_stream::VendorStream;
+use gpuport_core::{BackendKind, DeviceId, DeviceInfo, Result};
+use gpuport_driver::vendor_device::VendorDevice;
 
 use crate::context::DeviceCtx;
 use crate::event::RocmEvent;
-use crate::memory;
 use crate::result;
 use crate::stream::RocmStream;
 use crate::sys::{self, Runtime};
@@ -22,9 +17,7 @@ use crate::RocmBackend;
 
 /// A ROCm device.
 #[derive(Clone)]
-pub struct RocmDevice {
-    pub(crate) ctx: Arc<DeviceCtx>,
-}
+pub struct RocmDevice(pub(crate) Arc<VendorDevice<DeviceCtx>>);
 
 /// Facts about device `ordinal`, through `hipDeviceGetAttribute` and the small getters.
 pub(crate) fn info(rt: &Runtime, ordinal: u32) -> Result<DeviceInfo> {
@@ -64,102 +57,7 @@ fn decode_arch_name(props: &[u8], offset: usize) -> Option<String> {
     name.starts_with("gfx").then(|| name.to_owned())
 }
 
-impl Device for RocmDevice {
-    type Backend = RocmBackend;
-
-    fn id(&self) -> DeviceId {
-        self.ctx.id
-    }
-    fn info(&self) -> Result<DeviceInfo> {
-        info(&self.ctx.rt, self.ctx.id.ordinal)
-    }
-    fn alloc(&self, bytes: usize) -> Result<Buffer> {
-        vendor_memory::alloc(&self.ctx, bytes)
-    }
-    fn alloc_async(&self, bytes: usize, stream: &RocmStream) -> Result<Buffer> {
-        vendor_memory::alloc_async(&self.ctx, bytes, &stream.0)
-    }
-    fn alloc_pinned(&self, bytes: usize, flags: HostAllocFlags) -> Result<Buffer> {
-        vendor_memory::alloc_pinned(&self.ctx, bytes, flags)
-    }
-    fn alloc_managed(&self, bytes: usize) -> Result<Buffer> {
-        vendor_memory::alloc_managed(&self.ctx, bytes)
-    }
-    fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
-        if dst.device().kind != BackendKind::Rocm {
-            return Err(Error::mismatch("memset", BackendKind::Rocm, dst.device()));
-        }
-        let d = dst.range_addr(offset, len)?;
-        if len == 0 {
-            return Ok(());
-        }
-        self.ctx.bind()?;
-        let api = &self.ctx.rt.api;
-        // SAFETY: the range was checked against a live ROCm allocation.
-        unsafe { result::stream::memset(api, d as usize as *mut c_void, value, len) }?;
-        // hipMemset is queued on the null stream: wait for that stream only, not the device.
-        // SAFETY: the null stream is always valid on the current device.
-        unsafe { result::stream::synchronize(api, std::ptr::null_mut()) }
-    }
-    fn create_stream(&self, flags: StreamFlags, priority: i32) -> Result<RocmStream> {
-        RocmStream::create(&self.ctx, flags, priority)
-    }
-    fn stream_priority_range(&self) -> Result<(i32, i32)> {
-        self.ctx.bind()?;
-        result::device::stream_priority_range(&self.ctx.rt.api)
-    }
-    fn default_stream(&self, which: DefaultStream) -> Result<RocmStream> {
-        match which {
-            // The null stream: one stream state per device while a handle lives, borrowed.
-            DefaultStream::Legacy => Ok(RocmStream(VendorStream::legacy_default(&self.ctx, std::ptr::null_mut()))),
-            // ROCm reaches the per-thread default stream through a second, `_spt` twin of
-            // every entry point (5.x) or the `hipStreamPerThread` handle (newer runtimes);
-            // supporting it means a second function table that no AMD GPU here can test.
-            DefaultStream::PerThread => Err(Error::unsupported(
-                BackendKind::Rocm,
-                "the per-thread default stream (it needs the runtime's `_spt` entry points; use a created stream)",
-            )),
-        }
-    }
-    unsafe fn wrap_stream(&self, raw: usize) -> Result<RocmStream> {
-        Ok(RocmStream(VendorStream::new(&self.ctx, raw as sys::hipStream_t, false, StreamFlags::empty(), 0)))
-    }
-    fn create_event(&self, flags: EventFlags) -> Result<RocmEvent> {
-        VendorEvent::create(&self.ctx, flags).map(RocmEvent)
-    }
-    unsafe fn wrap_event(&self, raw: usize) -> Result<RocmEvent> {
-        if raw == 0 {
-            return Err(Error::invalid_handle("a null hipEvent_t"));
-        }
-        Ok(RocmEvent(VendorEvent::from_parts(&self.ctx, raw as sys::hipEvent_t, false, EventFlags::empty())))
-    }
-    fn synchronize(&self) -> Result<()> {
-        // Waits for the device, then reports its streams' kept errors (sticky).
-        self.ctx.streams.synchronize(&*self.ctx)
-    }
-    fn can_access_peer(&self, peer: &Self) -> Result<bool> {
-        if peer.ctx.id == self.ctx.id {
-            return Ok(true);
-        }
-        result::device::can_access_peer(&self.ctx.rt.api, self.ctx.ordinal, peer.ctx.ordinal)
-    }
-    fn enable_peer_access(&self, peer: &Self) -> Result<()> {
-        if peer.ctx.id == self.ctx.id {
-            return Ok(());
-        }
-        self.ctx.bind()?;
-        result::device::enable_peer_access(&self.ctx.rt.api, peer.ctx.ordinal)
-    }
-    fn pointer_attributes(&self, addr: u64) -> Result<PointerAttributes> {
-        memory::pointer_attributes(&self.ctx, addr)
-    }
-    fn load_module(&self, image: ModuleImage<'_>) -> Result<Module> {
-        crate::module::load(&self.ctx, image)
-    }
-    fn kernel(&self, module: &Module, name: &str) -> Result<Kernel> {
-        crate::module::kernel(&self.ctx, module, name)
-    }
-}
+gpuport_driver::impl_vendor_device!(RocmDevice, RocmBackend, RocmStream, RocmEvent);
 
 #[cfg(test)]
 mod arch_tests {

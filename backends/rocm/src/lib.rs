@@ -35,7 +35,6 @@ pub use bundle::offload_bundle;
 pub use device::RocmDevice;
 pub use event::RocmEvent;
 pub use loader::{format_version, inspect_library, load_attempted, LibraryReport, DEFAULT_NAMES, LIBRARY_ENV};
-pub use module::{RocmKernel, RocmModule};
 pub use stream::RocmStream;
 
 /// The ROCm backend: the loaded HIP runtime.
@@ -78,7 +77,7 @@ impl Backend for RocmBackend {
     }
 
     fn open(&self, ordinal: u32) -> Result<RocmDevice> {
-        Ok(RocmDevice { ctx: context::DeviceCtx::open(&self.rt, ordinal)? })
+        Ok(RocmDevice(context::DeviceCtx::open(&self.rt, ordinal)?))
     }
 }
 

@@ -1,17 +1,20 @@
 //! The vendor calls the vendor kit makes: one checked driver or runtime call per method,
-//! implemented by each vendor backend's device context. Everything the kit builds —
-//! streams with ownership and kept errors, events, the `Stream` data path, host callbacks
-//! — is written once over these calls; a backend writes only them, its loader and its
-//! `result` layer.
+//! implemented by each vendor backend's device context. Everything the kit builds — the
+//! device with its streams' kept errors and default streams, streams with ownership,
+//! events, memory, modules, the `Stream` data path, host callbacks — is written once over
+//! these calls; a backend writes only them, its loader, its `result` layer, its context
+//! handling and its device facts.
 
-use std::ffi::c_void;
+use std::ffi::{c_void, CStr};
 
-use gpuport_core::{BackendKind, DeviceId, HostAllocFlags, LaunchConfig, Result};
+use gpuport_core::{
+    BackendKind, DeviceId, DeviceInfo, EventFlags, HostAllocFlags, LaunchConfig, ModuleImage, PointerAttributes,
+    Result, StreamFlags,
+};
 
-use crate::vendor_stream::DeviceStreams;
-
-/// The vendor calls the shared stream machinery makes, implemented by a backend's device
-/// context (each method one checked driver call, with the context made current).
+/// The vendor calls the vendor kit makes, implemented by a backend's device context (each
+/// method one checked driver call; the kit makes the device current first, except where a
+/// method says it binds itself).
 pub trait VendorCalls: Send + Sync + Sized + 'static {
     /// The backend (`BackendKind::Cuda`, `BackendKind::Rocm`).
     const KIND: BackendKind;
@@ -26,10 +29,35 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
     fn bind(&self) -> Result<()>;
     /// The raw value of a stream handle.
     fn stream_raw(stream: Self::Stream) -> usize;
+    /// A stream handle from its raw value (a foreign stream being wrapped).
+    fn stream_from_raw(raw: usize) -> Self::Stream;
     /// The raw value of an event handle.
     fn event_raw(event: Self::Event) -> usize;
+    /// An event handle from its raw value (a foreign event being wrapped; never 0).
+    fn event_from_raw(raw: usize) -> Self::Event;
+
+    // --- The device ---------------------------------------------------------------------
+
+    /// Facts about the device (the backend's own queries; binds itself where it must).
+    fn info(&self) -> Result<DeviceInfo>;
+    /// Whether this device can address `peer`'s memory (`peer` is another device).
+    fn can_access_peer(&self, peer: &Self) -> Result<bool>;
+    /// Lets this device address `peer`'s memory (`peer` is another device).
+    fn enable_peer_access(&self, peer: &Self) -> Result<()>;
+    /// What the driver says of `addr` (binds itself).
+    fn pointer_attributes(&self, addr: u64) -> Result<PointerAttributes>;
+
+    // --- Streams and events -------------------------------------------------------------
+
+    /// The driver's stream priorities as `(least, greatest)`.
+    fn stream_priority_range(&self) -> Result<(i32, i32)>;
+    /// A new stream with `flags` and `priority` (already within the driver's range).
+    fn stream_create(&self, flags: StreamFlags, priority: i32) -> Result<Self::Stream>;
+    /// The per-thread default stream's handle (CUDA's `CU_STREAM_PER_THREAD`), or
+    /// `Unsupported` with the reason where the vendor reaches it otherwise.
+    fn per_thread_stream_handle(&self) -> Result<Self::Stream>;
     /// A new event with `flags` (the vendor's own bits) on the bound device.
-    fn event_create(&self, flags: gpuport_core::EventFlags) -> Result<Self::Event>;
+    fn event_create(&self, flags: EventFlags) -> Result<Self::Event>;
     /// Blocks until the event's latest record has completed.
     fn event_synchronize(&self, event: Self::Event) -> Result<()>;
     /// Milliseconds between two completed records (`NotReady` while one is pending).
@@ -39,7 +67,7 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
     /// A new event without timing, recorded on `stream` (destroyed again when the record
     /// fails).
     fn fence_event(&self, stream: Self::Stream) -> Result<Self::Event> {
-        let event = self.event_create(gpuport_core::EventFlags::DISABLE_TIMING)?;
+        let event = self.event_create(EventFlags::DISABLE_TIMING)?;
         if let Err(e) = self.event_record(event, stream) {
             let _ = self.event_destroy(event);
             return Err(e);
@@ -62,11 +90,9 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
     /// [`run_host_callback`](crate::vendor_stream::run_host_callback)`(user)` when the
     /// stream reaches it. On an error, `user` was not handed over.
     fn launch_host_callback(&self, stream: Self::Stream, user: *mut c_void) -> Result<()>;
-    /// The device's registry of stream errors and default streams.
-    fn streams(&self) -> &DeviceStreams<Self>;
 
-    /// The kernel handle a module lookup gives (what a launch takes).
-    type Kernel: Send + Sync + 'static;
+    // --- The stream data path -----------------------------------------------------------
+
     /// Makes later work on `stream` wait for the latest record of `event`.
     fn stream_wait_event(&self, stream: Self::Stream, event: Self::Event) -> Result<()>;
     /// Queues a copy of `len` bytes from `src` to `dst` on `stream`; either address may be
@@ -93,6 +119,13 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
     /// # Safety
     /// The range stays valid until the memset has run.
     unsafe fn memset_async(&self, dst: u64, value: u8, len: usize, stream: Self::Stream) -> Result<()>;
+    /// Sets `len` bytes at `dst` (this backend's memory) to `value`, ordered on the legacy
+    /// default stream; it may return before the bytes land (the kit then waits for that
+    /// stream).
+    ///
+    /// # Safety
+    /// The range is valid memory of this device.
+    unsafe fn memset(&self, dst: u64, value: u8, len: usize) -> Result<()>;
     /// Queues `kernel` on `stream` with the launch geometry of `config`.
     ///
     /// # Safety
@@ -101,7 +134,7 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
     /// launch has run.
     unsafe fn launch_kernel(
         &self,
-        kernel: &Self::Kernel,
+        function: Self::Function,
         config: &LaunchConfig,
         stream: Self::Stream,
         params: *mut *mut c_void,
@@ -109,6 +142,9 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
 
     /// The legacy default stream's handle (CUDA's `CU_STREAM_LEGACY`, HIP's null stream).
     fn legacy_stream_handle(&self) -> Self::Stream;
+
+    // --- Memory -------------------------------------------------------------------------
+
     /// The device's memory in bytes (no device allocation larger is asked for).
     fn total_memory(&self) -> usize;
     /// Device memory of `bytes` bytes (the device is current).
@@ -141,4 +177,26 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
     /// `addr` came from [`VendorCalls::mem_alloc_async`] and is freed once; `stream` is
     /// live.
     unsafe fn mem_free_async(&self, addr: u64, stream: Self::Stream) -> Result<()>;
+
+    // --- Modules ------------------------------------------------------------------------
+
+    /// A loaded module's handle (`CUmodule`, `hipModule_t`).
+    type Module: Copy + 'static;
+    /// A kernel function's handle (`CUfunction`, `hipFunction_t`): what a launch takes.
+    type Function: Copy + 'static;
+    /// Loads `image` after checking it is an image this vendor loads and holds everything
+    /// its own headers claim (the drivers read as far as those say, with no length given);
+    /// another kind of image is `Unsupported`, a malformed one `InvalidArgument`.
+    fn module_load(&self, image: ModuleImage<'_>) -> Result<Self::Module>;
+    /// Unloads a module.
+    ///
+    /// # Safety
+    /// `module` came from [`VendorCalls::module_load`], is unloaded once, and no kernel of
+    /// it is used afterwards.
+    unsafe fn module_unload(&self, module: Self::Module) -> Result<()>;
+    /// The kernel `name` of `module`.
+    ///
+    /// # Safety
+    /// `module` is loaded.
+    unsafe fn module_function(&self, module: Self::Module, name: &CStr) -> Result<Self::Function>;
 }

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use gpuport_core::{DeviceId, EventFlags, Ownership, Result};
 
 use crate::release::Deferred;
+use crate::vendor_device::VendorDevice;
 use crate::vendor_stream::{refuse_in_callback, VendorCalls};
 
 struct EventState<V: VendorCalls> {
-    dev: Arc<V>,
+    dev: Arc<VendorDevice<V>>,
     raw: V::Event,
     owned: bool,
     flags: EventFlags,
@@ -48,7 +49,7 @@ impl<V: VendorCalls> Clone for VendorEvent<V> {
 
 impl<V: VendorCalls> VendorEvent<V> {
     /// A new owned event of `dev` (`EventFlags`' bits are the vendor's own).
-    pub fn create(dev: &Arc<V>, flags: EventFlags) -> Result<Self> {
+    pub fn create(dev: &Arc<VendorDevice<V>>, flags: EventFlags) -> Result<Self> {
         dev.bind()?;
         let raw = dev.event_create(flags)?;
         Ok(Self::from_parts(dev, raw, true, flags))
@@ -56,7 +57,7 @@ impl<V: VendorCalls> VendorEvent<V> {
 
     /// A handle to event `raw` of `dev`; an `owned` one is destroyed with its last handle,
     /// a borrowed one (a wrapped foreign event) never.
-    pub fn from_parts(dev: &Arc<V>, raw: V::Event, owned: bool, flags: EventFlags) -> Self {
+    pub fn from_parts(dev: &Arc<VendorDevice<V>>, raw: V::Event, owned: bool, flags: EventFlags) -> Self {
         VendorEvent { inner: Arc::new(Deferred::new(EventState { dev: dev.clone(), raw, owned, flags })) }
     }
 

@@ -7,9 +7,10 @@
 
 use std::sync::Arc;
 
-use gpuport_core::{Buffer, BufferDesc, Error, HostAllocFlags, MemoryKind, Release, Result};
+use gpuport_core::{Buffer, BufferDesc, DeviceId, Error, HostAllocFlags, MemoryKind, Release, Result};
 
 use crate::vendor_calls::VendorCalls;
+use crate::vendor_device::VendorDevice;
 use crate::vendor_stream::{StreamErrors, VendorStream};
 
 /// How an allocation is freed.
@@ -28,7 +29,7 @@ enum Kind<V: VendorCalls> {
 }
 
 struct VendorRelease<V: VendorCalls> {
-    dev: Arc<V>,
+    dev: Arc<VendorDevice<V>>,
     kind: Kind<V>,
 }
 
@@ -59,14 +60,20 @@ impl<V: VendorCalls> Release for VendorRelease<V> {
     }
 }
 
-fn empty<V: VendorCalls>(dev: &V, memory: MemoryKind) -> Result<Buffer> {
+fn empty(device: DeviceId, memory: MemoryKind) -> Result<Buffer> {
     let host_accessible = memory != MemoryKind::Device;
-    let desc = BufferDesc { addr: 0, len: 0, device: dev.device_id(), memory, host_accessible };
+    let desc = BufferDesc { addr: 0, len: 0, device, memory, host_accessible };
     // SAFETY: a zero-length buffer describes no memory.
     unsafe { Buffer::from_borrowed(desc, None) }
 }
 
-fn owned<V: VendorCalls>(dev: &Arc<V>, addr: u64, bytes: usize, memory: MemoryKind, kind: Kind<V>) -> Result<Buffer> {
+fn owned<V: VendorCalls>(
+    dev: &Arc<VendorDevice<V>>,
+    addr: u64,
+    bytes: usize,
+    memory: MemoryKind,
+    kind: Kind<V>,
+) -> Result<Buffer> {
     let host_accessible = matches!(memory, MemoryKind::PinnedHost | MemoryKind::Managed);
     let desc = BufferDesc { addr, len: bytes, device: dev.device_id(), memory, host_accessible };
     // SAFETY: `addr` is a fresh allocation of `bytes` bytes, freed only by the release;
@@ -76,19 +83,19 @@ fn owned<V: VendorCalls>(dev: &Arc<V>, addr: u64, bytes: usize, memory: MemoryKi
 }
 
 /// `OutOfMemory` for a size the device could never give.
-fn fits<V: VendorCalls>(dev: &V, bytes: usize, limit: u64) -> Result<()> {
+fn fits(device: DeviceId, bytes: usize, limit: u64) -> Result<()> {
     if bytes as u64 > limit {
-        return Err(Error::OutOfMemory { device: dev.device_id(), bytes });
+        return Err(Error::OutOfMemory { device, bytes });
     }
     Ok(())
 }
 
 /// `Device::alloc`: device memory.
-pub fn alloc<V: VendorCalls>(dev: &Arc<V>, bytes: usize) -> Result<Buffer> {
+pub fn alloc<V: VendorCalls>(dev: &Arc<VendorDevice<V>>, bytes: usize) -> Result<Buffer> {
     if bytes == 0 {
-        return empty(&**dev, MemoryKind::Device);
+        return empty(dev.device_id(), MemoryKind::Device);
     }
-    fits(&**dev, bytes, dev.total_memory() as u64)?;
+    fits(dev.device_id(), bytes, dev.total_memory() as u64)?;
     dev.bind()?;
     let addr = dev.mem_alloc(bytes)?;
     owned(dev, addr, bytes, MemoryKind::Device, Kind::Device)
@@ -96,11 +103,11 @@ pub fn alloc<V: VendorCalls>(dev: &Arc<V>, bytes: usize) -> Result<Buffer> {
 
 /// `Device::alloc_managed`: memory the host and every device reach (never more than the
 /// card has: oversubscribing managed memory can hang it).
-pub fn alloc_managed<V: VendorCalls>(dev: &Arc<V>, bytes: usize) -> Result<Buffer> {
+pub fn alloc_managed<V: VendorCalls>(dev: &Arc<VendorDevice<V>>, bytes: usize) -> Result<Buffer> {
     if bytes == 0 {
-        return empty(&**dev, MemoryKind::Managed);
+        return empty(dev.device_id(), MemoryKind::Managed);
     }
-    fits(&**dev, bytes, dev.total_memory() as u64)?;
+    fits(dev.device_id(), bytes, dev.total_memory() as u64)?;
     dev.bind()?;
     let addr = dev.mem_alloc_managed(bytes)?;
     owned(dev, addr, bytes, MemoryKind::Managed, Kind::Device)
@@ -108,11 +115,11 @@ pub fn alloc_managed<V: VendorCalls>(dev: &Arc<V>, bytes: usize) -> Result<Buffe
 
 /// `Device::alloc_pinned`: page-locked host memory (`HostAllocFlags` bits are the
 /// vendors' own).
-pub fn alloc_pinned<V: VendorCalls>(dev: &Arc<V>, bytes: usize, flags: HostAllocFlags) -> Result<Buffer> {
+pub fn alloc_pinned<V: VendorCalls>(dev: &Arc<VendorDevice<V>>, bytes: usize, flags: HostAllocFlags) -> Result<Buffer> {
     if bytes == 0 {
-        return empty(&**dev, MemoryKind::PinnedHost);
+        return empty(dev.device_id(), MemoryKind::PinnedHost);
     }
-    fits(&**dev, bytes, crate::host_memory::host_memory_limit())?;
+    fits(dev.device_id(), bytes, crate::host_memory::host_memory_limit())?;
     dev.bind()?;
     let addr = dev.mem_alloc_host(bytes, flags)?;
     owned(dev, addr, bytes, MemoryKind::PinnedHost, Kind::Pinned)
@@ -122,7 +129,11 @@ pub fn alloc_pinned<V: VendorCalls>(dev: &Arc<V>, bytes: usize, flags: HostAlloc
 /// on the legacy default stream for a per-thread one, whose handle means "the calling
 /// thread's stream" and so cannot name it from the thread that drops the buffer.
 /// `Unsupported` where the driver has no stream-ordered allocator.
-pub fn alloc_async<V: VendorCalls>(dev: &Arc<V>, bytes: usize, stream: &VendorStream<V>) -> Result<Buffer> {
+pub fn alloc_async<V: VendorCalls>(
+    dev: &Arc<VendorDevice<V>>,
+    bytes: usize,
+    stream: &VendorStream<V>,
+) -> Result<Buffer> {
     if stream.device_id() != dev.device_id() {
         return Err(Error::invalid_argument(format!(
             "a stream of {} used with {}",
@@ -133,9 +144,9 @@ pub fn alloc_async<V: VendorCalls>(dev: &Arc<V>, bytes: usize, stream: &VendorSt
     // Both calls must exist before anything is allocated.
     dev.stream_ordered_supported()?;
     if bytes == 0 {
-        return empty(&**dev, MemoryKind::Device);
+        return empty(dev.device_id(), MemoryKind::Device);
     }
-    fits(&**dev, bytes, dev.total_memory() as u64)?;
+    fits(dev.device_id(), bytes, dev.total_memory() as u64)?;
     let raw = stream.raw()?;
     let (free_on, keep) =
         if stream.is_per_thread() { (dev.legacy_stream_handle(), None) } else { (raw, Some(stream.handle_keeper())) };

@@ -5,14 +5,18 @@
 //! thread are refused; the shared event handle destroys only what it owns, once, and
 //! refuses to block inside a callback.
 
-use std::ffi::c_void;
+use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use gpuport_core::{Buffer, BufferDesc, DeviceId, Error, EventFlags, MemoryKind, Ownership, Result, StreamFlags};
+use gpuport_core::{
+    Buffer, BufferDesc, DeviceId, DeviceInfo, Error, EventFlags, MemoryKind, ModuleImage, Ownership, PointerAttributes,
+    Result, StreamFlags,
+};
 use gpuport_driver::parking::Keep;
+use gpuport_driver::vendor_device::{OpenDevices, VendorDevice};
 use gpuport_driver::vendor_event::VendorEvent;
-use gpuport_driver::vendor_stream::{run_host_callback, DeviceStreams, VendorCalls, VendorStream};
+use gpuport_driver::vendor_stream::{run_host_callback, VendorCalls, VendorStream};
 
 /// A fake runtime: host callbacks wait in a list until the test (or a synchronize) runs
 /// them — the fake's "work".
@@ -23,13 +27,16 @@ struct Fake {
     destroyed: Mutex<Vec<usize>>,
     events_made: AtomicUsize,
     events_destroyed: Mutex<Vec<usize>>,
-    streams: DeviceStreams<Fake>,
     /// The data-path calls made, in order, as text.
     calls: Mutex<Vec<String>>,
+    /// Kernel names looked up; a function handle is an index here.
+    functions: Mutex<Vec<String>>,
 }
 
-/// The fake's kernel handle.
-struct FakeKernel(&'static str);
+/// A fake device of its own (each test has its own registry, so tests share nothing).
+fn fake() -> Arc<VendorDevice<Fake>> {
+    OpenDevices::new().open(0, 1, || Ok(Fake::default())).unwrap()
+}
 
 impl Fake {
     fn run(&self, stream: Option<usize>) {
@@ -58,6 +65,34 @@ impl VendorCalls for Fake {
     }
     fn stream_raw(stream: usize) -> usize {
         stream
+    }
+    fn stream_from_raw(raw: usize) -> usize {
+        raw
+    }
+    fn event_from_raw(raw: usize) -> usize {
+        raw
+    }
+    fn info(&self) -> Result<DeviceInfo> {
+        Err(Error::unsupported(Self::KIND, "facts of a fake"))
+    }
+    fn can_access_peer(&self, _peer: &Self) -> Result<bool> {
+        Ok(false)
+    }
+    fn enable_peer_access(&self, _peer: &Self) -> Result<()> {
+        Err(Error::unsupported(Self::KIND, "peers of a fake"))
+    }
+    fn pointer_attributes(&self, _addr: u64) -> Result<PointerAttributes> {
+        Ok(PointerAttributes::unregistered())
+    }
+    fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        Ok((0, -2))
+    }
+    fn stream_create(&self, _flags: StreamFlags, priority: i32) -> Result<usize> {
+        self.calls.lock().unwrap().push(format!("stream priority {priority}"));
+        Ok(30)
+    }
+    fn per_thread_stream_handle(&self) -> Result<usize> {
+        Ok(2)
     }
     fn fence_event(&self, _stream: usize) -> Result<usize> {
         Ok(1)
@@ -105,10 +140,8 @@ impl VendorCalls for Fake {
         self.pending.lock().unwrap().push((stream, user as usize));
         Ok(())
     }
-    fn streams(&self) -> &DeviceStreams<Self> {
-        &self.streams
-    }
-    type Kernel = FakeKernel;
+    type Module = usize;
+    type Function = usize;
     fn stream_wait_event(&self, stream: usize, event: usize) -> Result<()> {
         self.calls.lock().unwrap().push(format!("wait {stream} for {event}"));
         Ok(())
@@ -136,14 +169,19 @@ impl VendorCalls for Fake {
         self.calls.lock().unwrap().push(format!("memset {dst:#x} {len} = {value} on {stream}"));
         Ok(())
     }
+    unsafe fn memset(&self, dst: u64, value: u8, len: usize) -> Result<()> {
+        self.calls.lock().unwrap().push(format!("memset {dst:#x} {len} = {value}"));
+        Ok(())
+    }
     unsafe fn launch_kernel(
         &self,
-        kernel: &FakeKernel,
+        function: usize,
         config: &gpuport_core::LaunchConfig,
         stream: usize,
         _params: *mut *mut c_void,
     ) -> Result<()> {
-        self.calls.lock().unwrap().push(format!("launch {} {:?} on {stream}", kernel.0, config.grid));
+        let name = self.functions.lock().unwrap()[function].clone();
+        self.calls.lock().unwrap().push(format!("launch {name} {:?} on {stream}", config.grid));
         Ok(())
     }
     fn legacy_stream_handle(&self) -> usize {
@@ -183,6 +221,24 @@ impl VendorCalls for Fake {
         self.calls.lock().unwrap().push(format!("free {addr:#x} on {stream}"));
         Ok(())
     }
+    fn module_load(&self, image: ModuleImage<'_>) -> Result<usize> {
+        match image {
+            ModuleImage::Custom { format: "fake", bytes } => {
+                self.calls.lock().unwrap().push(format!("load {} bytes", bytes.len()));
+                Ok(bytes.len())
+            }
+            other => Err(Error::unsupported(Self::KIND, format!("loading a {}", other.kind_name()))),
+        }
+    }
+    unsafe fn module_unload(&self, module: usize) -> Result<()> {
+        self.calls.lock().unwrap().push(format!("unload {module}"));
+        Ok(())
+    }
+    unsafe fn module_function(&self, _module: usize, name: &CStr) -> Result<usize> {
+        let mut all = self.functions.lock().unwrap();
+        all.push(name.to_string_lossy().into_owned());
+        Ok(all.len() - 1)
+    }
 }
 
 fn buffer() -> Buffer {
@@ -199,7 +255,7 @@ fn device_buffer(addr: u64, device: DeviceId) -> Buffer {
 #[test]
 fn the_data_path_checks_every_range_before_the_vendor_sees_it() {
     use gpuport_core::{BackendKind, Kernel, KernelArg, LaunchConfig};
-    let dev = Arc::new(Fake::default());
+    let dev = fake();
     let s = VendorStream::new(&dev, 7, true, StreamFlags::empty(), 0);
     let (a, b) = (device_buffer(0x1000, DeviceId::HOST), device_buffer(0x3000, DeviceId::HOST));
     let other = device_buffer(0x2000, DeviceId::new(BackendKind::Host, 1));
@@ -208,7 +264,8 @@ fn the_data_path_checks_every_range_before_the_vendor_sees_it() {
     s.memset(&b, 4, 4, 9).unwrap();
     let e = VendorEvent::from_parts(&dev, 55, false, EventFlags::empty());
     s.wait(&e).unwrap();
-    let kernel = Kernel::new(DeviceId::HOST, "fill", FakeKernel("fill"));
+    let kernel =
+        dev.kernel(&dev.load_module(ModuleImage::Custom { format: "fake", bytes: &[0; 3] }).unwrap(), "fill").unwrap();
     let config = LaunchConfig::for_items(8, 8).unwrap();
     s.launch(&kernel, &config, &[KernelArg::buffer(&a), KernelArg::scalar(3u32)]).unwrap();
     // Refused before any call: a range past its buffer, a memset of another backend's
@@ -216,8 +273,10 @@ fn the_data_path_checks_every_range_before_the_vendor_sees_it() {
     assert!(matches!(s.copy(&a, 4, &b, 0, 8), Err(Error::InvalidArgument { .. })));
     let foreign = device_buffer(0x4000, DeviceId::new(BackendKind::Plugin("ext"), 0));
     assert!(matches!(s.memset(&foreign, 0, 8, 0), Err(Error::BackendMismatch { .. })));
-    let elsewhere = Kernel::new(DeviceId::new(BackendKind::Host, 1), "fill", FakeKernel("fill"));
+    let elsewhere = Kernel::new(DeviceId::new(BackendKind::Host, 1), "fill", 0usize);
     assert!(matches!(s.launch(&elsewhere, &config, &[]), Err(Error::BackendMismatch { .. })));
+    let not_vendor = Kernel::new(DeviceId::HOST, "fill", 0usize);
+    assert!(matches!(s.launch(&not_vendor, &config, &[]), Err(Error::BackendMismatch { .. })), "a foreign handle");
     assert_eq!(
         *dev.calls.lock().unwrap(),
         [
@@ -225,6 +284,7 @@ fn the_data_path_checks_every_range_before_the_vendor_sees_it() {
             "peer 0x2000@host:1 <- 0x1000@host:0 8 on 7",
             "memset 0x3004 4 = 9 on 7",
             "wait 7 for 55",
+            "load 3 bytes",
             "launch fill [1, 1, 1] on 7",
         ]
     );
@@ -232,7 +292,7 @@ fn the_data_path_checks_every_range_before_the_vendor_sees_it() {
 
 #[test]
 fn dropping_a_borrowed_stream_neither_blocks_nor_synchronizes_it() {
-    let dev = Arc::new(Fake::default());
+    let dev = fake();
     let wrapped = VendorStream::new(&dev, 7, false, StreamFlags::empty(), 0);
     assert_eq!(wrapped.ownership(), Ownership::Borrowed);
     let b = buffer();
@@ -248,7 +308,7 @@ fn dropping_a_borrowed_stream_neither_blocks_nor_synchronizes_it() {
 
 #[test]
 fn an_owned_stream_is_destroyed_without_waiting() {
-    let dev = Arc::new(Fake::default());
+    let dev = fake();
     let owned = VendorStream::new(&dev, 9, true, StreamFlags::empty(), 0);
     owned.park([Keep::Buffer(buffer())]).unwrap();
     drop(owned);
@@ -259,32 +319,32 @@ fn an_owned_stream_is_destroyed_without_waiting() {
 
 #[test]
 fn errors_reach_the_stream_once_and_the_device_until_reported() {
-    let dev = Arc::new(Fake::default());
+    let dev = fake();
     let s = VendorStream::new(&dev, 3, true, StreamFlags::empty(), 0);
     s.host_callback(Box::new(|| panic!("fake vendor: a callback panics on purpose"))).unwrap();
-    assert!(matches!(dev.streams.synchronize(&dev), Err(Error::StreamWork { .. })));
-    assert!(matches!(dev.streams.synchronize(&dev), Err(Error::StreamWork { .. })), "sticky while the stream lives");
+    assert!(matches!(dev.synchronize(), Err(Error::StreamWork { .. })));
+    assert!(matches!(dev.synchronize(), Err(Error::StreamWork { .. })), "sticky while the stream lives");
     assert!(matches!(s.synchronize(), Err(Error::StreamWork { .. })));
     s.synchronize().unwrap();
-    dev.streams.synchronize(&dev).unwrap();
+    dev.synchronize().unwrap();
 
     // A stream dropped with failing work still queued: the device reports it, once.
     let dropped = VendorStream::new(&dev, 4, true, StreamFlags::empty(), 0);
     dropped.host_callback(Box::new(|| panic!("fake vendor: work of a dropped stream fails"))).unwrap();
     drop(dropped);
-    assert!(matches!(dev.streams.synchronize(&dev), Err(Error::StreamWork { .. })));
-    dev.streams.synchronize(&dev).unwrap();
+    assert!(matches!(dev.synchronize(), Err(Error::StreamWork { .. })));
+    dev.synchronize().unwrap();
 }
 
 #[test]
 fn calls_inside_a_callback_are_refused() {
-    let dev = Arc::new(Fake::default());
+    let dev = fake();
     let s = VendorStream::new(&dev, 5, true, StreamFlags::empty(), 0);
     let seen = Arc::new(Mutex::new(Vec::new()));
     let (inner, inner_dev, out) = (s.clone(), dev.clone(), seen.clone());
     s.host_callback(Box::new(move || {
         out.lock().unwrap().push(inner.synchronize());
-        out.lock().unwrap().push(inner_dev.streams.synchronize(&inner_dev));
+        out.lock().unwrap().push(inner_dev.synchronize());
         out.lock().unwrap().push(inner.query().map(|_| ()));
     }))
     .unwrap();
@@ -297,7 +357,7 @@ fn calls_inside_a_callback_are_refused() {
 
 #[test]
 fn default_streams_are_shared_and_the_per_thread_one_stays_on_its_thread() {
-    let dev = Arc::new(Fake::default());
+    let dev = fake();
     let a = VendorStream::legacy_default(&dev, 1);
     let b = VendorStream::legacy_default(&dev, 1);
     assert!(a.same_stream(&b), "two legacy default handles are two streams");
@@ -313,7 +373,7 @@ fn default_streams_are_shared_and_the_per_thread_one_stays_on_its_thread() {
 
 #[test]
 fn owned_events_are_destroyed_once_with_their_last_handle_and_borrowed_ones_never() {
-    let dev = Arc::new(Fake::default());
+    let dev = fake();
     let owned = VendorEvent::create(&dev, EventFlags::DISABLE_TIMING).unwrap();
     assert_eq!(owned.raw_handle(), 100 + 1000 * EventFlags::DISABLE_TIMING.bits() as usize);
     assert_eq!((owned.ownership(), owned.flags()), (Ownership::Owned, EventFlags::DISABLE_TIMING));
@@ -331,7 +391,7 @@ fn owned_events_are_destroyed_once_with_their_last_handle_and_borrowed_ones_neve
 
 #[test]
 fn an_event_synchronize_inside_a_callback_is_refused() {
-    let dev = Arc::new(Fake::default());
+    let dev = fake();
     let s = VendorStream::new(&dev, 5, true, StreamFlags::empty(), 0);
     let ev = VendorEvent::create(&dev, EventFlags::empty()).unwrap();
     let seen = Arc::new(Mutex::new(None));
@@ -345,7 +405,7 @@ fn an_event_synchronize_inside_a_callback_is_refused() {
 #[test]
 fn memory_is_freed_as_it_was_allocated_and_impossible_sizes_never_reach_the_driver() {
     use gpuport_driver::vendor_memory;
-    let dev = Arc::new(Fake::default());
+    let dev = fake();
     let device = vendor_memory::alloc(&dev, 64).unwrap();
     let managed = vendor_memory::alloc_managed(&dev, 64).unwrap();
     let pinned = vendor_memory::alloc_pinned(&dev, 64, Default::default()).unwrap();
@@ -376,4 +436,47 @@ fn memory_is_freed_as_it_was_allocated_and_impossible_sizes_never_reach_the_driv
             "free 0x400000 on 1",
         ]
     );
+}
+
+#[test]
+fn the_device_contract_is_written_once_over_the_calls() {
+    use gpuport_core::{BackendKind, DefaultStream};
+    let dev = fake();
+    // Priorities are clamped into the driver's range, whichever way round it is given.
+    assert_eq!(dev.create_stream(StreamFlags::empty(), -9).unwrap().priority(), -2);
+    assert_eq!(dev.create_stream(StreamFlags::empty(), 5).unwrap().priority(), 0);
+    // The synchronous memset waits for the legacy stream only, and checks its range first.
+    let b = buffer();
+    dev.memset(&b, 2, 4, 7).unwrap();
+    assert_eq!(dev.synchronized.load(Ordering::SeqCst), 1);
+    assert!(matches!(dev.memset(&b, 6, 4, 7), Err(Error::InvalidArgument { .. })));
+    let foreign = device_buffer(0x4000, DeviceId::new(BackendKind::Plugin("ext"), 0));
+    assert!(matches!(dev.memset(&foreign, 0, 8, 0), Err(Error::BackendMismatch { .. })));
+    // Default streams come from the vendor's handles; wrapped handles are borrowed.
+    assert_eq!(dev.default_stream(DefaultStream::Legacy).unwrap().raw_value(), 1);
+    assert_eq!(dev.default_stream(DefaultStream::PerThread).unwrap().raw_value(), 2);
+    // SAFETY: the fake's handles are plain numbers.
+    let wrapped = unsafe { dev.wrap_stream(44) }.unwrap();
+    assert_eq!((wrapped.raw_value(), wrapped.ownership()), (44, Ownership::Borrowed));
+    // SAFETY: as above.
+    assert!(matches!(unsafe { dev.wrap_event(0) }, Err(Error::InvalidHandle { .. })), "a null event");
+    // A device reaches itself without asking the driver.
+    assert!(dev.can_access_peer(&dev).unwrap());
+    dev.enable_peer_access(&dev).unwrap();
+    // A module stays loaded while a kernel of it lives, and is unloaded once after.
+    let module = dev.load_module(ModuleImage::Custom { format: "fake", bytes: &[0; 5] }).unwrap();
+    assert!(matches!(dev.load_module(ModuleImage::Ptx("x")), Err(Error::Unsupported { .. })));
+    let kernel = dev.kernel(&module, "k").unwrap();
+    assert!(matches!(dev.kernel(&module, "k\0"), Err(Error::InvalidArgument { .. })));
+    drop(module);
+    gpuport_core::release::flush();
+    assert!(!dev.calls.lock().unwrap().iter().any(|c| c.starts_with("unload")), "unloaded under a kernel");
+    drop(kernel);
+    gpuport_core::release::flush();
+    let unloads: Vec<String> = dev.calls.lock().unwrap().iter().filter(|c| c.starts_with("unload")).cloned().collect();
+    assert_eq!(unloads, ["unload 5"]);
+    // Stream handles made by the device keep it; the device-wide synchronize runs.
+    let s = dev.create_stream(StreamFlags::empty(), 0).unwrap();
+    s.host_callback(Box::new(|| panic!("fake vendor: work fails on purpose"))).unwrap();
+    assert!(matches!(dev.synchronize(), Err(Error::StreamWork { .. })));
 }

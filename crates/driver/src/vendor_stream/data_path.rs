@@ -12,6 +12,7 @@ use super::{refuse_in_callback, VendorCalls, VendorStream};
 use crate::kernel_args::{pack_kernel_args, PackedArgs};
 use crate::parking::Keep;
 use crate::vendor_event::VendorEvent;
+use crate::vendor_module;
 
 /// A host slice's address, as the driver's unified addressing takes it.
 fn host_addr<T>(p: *const T) -> u64 {
@@ -106,7 +107,7 @@ impl<V: VendorCalls> VendorStream<V> {
     /// `BackendMismatch`), the geometry checked, the arguments packed (this backend's
     /// memory only); the buffers and the kernel are parked until the launch has run.
     pub fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
-        let k = kernel.handle_on::<V::Kernel>(self.device_id(), "launch")?;
+        let function = vendor_module::function::<V>(kernel, self.device_id())?;
         config.validate()?;
         let PackedArgs { mut values, mut keep } = pack_kernel_args(args, |b| self.own_memory(b, "launch"))?;
         keep.push(Keep::Kernel(kernel.clone()));
@@ -115,7 +116,7 @@ impl<V: VendorCalls> VendorStream<V> {
         // SAFETY: `params` holds one pointer per packed argument, into `values`, alive for
         // the call (the driver copies them); the kernel keeps its module loaded and is
         // parked below until the launch has run.
-        unsafe { self.dev().launch_kernel(k, config, raw, params.as_mut_ptr()) }?;
+        unsafe { self.dev().launch_kernel(function, config, raw, params.as_mut_ptr()) }?;
         self.park(keep)
     }
 }

@@ -32,6 +32,7 @@ use gpuport_core::{BackendKind, Buffer, DeviceId, Error, HostCallback, Ownership
 pub use crate::vendor_calls::VendorCalls;
 
 use crate::parking::{Fence, Keep, Parked};
+use crate::vendor_device::VendorDevice;
 
 /// The first error of one stream's work found outside a call, shared with its device.
 #[derive(Default)]
@@ -107,7 +108,7 @@ impl<V: VendorCalls> DeviceStreams<V> {
 /// the memory — so the stream must outlive it. The buffer holds only this handle, never
 /// the stream's state, so a buffer parked on its own stream forms no cycle.
 pub struct RawStream<V: VendorCalls> {
-    dev: Arc<V>,
+    dev: Arc<VendorDevice<V>>,
     raw: V::Stream,
     owned: bool,
 }
@@ -131,7 +132,7 @@ impl<V: VendorCalls> Drop for RawStream<V> {
 
 /// One vendor stream's state, shared by its handles.
 pub struct StreamState<V: VendorCalls> {
-    dev: Arc<V>,
+    dev: Arc<VendorDevice<V>>,
     raw: V::Stream,
     owned: bool,
     /// Destroys the stream once the last of its users is gone.
@@ -229,12 +230,12 @@ impl<V: VendorCalls> Clone for VendorStream<V> {
 impl<V: VendorCalls> VendorStream<V> {
     /// A handle to stream `raw` of `dev`; `owned` streams are destroyed with their last
     /// handle.
-    pub fn new(dev: &Arc<V>, raw: V::Stream, owned: bool, flags: StreamFlags, priority: i32) -> Self {
+    pub fn new(dev: &Arc<VendorDevice<V>>, raw: V::Stream, owned: bool, flags: StreamFlags, priority: i32) -> Self {
         Self::with_thread(dev, raw, owned, flags, priority, None)
     }
 
     fn with_thread(
-        dev: &Arc<V>,
+        dev: &Arc<VendorDevice<V>>,
         raw: V::Stream,
         owned: bool,
         flags: StreamFlags,
@@ -260,7 +261,7 @@ impl<V: VendorCalls> VendorStream<V> {
 
     /// The legacy default stream (`raw`): one stream per device while a handle to it
     /// lives, borrowed.
-    pub fn legacy_default(dev: &Arc<V>, raw: V::Stream) -> Self {
+    pub fn legacy_default(dev: &Arc<VendorDevice<V>>, raw: V::Stream) -> Self {
         let mut slot = lock(&dev.streams().legacy);
         if let Some(inner) = slot.upgrade() {
             return VendorStream { inner };
@@ -273,7 +274,7 @@ impl<V: VendorCalls> VendorStream<V> {
     /// The calling thread's per-thread default stream (`raw`): one per thread while a
     /// handle to it lives, borrowed, and refused on any other thread (the handle means
     /// "the calling thread's stream").
-    pub fn per_thread_default(dev: &Arc<V>, raw: V::Stream) -> Self {
+    pub fn per_thread_default(dev: &Arc<VendorDevice<V>>, raw: V::Stream) -> Self {
         let thread = std::thread::current().id();
         let mut all = lock(&dev.streams().per_thread);
         all.retain(|_, weak| weak.strong_count() > 0);
@@ -286,7 +287,7 @@ impl<V: VendorCalls> VendorStream<V> {
     }
 
     /// The device context.
-    pub fn dev(&self) -> &Arc<V> {
+    pub fn dev(&self) -> &Arc<VendorDevice<V>> {
         &self.inner.dev
     }
     /// The vendor handle, once the calling thread may use it (not a host callback's; the

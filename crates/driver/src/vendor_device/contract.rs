@@ -1,0 +1,146 @@
+//! The `Device` contract of a vendor device, over [`VendorCalls`].
+
+use std::sync::Arc;
+
+use gpuport_core::{
+    Buffer, DefaultStream, DeviceInfo, Error, EventFlags, HostAllocFlags, Kernel, Module, ModuleImage,
+    PointerAttributes, Result, StreamFlags,
+};
+
+use super::VendorDevice;
+use crate::vendor_calls::VendorCalls;
+use crate::vendor_event::VendorEvent;
+use crate::vendor_stream::VendorStream;
+use crate::{vendor_memory, vendor_module};
+
+impl<V: VendorCalls> VendorDevice<V> {
+    /// `Device::info`.
+    pub fn info(&self) -> Result<DeviceInfo> {
+        self.calls.info()
+    }
+
+    /// `Device::alloc`.
+    pub fn alloc(self: &Arc<Self>, bytes: usize) -> Result<Buffer> {
+        vendor_memory::alloc(self, bytes)
+    }
+
+    /// `Device::alloc_async`.
+    pub fn alloc_async(self: &Arc<Self>, bytes: usize, stream: &VendorStream<V>) -> Result<Buffer> {
+        vendor_memory::alloc_async(self, bytes, stream)
+    }
+
+    /// `Device::alloc_pinned`.
+    pub fn alloc_pinned(self: &Arc<Self>, bytes: usize, flags: HostAllocFlags) -> Result<Buffer> {
+        vendor_memory::alloc_pinned(self, bytes, flags)
+    }
+
+    /// `Device::alloc_managed`.
+    pub fn alloc_managed(self: &Arc<Self>, bytes: usize) -> Result<Buffer> {
+        vendor_memory::alloc_managed(self, bytes)
+    }
+
+    /// `Device::memset`: this backend's memory only; done when it returns. The vendors
+    /// queue their synchronous memset on the legacy default stream and may return before
+    /// the bytes land, so this waits for that stream — only that one, not the device.
+    pub fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
+        if dst.device().kind != V::KIND {
+            return Err(Error::mismatch("memset", V::KIND, dst.device()));
+        }
+        let addr = dst.range_addr(offset, len)?;
+        if len == 0 {
+            return Ok(());
+        }
+        self.bind()?;
+        // SAFETY: the range was checked against a live allocation of this backend, which
+        // `dst` keeps alive until the wait below.
+        unsafe { self.calls.memset(addr, value, len) }?;
+        self.stream_synchronize(self.legacy_stream_handle())
+    }
+
+    /// `Device::stream_priority_range`.
+    pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        self.bind()?;
+        self.calls.stream_priority_range()
+    }
+
+    /// `Device::create_stream`: an owned stream, its priority clamped into the driver's
+    /// range (either order: the greatest priority is the smallest number on both vendors).
+    pub fn create_stream(self: &Arc<Self>, flags: StreamFlags, priority: i32) -> Result<VendorStream<V>> {
+        let (least, greatest) = self.stream_priority_range()?;
+        let priority = priority.clamp(greatest.min(least), greatest.max(least));
+        let raw = self.stream_create(flags, priority)?;
+        Ok(VendorStream::new(self, raw, true, flags, priority))
+    }
+
+    /// `Device::default_stream`: one stream state per device (legacy) or per thread
+    /// (per-thread) while a handle lives; borrowed, so dropping a handle neither destroys
+    /// nor synchronizes it.
+    pub fn default_stream(self: &Arc<Self>, which: DefaultStream) -> Result<VendorStream<V>> {
+        Ok(match which {
+            DefaultStream::Legacy => VendorStream::legacy_default(self, self.legacy_stream_handle()),
+            DefaultStream::PerThread => VendorStream::per_thread_default(self, self.per_thread_stream_handle()?),
+        })
+    }
+
+    /// `Device::wrap_stream`: a borrowed handle to a foreign stream of this device.
+    ///
+    /// # Safety
+    /// `raw` is a live stream of this device and outlives every handle made from it.
+    pub unsafe fn wrap_stream(self: &Arc<Self>, raw: usize) -> Result<VendorStream<V>> {
+        Ok(VendorStream::new(self, V::stream_from_raw(raw), false, StreamFlags::empty(), 0))
+    }
+
+    /// `Device::create_event`.
+    pub fn create_event(self: &Arc<Self>, flags: EventFlags) -> Result<VendorEvent<V>> {
+        VendorEvent::create(self, flags)
+    }
+
+    /// `Device::wrap_event`: a borrowed handle to a foreign event of this device.
+    ///
+    /// # Safety
+    /// `raw` is a live event of this device and outlives every handle made from it.
+    pub unsafe fn wrap_event(self: &Arc<Self>, raw: usize) -> Result<VendorEvent<V>> {
+        if raw == 0 {
+            return Err(Error::invalid_handle(format!("a null event handle of {}", V::KIND)));
+        }
+        Ok(VendorEvent::from_parts(self, V::event_from_raw(raw), false, EventFlags::empty()))
+    }
+
+    /// `Device::synchronize`: waits for the device, then reports its streams' kept errors
+    /// (sticky while the stream lives).
+    pub fn synchronize(&self) -> Result<()> {
+        self.streams.synchronize(&self.calls)
+    }
+
+    /// `Device::can_access_peer` (a device always reaches its own memory).
+    pub fn can_access_peer(&self, peer: &Self) -> Result<bool> {
+        if peer.device_id() == self.device_id() {
+            return Ok(true);
+        }
+        self.calls.can_access_peer(&peer.calls)
+    }
+
+    /// `Device::enable_peer_access` (nothing to do for the device itself).
+    pub fn enable_peer_access(&self, peer: &Self) -> Result<()> {
+        if peer.device_id() == self.device_id() {
+            return Ok(());
+        }
+        self.bind()?;
+        self.calls.enable_peer_access(&peer.calls)
+    }
+
+    /// `Device::pointer_attributes`.
+    pub fn pointer_attributes(&self, addr: u64) -> Result<PointerAttributes> {
+        self.calls.pointer_attributes(addr)
+    }
+
+    /// `Device::load_module`.
+    pub fn load_module(self: &Arc<Self>, image: ModuleImage<'_>) -> Result<Module> {
+        vendor_module::load(self, image)
+    }
+
+    /// `Device::kernel`.
+    pub fn kernel(&self, module: &Module, name: &str) -> Result<Kernel> {
+        vendor_module::kernel(self, module, name)
+    }
+}

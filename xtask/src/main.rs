@@ -68,14 +68,20 @@ pub(crate) fn cargo() -> Command {
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
 }
 
-/// The port template's manifest: a crate outside the workspace.
-const TEMPLATE: &str = "examples/port-template/Cargo.toml";
+/// The port templates, each a crate with a workspace of its own (outside gpuport's): what
+/// it is, and its manifest. The software-device template runs its work on the CPU through
+/// the queue kit; the vendor template ports a runtime library (its own fake vendor, built
+/// beside it) through the vendor kit.
+pub(crate) const TEMPLATES: [(&str, &str); 2] = [
+    ("the port template", "examples/port-template/Cargo.toml"),
+    ("the vendor port template", "examples/vendor-port-template/Cargo.toml"),
+];
 
-/// `cargo <subcommand> --manifest-path <template> <args>`, sharing the workspace's target
-/// folder so the gpuport crates it depends on are built once.
-fn template_cargo(subcommand: &str, args: &[&str]) -> Command {
+/// `cargo <subcommand> --manifest-path <manifest> <args>`, sharing the workspace's target
+/// folder so the gpuport crates a template depends on are built once.
+fn template_cargo(manifest: &str, subcommand: &str, args: &[&str]) -> Command {
     let mut cmd = cargo();
-    cmd.arg(subcommand).args(["--manifest-path", TEMPLATE]).args(args);
+    cmd.arg(subcommand).args(["--manifest-path", manifest]).args(args);
     if std::env::var_os("CARGO_TARGET_DIR").is_none() {
         cmd.env("CARGO_TARGET_DIR", "target");
     }
@@ -161,14 +167,13 @@ fn lint() -> bool {
     clippy_hip.args(["clippy", "-p", "gpuport-rocm", "--all-targets", "--features", "hip-sys", "--", "-D", "warnings"]);
     let hip_headers =
         std::env::var("HIP_PATH").map(|p| std::path::Path::new(&p).join("include/hip/hip_runtime_api.h").is_file());
-    let template_fmt = template_cargo("fmt", &["--check"]);
-    let template_clippy = template_cargo("clippy", &["--all-targets", "--", "-D", "warnings"]);
-    run(fmt)
-        && run(clippy)
-        && run(doc)
-        && run(template_fmt)
-        && run(template_clippy)
-        && (hip_headers != Ok(true) || run(clippy_hip))
+    let templates_clean = || {
+        TEMPLATES.iter().all(|(_, manifest)| {
+            run(template_cargo(manifest, "fmt", &["--all", "--check"]))
+                && run(template_cargo(manifest, "clippy", &["--workspace", "--all-targets", "--", "-D", "warnings"]))
+        })
+    };
+    run(fmt) && run(clippy) && run(doc) && templates_clean() && (hip_headers != Ok(true) || run(clippy_hip))
 }
 
 fn report(result: Result<(), String>) -> bool {

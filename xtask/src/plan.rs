@@ -3,7 +3,7 @@
 //! tests below check the selection for every backend on a machine without a GPU.
 //!
 //! The selection rules: every run has the workspace's tests (the conformance harness on the
-//! named backend among them), the port template and the Python module (unless
+//! named backend among them), the two port templates and the Python module (unless
 //! `--no-python`). A named GPU backend adds exactly the tests that need its devices — its
 //! own device tests and the interchange tests on its arrays — and never the other vendor's,
 //! nor the checks that need a real library without a device (those need variables CI
@@ -13,7 +13,7 @@
 use std::process::Command;
 
 use crate::doubles::{self, Double};
-use crate::{cargo, template_cargo};
+use crate::{cargo, template_cargo, TEMPLATES};
 
 /// How a test run was asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,8 +109,11 @@ pub(crate) fn plan(request: Request<'_>) -> Result<Plan, String> {
         "need GPUPORT_REAL_LIBCUDA / GPUPORT_REAL_HIP naming a real library without a device (.ci/run sets them)"
             .into(),
     ));
-    // The port written outside the workspace passes the suite through its public entry point.
-    steps.push(Step::Cargo { what: "the port template".into(), cmd: Box::new(template_cargo("test", &[])) });
+    // The ports written outside the workspace pass the suite through its public entry point.
+    for (what, manifest) in TEMPLATES {
+        steps
+            .push(Step::Cargo { what: what.into(), cmd: Box::new(template_cargo(manifest, "test", &["--workspace"])) });
+    }
     if request.no_python {
         not_run.push(("the Python module's tests".into(), "--no-python".into()));
     } else {

@@ -1,0 +1,8 @@
+//! The library is never unloaded (`-z nodelete`): its stream threads and its exit check
+//! run its code after a caller may have closed its handle to it.
+
+fn main() {
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-z,nodelete");
+    }
+}

@@ -15,7 +15,7 @@ use gpuport_core::{
 use gpuport_queue::memory::{host_buffer, PointerRegistry};
 use gpuport_queue::{host_resolver, QueueDevice, QueueEvent, QueueStream};
 
-/// Step 2: the backend names itself — a plugin kind, never a built-in one.
+/// Step A2: the backend names itself — a plugin kind, never a built-in one.
 pub const KIND: BackendKind = BackendKind::Plugin("tmpl");
 
 /// The most one allocation may take: this template's "device memory" (1 GiB).
@@ -24,7 +24,7 @@ const CAPACITY: u64 = 1 << 30;
 /// Every live allocation of the device, so `pointer_attributes` can answer.
 static MEMORY: PointerRegistry = PointerRegistry::new();
 
-/// Step 2: the backend. `load` never panics: a real port opens its runtime here and
+/// Step A2: the backend. `load` never panics: a real port opens its runtime here and
 /// returns `LibraryNotFound` / `MissingSymbol` / `NoDevice` when it cannot.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TemplateBackend;
@@ -55,7 +55,7 @@ impl Backend for TemplateBackend {
     }
 }
 
-/// Step 3: the device. Handles are cheap clones of one shared state: `gpuport-queue`'s
+/// Step A3: the device. Handles are cheap clones of one shared state: `gpuport-queue`'s
 /// `QueueDevice` (queues, the legacy default stream, streams, events, modules), to which
 /// the `Device` methods below forward; memory and the device's facts are the port's own.
 #[derive(Clone)]
@@ -141,14 +141,14 @@ impl Device for TemplateDevice {
     }
 }
 
-/// Step 4: the stream — a `gpuport-queue` stream; `impl_queue_stream!` writes the
+/// Step A4: the stream — a `gpuport-queue` stream; `impl_queue_stream!` writes the
 /// `Stream` impl, every method forwarding to it with this device's address resolution
 /// (its memory is host memory, so `host_resolver`).
 #[derive(Clone)]
 pub struct TemplateStream(QueueStream);
 
 gpuport_queue::impl_queue_stream!(TemplateStream, TemplateBackend, 0, |_this, op| host_resolver(op), overrides {
-    // Step 4b: one data-path method written by the port instead of forwarded (copy,
+    // Step A4b: one data-path method written by the port instead of forwarded (copy,
     // memset, write, read and launch can be). A device with its own fill would queue it
     // here; this one hands the fill to the queue, as the forwarded method does.
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
@@ -156,7 +156,7 @@ gpuport_queue::impl_queue_stream!(TemplateStream, TemplateBackend, 0, |_this, op
     }
 });
 
-/// Step 5: the event — a `gpuport-queue` event; `impl_queue_event!` writes the `Event`
+/// Step A5: the event — a `gpuport-queue` event; `impl_queue_event!` writes the `Event`
 /// impl, every method forwarding to it.
 #[derive(Clone)]
 pub struct TemplateEvent(QueueEvent);

@@ -1,4 +1,4 @@
-//! Step 6: the call table — `gpuport_driver::vendor_calls::VendorCalls` for this runtime's
+//! Step B5: the call table — `gpuport_driver::vendor_calls::VendorCalls` for this runtime's
 //! device context, each method one checked `result` call. The vendor kit builds the whole
 //! contract over it: the device (memory, streams, events, modules, peers, the device-wide
 //! synchronize), streams with ownership and kept errors, the `Stream` data path with its

@@ -1,4 +1,4 @@
-//! Step 5: the device context — what one opened device needs for every call. This
+//! Step B5: the device context — what one opened device needs for every call. This
 //! runtime, like HIP, has no context objects: each call goes to the calling thread's
 //! current device, so binding a device is `setDevice` (skipped when it is already
 //! current). A runtime with contexts retains one here and releases it on drop, on the

@@ -8,12 +8,12 @@
 //!
 //! | file | step | what it holds |
 //! | --- | --- | --- |
-//! | `sys.rs` | 2 | the C declarations, from the vendor's header |
-//! | `loader.rs` | 3 | finding the library, the entry symbol, the version check |
-//! | `result.rs` | 4 | one checked function per call |
-//! | `context.rs` | 5 | an opened device, and making it current |
-//! | `calls.rs` | 6 | the kit's call table (`VendorCalls`) over `result` |
-//! | `lib.rs` | 7–8 | the backend, and the handle types the kit's macros implement |
+//! | `sys.rs` | B2 | the C declarations, from the vendor's header |
+//! | `loader.rs` | B3 | finding the library, the entry symbol, the version check |
+//! | `result.rs` | B4 | one checked function per call |
+//! | `context.rs` | B5 | an opened device, and making it current |
+//! | `calls.rs` | B5 | the kit's call table (`VendorCalls`) over `result` |
+//! | `lib.rs` | B5, 6 | the backend, and the handle types the kit's macros implement |
 //!
 //! It follows `docs/porting.md` ("a port over a vendor runtime") step by step; copy it and
 //! replace each piece with your runtime's.
@@ -34,10 +34,10 @@ use gpuport_driver::vendor_stream::VendorStream;
 pub use calls::IMAGE_FORMAT;
 use context::DeviceCtx;
 
-/// Step 7: the backend names itself — a plugin kind, never a built-in one.
+/// Step B5: the backend names itself — a plugin kind, never a built-in one.
 pub const KIND: BackendKind = BackendKind::Plugin("fakevendor");
 
-/// Step 7: the backend — the loaded runtime. `load` never panics: a missing library,
+/// Step B5: the backend — the loaded runtime. `load` never panics: a missing library,
 /// entry symbol or device is an error that discovery reports as the reason the backend is
 /// unavailable.
 #[derive(Clone)]
@@ -47,7 +47,7 @@ pub struct VendorBackend {
 
 impl Backend for VendorBackend {
     const KIND: BackendKind = KIND;
-    // The DLPack device types of its memory: device memory is the vendor's own (no DLPack
+    // Step 6: the DLPack device types of its memory: device memory is the vendor's own (no DLPack
     // type of its own, so the extension type); pinned memory is ordinary host memory.
     const DLPACK: DlpackDevices =
         DlpackDevices { device: DlDeviceType::EXT_DEV, pinned_host: Some(DlDeviceType::CPU), managed: None };
@@ -79,7 +79,7 @@ impl Backend for VendorBackend {
     }
 }
 
-/// Step 8: the handle types — newtypes over the kit's, whose trait impls the kit's
+/// Step B5: the handle types — newtypes over the kit's, whose trait impls the kit's
 /// macros write (every method forwards to the kit, which makes the calls of `calls.rs`).
 #[derive(Clone)]
 pub struct VendorPortDevice(Arc<VendorDevice<DeviceCtx>>);

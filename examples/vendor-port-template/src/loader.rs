@@ -1,4 +1,4 @@
-//! Step 3: finding and opening the vendor's library, once per process —
+//! Step B3: finding and opening the vendor's library, once per process —
 //! `FAKEVENDOR_LIBRARY`, else the default name — resolving its one entry symbol and
 //! checking the table's version and size. Every failure is an error (`LibraryNotFound`
 //! with every attempt, `MissingSymbol`, `Unsupported` for another major version), never a

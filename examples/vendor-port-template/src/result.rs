@@ -1,4 +1,4 @@
-//! Step 4: the `result` layer — one checked function per vendor call, nothing else. Every
+//! Step B4: the `result` layer — one checked function per vendor call, nothing else. Every
 //! status goes through the vendor kit's mapping (`gpuport_driver::status`: out-of-memory,
 //! not-ready, and a `Vendor` error named by the runtime's own words otherwise). Functions
 //! that take raw handles or addresses are `unsafe`: the caller keeps them alive.

@@ -1,4 +1,4 @@
-//! Step 2: the vendor's C declarations, written from its header (`fakevendor.h`): status
+//! Step B2: the vendor's C declarations, written from its header (`fakevendor.h`): status
 //! codes, handles, and the function table its one entry symbol hands out. Only types live
 //! here; no call is made.
 

@@ -1,4 +1,4 @@
-//! Step 9: the whole conformance suite against this port, with one call — on the fake
+//! Step 8: the whole conformance suite against this port, with one call — on the fake
 //! vendor's library, which also reports every misuse of its API it sees.
 
 use std::path::PathBuf;

@@ -36,18 +36,6 @@ impl VendorCalls for DeviceCtx {
     fn bind(&self) -> Result<()> {
         DeviceCtx::bind(self)
     }
-    fn stream_raw(stream: CUstream) -> usize {
-        stream as usize
-    }
-    fn stream_from_raw(raw: usize) -> CUstream {
-        raw as CUstream
-    }
-    fn event_raw(ev: CUevent) -> usize {
-        ev as usize
-    }
-    fn event_from_raw(raw: usize) -> CUevent {
-        raw as CUevent
-    }
     fn info(&self) -> Result<DeviceInfo> {
         crate::device::info(&self.driver, self.id.ordinal)
     }

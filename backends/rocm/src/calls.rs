@@ -47,18 +47,6 @@ impl VendorCalls for DeviceCtx {
     fn bind(&self) -> Result<()> {
         DeviceCtx::bind(self)
     }
-    fn stream_raw(stream: hipStream_t) -> usize {
-        stream as usize
-    }
-    fn stream_from_raw(raw: usize) -> hipStream_t {
-        raw as hipStream_t
-    }
-    fn event_raw(ev: hipEvent_t) -> usize {
-        ev as usize
-    }
-    fn event_from_raw(raw: usize) -> hipEvent_t {
-        raw as hipEvent_t
-    }
     fn info(&self) -> Result<DeviceInfo> {
         crate::device::info(&self.rt, self.id.ordinal)
     }

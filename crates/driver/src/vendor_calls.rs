@@ -12,6 +12,33 @@ use gpuport_core::{
     Result, StreamFlags,
 };
 
+/// A vendor handle and its raw value (what `raw_handle` shows and `wrap_stream` /
+/// `wrap_event` take). Vendor handles are opaque pointers; a test's fake may use numbers.
+pub trait RawHandle: Copy + PartialEq + 'static {
+    /// The raw value.
+    fn to_raw(self) -> usize;
+    /// The handle of a raw value.
+    fn from_raw(raw: usize) -> Self;
+}
+
+impl<T: 'static> RawHandle for *mut T {
+    fn to_raw(self) -> usize {
+        self as usize
+    }
+    fn from_raw(raw: usize) -> Self {
+        raw as *mut T
+    }
+}
+
+impl RawHandle for usize {
+    fn to_raw(self) -> usize {
+        self
+    }
+    fn from_raw(raw: usize) -> Self {
+        raw
+    }
+}
+
 /// The vendor calls the vendor kit makes, implemented by a backend's device context (each
 /// method one checked driver call; the kit makes the device current first, except where a
 /// method says it binds itself).
@@ -19,22 +46,14 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
     /// The backend (`BackendKind::Cuda`, `BackendKind::Rocm`).
     const KIND: BackendKind;
     /// The vendor's stream handle (`CUstream`, `hipStream_t`).
-    type Stream: Copy + PartialEq;
+    type Stream: RawHandle;
     /// The vendor's event handle.
-    type Event: Copy;
+    type Event: RawHandle;
 
     /// The device.
     fn device_id(&self) -> DeviceId;
     /// Makes the device current on the calling thread.
     fn bind(&self) -> Result<()>;
-    /// The raw value of a stream handle.
-    fn stream_raw(stream: Self::Stream) -> usize;
-    /// A stream handle from its raw value (a foreign stream being wrapped).
-    fn stream_from_raw(raw: usize) -> Self::Stream;
-    /// The raw value of an event handle.
-    fn event_raw(event: Self::Event) -> usize;
-    /// An event handle from its raw value (a foreign event being wrapped; never 0).
-    fn event_from_raw(raw: usize) -> Self::Event;
 
     // --- The device ---------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use gpuport_core::{DeviceId, EventFlags, Ownership, Result};
 
 use crate::release::Deferred;
+use crate::vendor_calls::RawHandle;
 use crate::vendor_device::VendorDevice;
 use crate::vendor_stream::{refuse_in_callback, VendorCalls};
 
@@ -78,7 +79,7 @@ impl<V: VendorCalls> VendorEvent<V> {
 
     /// `Event::raw_handle`.
     pub fn raw_handle(&self) -> usize {
-        V::event_raw(self.inner.raw)
+        self.inner.raw.to_raw()
     }
 
     /// `Event::flags`.

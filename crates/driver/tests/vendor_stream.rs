@@ -63,15 +63,6 @@ impl VendorCalls for Fake {
     fn bind(&self) -> Result<()> {
         Ok(())
     }
-    fn stream_raw(stream: usize) -> usize {
-        stream
-    }
-    fn stream_from_raw(raw: usize) -> usize {
-        raw
-    }
-    fn event_from_raw(raw: usize) -> usize {
-        raw
-    }
     fn info(&self) -> Result<DeviceInfo> {
         Err(Error::unsupported(Self::KIND, "facts of a fake"))
     }
@@ -103,9 +94,6 @@ impl VendorCalls for Fake {
     fn event_destroy(&self, event: usize) -> Result<()> {
         self.events_destroyed.lock().unwrap().push(event);
         Ok(())
-    }
-    fn event_raw(event: usize) -> usize {
-        event
     }
     fn event_create(&self, flags: EventFlags) -> Result<usize> {
         // Handles 100, 101, …; the flags' bits ride along in the thousands.

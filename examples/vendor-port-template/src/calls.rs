@@ -41,18 +41,6 @@ impl VendorCalls for DeviceCtx {
     fn bind(&self) -> Result<()> {
         DeviceCtx::bind(self)
     }
-    fn stream_raw(stream: Handle) -> usize {
-        stream as usize
-    }
-    fn stream_from_raw(raw: usize) -> Handle {
-        raw as Handle
-    }
-    fn event_raw(event: Handle) -> usize {
-        event as usize
-    }
-    fn event_from_raw(raw: usize) -> Handle {
-        raw as Handle
-    }
 
     // The device.
     fn info(&self) -> Result<DeviceInfo> {

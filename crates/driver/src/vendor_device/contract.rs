@@ -8,7 +8,7 @@ use gpuport_core::{
 };
 
 use super::VendorDevice;
-use crate::vendor_calls::VendorCalls;
+use crate::vendor_calls::{RawHandle, VendorCalls};
 use crate::vendor_event::VendorEvent;
 use crate::vendor_stream::VendorStream;
 use crate::{vendor_memory, vendor_module};
@@ -87,7 +87,7 @@ impl<V: VendorCalls> VendorDevice<V> {
     /// # Safety
     /// `raw` is a live stream of this device and outlives every handle made from it.
     pub unsafe fn wrap_stream(self: &Arc<Self>, raw: usize) -> Result<VendorStream<V>> {
-        Ok(VendorStream::new(self, V::stream_from_raw(raw), false, StreamFlags::empty(), 0))
+        Ok(VendorStream::new(self, RawHandle::from_raw(raw), false, StreamFlags::empty(), 0))
     }
 
     /// `Device::create_event`.
@@ -103,7 +103,7 @@ impl<V: VendorCalls> VendorDevice<V> {
         if raw == 0 {
             return Err(Error::invalid_handle(format!("a null event handle of {}", V::KIND)));
         }
-        Ok(VendorEvent::from_parts(self, V::event_from_raw(raw), false, EventFlags::empty()))
+        Ok(VendorEvent::from_parts(self, RawHandle::from_raw(raw), false, EventFlags::empty()))
     }
 
     /// `Device::synchronize`: waits for the device, then reports its streams' kept errors

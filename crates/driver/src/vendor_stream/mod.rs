@@ -32,6 +32,7 @@ use gpuport_core::{BackendKind, Buffer, DeviceId, Error, HostCallback, Ownership
 pub use crate::vendor_calls::VendorCalls;
 
 use crate::parking::{Fence, Keep, Parked};
+use crate::vendor_calls::RawHandle;
 use crate::vendor_device::VendorDevice;
 
 /// The first error of one stream's work found outside a call, shared with its device.
@@ -211,7 +212,7 @@ impl<V: VendorCalls> StreamState<V> {
     }
 
     fn name(&self) -> String {
-        format!("{:#x} on {}", V::stream_raw(self.raw), self.dev.device_id())
+        format!("{:#x} on {}", self.raw.to_raw(), self.dev.device_id())
     }
 }
 
@@ -318,7 +319,7 @@ impl<V: VendorCalls> VendorStream<V> {
     }
     /// The vendor handle's value, without checks (for display and comparisons).
     pub fn raw_value(&self) -> usize {
-        V::stream_raw(self.inner.raw)
+        self.inner.raw.to_raw()
     }
     /// Whether the handle owns the stream.
     pub fn ownership(&self) -> Ownership {

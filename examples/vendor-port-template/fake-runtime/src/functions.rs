@@ -31,14 +31,9 @@ fn facts(i: usize, _memory: usize) -> DeviceFacts {
     }
 }
 
-/// The machine once `init` ran, with the calling thread's device made current.
+/// The machine, once `init` ran, with the calling thread's device made current.
 fn machine(cx: &Call<'_>) -> Result<&'static Machine> {
-    let m = Machine::get().ok_or(Error::NotInitialized)?;
-    m.enter(cx)?;
-    if current_context() == 0 && m.device_count() > 0 {
-        set_current_context(m.implicit_context(0));
-    }
-    Ok(m)
+    Machine::with_current_device(cx)
 }
 
 /// The null stream is the default one; there is no per-thread stream.

@@ -121,15 +121,9 @@ fn facts(i: usize, _memory: usize) -> DeviceFacts {
     }
 }
 
-/// The machine, once `hipInit` ran, with the calling thread's device made current (HIP's
-/// current device is 0 until `hipSetDevice`).
+/// The machine, once `hipInit` ran, with the calling thread's device made current.
 fn machine(cx: &Call<'_>) -> Result<&'static Machine> {
-    let m = Machine::get().ok_or(Error::NotInitialized)?;
-    m.enter(cx)?;
-    if current_context() == 0 && m.device_count() > 0 {
-        set_current_context(m.implicit_context(0));
-    }
-    Ok(m)
+    Machine::with_current_device(cx)
 }
 
 fn stream_ref(s: Handle) -> StreamRef {

@@ -408,6 +408,18 @@ impl Machine {
         MACHINE.get()
     }
 
+    /// For a runtime without contexts (HIP's model): the machine, once initialised, with
+    /// the call entered and the calling thread's device made current — device 0 until the
+    /// thread picks another.
+    pub fn with_current_device(cx: &Call<'_>) -> Result<&'static Machine> {
+        let m = Machine::get().ok_or(Error::NotInitialized)?;
+        m.enter(cx)?;
+        if current_context() == 0 && m.device_count() > 0 {
+            set_current_context(m.implicit_context(0));
+        }
+        Ok(m)
+    }
+
     /// The settings.
     pub fn config(&self) -> &Config {
         &self.config

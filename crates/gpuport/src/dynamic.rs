@@ -427,11 +427,11 @@ impl<E: Event> DynEvent for E {
 /// the `Any*` enum the same methods as inherent ones, so callers need no trait import
 /// (and `use gpuport::*` brings no second trait whose methods collide with the core
 /// traits' on typed handles).
-macro_rules! twin {
+macro_rules! forward_to_plugin_and_any {
     ($tr:ident for $wrapper:ident, $any:ident { $( $(#[$unsafe:ident])? fn $m:ident(&self $(, $a:ident: $t:ty)*) -> $r:ty; )* }) => {
         impl $tr for $wrapper {
             $(
-                twin!(@forward $($unsafe)? $m(&self $(, $a: $t)*) -> $r);
+                forward_to_plugin_and_any!(@forward $($unsafe)? $m(&self $(, $a: $t)*) -> $r);
             )*
             fn as_any(&self) -> &dyn Any {
                 self.0.as_any()
@@ -439,7 +439,7 @@ macro_rules! twin {
         }
         impl $any {
             $(
-                twin!(@inherent $tr $($unsafe)? $m(&self $(, $a: $t)*) -> $r);
+                forward_to_plugin_and_any!(@inherent $tr $($unsafe)? $m(&self $(, $a: $t)*) -> $r);
             )*
         }
     };
@@ -470,7 +470,7 @@ macro_rules! twin {
     };
 }
 
-twin!(DynDevice for PluginDevice, AnyDevice {
+forward_to_plugin_and_any!(DynDevice for PluginDevice, AnyDevice {
     fn id(&self) -> DeviceId;
     fn info(&self) -> Result<DeviceInfo>;
     fn dlpack_devices(&self) -> DlpackDevices;
@@ -493,7 +493,7 @@ twin!(DynDevice for PluginDevice, AnyDevice {
     fn kernel(&self, module: &Module, name: &str) -> Result<Kernel>;
 });
 
-twin!(DynStream for PluginStream, AnyStream {
+forward_to_plugin_and_any!(DynStream for PluginStream, AnyStream {
     fn device_id(&self) -> DeviceId;
     fn ownership(&self) -> Ownership;
     fn raw_handle(&self) -> usize;
@@ -511,7 +511,7 @@ twin!(DynStream for PluginStream, AnyStream {
     fn synchronize(&self) -> Result<()>;
 });
 
-twin!(DynEvent for PluginEvent, AnyEvent {
+forward_to_plugin_and_any!(DynEvent for PluginEvent, AnyEvent {
     fn device_id(&self) -> DeviceId;
     fn ownership(&self) -> Ownership;
     fn raw_handle(&self) -> usize;

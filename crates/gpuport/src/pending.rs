@@ -47,7 +47,7 @@ struct Mark {
 }
 
 #[derive(Default)]
-struct State {
+struct Marks {
     writes: Vec<Mark>,
     reads: Vec<Mark>,
     /// Streams whose later work is ordered after every mark above (they waited for all of
@@ -59,7 +59,7 @@ struct State {
 /// Pending work of one allocation.
 #[derive(Default)]
 pub(crate) struct PendingWork {
-    state: Mutex<State>,
+    state: Mutex<Marks>,
 }
 
 /// Makes later work on `waiter` wait for `event`, recorded on `source` (a stream of
@@ -91,7 +91,7 @@ pub(crate) fn order_after(
 }
 
 impl PendingWork {
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, Marks> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 

@@ -11,14 +11,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::queue::{drain, lock, spin_until, State};
+use crate::queue::{drain, lock, spin_until, QueueCore};
 
 /// How long an idle thread waits for a job before exiting.
 const IDLE_KEEP: Duration = Duration::from_secs(10);
 
 #[derive(Default)]
 struct Jobs {
-    queue: VecDeque<Arc<State>>,
+    queue: VecDeque<Arc<QueueCore>>,
     /// Threads waiting for a job (polling or asleep).
     idle: usize,
     /// Of those, the ones asleep on the condition variable (only they need a notify).
@@ -45,7 +45,7 @@ fn pool() -> &'static Pool {
 }
 
 /// Hands a queue with work to the pool (the caller just set its scheduled flag).
-pub(crate) fn submit(job: Arc<State>) {
+pub(crate) fn submit(job: Arc<QueueCore>) {
     let pool = pool();
     let mut jobs = lock(&pool.jobs);
     jobs.queue.push_back(job);

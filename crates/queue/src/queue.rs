@@ -182,7 +182,9 @@ impl<T> std::ops::Deref for Padded<T> {
     }
 }
 
-pub(crate) struct State {
+/// What a queue's handles, its pool job and its drainer share: the operations, the
+/// submitted and completed counts waiters watch, and the first failure.
+pub(crate) struct QueueCore {
     name: String,
     submitted: Padded<AtomicU64>,
     completed: Padded<AtomicU64>,
@@ -211,7 +213,7 @@ struct Inbox {
 }
 
 thread_local! {
-    /// The queue whose worker this thread is (its `State`'s address), 0 elsewhere.
+    /// The queue whose worker this thread is (its `QueueCore`'s address), 0 elsewhere.
     static WORKER_OF: Cell<usize> = const { Cell::new(0) };
 }
 
@@ -220,9 +222,9 @@ pub(crate) fn current_queue() -> usize {
     WORKER_OF.with(Cell::get)
 }
 
-impl State {
+impl QueueCore {
     fn id(&self) -> usize {
-        self as *const State as usize
+        self as *const QueueCore as usize
     }
 
     /// Wakes the waiters once `done` reaches the smallest target among them. Every waiter
@@ -281,7 +283,7 @@ impl State {
 /// the last handle lets what was queued finish.
 pub struct WorkQueue {
     tx: Sender<Op>,
-    state: Arc<State>,
+    state: Arc<QueueCore>,
 }
 
 /// Copies `len` bytes, splitting large copies across threads: one thread does not reach
@@ -322,7 +324,7 @@ pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
 /// signal) is counted and announced in one step under the queue's lock, which `query`
 /// and `synchronize` also take: whoever sees the event complete sees the stream's work up
 /// to it counted, and whoever sees the count sees the event complete.
-fn run(op: Op, state: &State) {
+fn run(op: Op, state: &QueueCore) {
     let announce = match op {
         Op::Copy(op) => {
             let CopyOp { src, dst, len, _keep } = *op;
@@ -370,7 +372,7 @@ fn run(op: Op, state: &State) {
 
 /// Drains `state`'s operations on the calling pool thread until none is left, then gives
 /// the queue up — unless an operation arrived meanwhile and nobody else took the queue.
-pub(crate) fn drain(state: &State) {
+pub(crate) fn drain(state: &QueueCore) {
     WORKER_OF.with(|w| w.set(state.id()));
     let mut inbox = lock(&state.inbox);
     loop {
@@ -406,7 +408,7 @@ impl WorkQueue {
     /// one while the queue has work.
     pub fn new(name: String) -> Result<Self> {
         let (tx, rx) = channel::<Op>();
-        let state = Arc::new(State {
+        let state = Arc::new(QueueCore {
             name,
             submitted: Padded(AtomicU64::new(0)),
             completed: Padded(AtomicU64::new(0)),
@@ -602,7 +604,7 @@ pub fn synchronize_all<'a>(queues: impl IntoIterator<Item = &'a QueueTracker> + 
 /// Waits for a queue's work and reports its errors; see [`WorkQueue::tracker`].
 #[derive(Clone)]
 pub struct QueueTracker {
-    state: Weak<State>,
+    state: Weak<QueueCore>,
     failure: Arc<Failure>,
 }
 

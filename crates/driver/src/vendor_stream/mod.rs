@@ -14,20 +14,23 @@
 //! The vendor's `sys` tables and device queries stay in its backend crate; it implements
 //! [`VendorCalls`] with one checked `result` call per method. The `Stream` data path over
 //! those calls (copies, memsets, blocking reads and writes, records, waits, launches) is
-//! in the `data_path` module, and `impl_vendor_stream!` writes a backend's `Stream` impl from it.
+//! in the `data_path` module, and `impl_vendor_stream!` writes a backend's `Stream` impl from it;
+//! the host-callback trampoline is in the `callback` module.
 
+mod callback;
 mod data_path;
+
+pub use callback::{refuse_in_callback, run_host_callback};
+use callback::{Callback, IN_CALLBACK};
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::ffi::c_void;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::ThreadId;
 
 use gpuport_core::release::Deferred;
-use gpuport_core::{BackendKind, Buffer, DeviceId, Error, HostCallback, Ownership, Result, StreamFlags};
+use gpuport_core::{Buffer, DeviceId, Error, HostCallback, Ownership, Result, StreamFlags};
 
 pub use crate::vendor_calls::VendorCalls;
 
@@ -407,66 +410,4 @@ impl<V: VendorCalls> VendorStream<V> {
     pub fn same_stream(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
-}
-
-thread_local! {
-    /// The backend whose host callback runs on this (driver-owned) thread, if one does.
-    static IN_CALLBACK: Cell<Option<BackendKind>> = const { Cell::new(None) };
-}
-
-/// `WouldDeadlock` inside a host callback of backend `kind`: a vendor callback may make no
-/// call into its own driver, and a blocking one would wait for the callback itself.
-/// Another backend's calls are allowed — a CUDA callback may wait for a ROCm event, which
-/// is how work on a CUDA stream is ordered after ROCm work.
-pub fn refuse_in_callback(kind: BackendKind, call: &str) -> Result<()> {
-    if IN_CALLBACK.with(Cell::get) == Some(kind) {
-        return Err(Error::would_deadlock(format!("{call} inside a host callback of {kind}")));
-    }
-    Ok(())
-}
-
-/// A host callback on its way through the driver.
-struct Callback {
-    f: HostCallback,
-    errors: Arc<StreamErrors>,
-    stream: String,
-    /// The backend whose driver runs it (whose calls it may not make).
-    kind: BackendKind,
-}
-
-impl Callback {
-    fn boxed(f: HostCallback, errors: Arc<StreamErrors>, stream: String, kind: BackendKind) -> *mut c_void {
-        Box::into_raw(Box::new(Callback { f, errors, stream, kind })).cast()
-    }
-
-    /// # Safety
-    /// `user` came from [`Callback::boxed`] and was not handed to the driver.
-    unsafe fn reclaim(user: *mut c_void) -> Box<Callback> {
-        // SAFETY: per the contract, the box is still ours.
-        unsafe { Box::from_raw(user.cast::<Callback>()) }
-    }
-}
-
-/// The body of every vendor host-function trampoline (`extern "C" fn(user)`): runs the
-/// callback once, never unwinds, keeps a panic as the stream's error, refuses blocking
-/// calls made from it, and hands everything it drops to the release thread (the driver's
-/// callback thread may make no driver call).
-///
-/// # Safety
-/// `user` is the pointer a [`VendorStream`] handed to
-/// [`VendorCalls::launch_host_callback`], and the driver calls this once for it.
-pub unsafe fn run_host_callback(user: *mut c_void) {
-    // SAFETY: per the contract, `user` is a leaked `Box<Callback>` run exactly once.
-    let callback = unsafe { Callback::reclaim(user) };
-    let _ = catch_unwind(AssertUnwindSafe(move || {
-        crate::release::restricted(move || {
-            let Callback { f, errors, stream, kind } = *callback;
-            IN_CALLBACK.with(|c| c.set(Some(kind)));
-            let outcome = catch_unwind(AssertUnwindSafe(f));
-            IN_CALLBACK.with(|c| c.set(None));
-            if let Err(unwound) = outcome {
-                errors.record(Error::StreamWork { stream, message: gpuport_core::unwound_work_message(&*unwound) });
-            }
-        })
-    }));
 }

@@ -55,8 +55,8 @@ impl Callback {
 /// callback thread may make no driver call).
 ///
 /// # Safety
-/// `user` is the pointer a [`VendorStream`] handed to
-/// [`VendorCalls::launch_host_callback`], and the driver calls this once for it.
+/// `user` is the pointer a [`VendorStream`](super::VendorStream) handed to
+/// [`VendorCalls::launch_host_callback`](crate::vendor_calls::VendorCalls::launch_host_callback), and the driver calls this once for it.
 pub unsafe fn run_host_callback(user: *mut c_void) {
     // SAFETY: per the contract, `user` is a leaked `Box<Callback>` run exactly once.
     let callback = unsafe { Callback::reclaim(user) };

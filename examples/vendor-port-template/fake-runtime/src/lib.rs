@@ -101,7 +101,9 @@ pub struct FvApi {
     pub launchKernel: unsafe extern "C" fn(Handle, *const u32, *const u32, u32, Handle, *mut *mut c_void) -> FvStatus,
 }
 
-/// `fvGetApi`: the function table for major version `version`, or null.
+/// `fvGetApi`: the function table for major version `version`, or null. It compares a
+/// number and returns a static's address, so it cannot panic and needs no `catch_unwind`
+/// (every function of the table serves its call inside one).
 #[no_mangle]
 pub extern "C" fn fvGetApi(version: u32) -> *const FvApi {
     if version != API_VERSION {

@@ -58,7 +58,14 @@ impl Shared {
     /// The hidden host pointer for a range of `buffer` as seen from device `from`: memory
     /// of any ext device (reached through that device's address space), or host-accessible
     /// memory. Anything else belongs to another backend.
-    fn resolve(&self, from: DeviceId, buffer: &Buffer, offset: usize, len: usize, op: &'static str) -> Result<*mut u8> {
+    fn translate(
+        &self,
+        from: DeviceId,
+        buffer: &Buffer,
+        offset: usize,
+        len: usize,
+        op: &'static str,
+    ) -> Result<*mut u8> {
         let dev = buffer.device();
         if dev.kind == KIND && !buffer.is_host_accessible() {
             let space = self

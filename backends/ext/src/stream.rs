@@ -24,11 +24,11 @@ impl ExtStream {
         ExtStream { shared, queue }
     }
 
-    fn resolve(&self, op: &'static str) -> impl Fn(&Buffer, usize, usize) -> Result<*mut u8> + '_ {
-        move |buffer, offset, len| self.shared.resolve(self.queue.device_id(), buffer, offset, len, op)
+    fn translator(&self, op: &'static str) -> impl Fn(&Buffer, usize, usize) -> Result<*mut u8> + '_ {
+        move |buffer, offset, len| self.shared.translate(self.queue.device_id(), buffer, offset, len, op)
     }
 }
 
-gpuport_queue::impl_queue_stream!(ExtStream, ExtBackend, queue, |this, op| this.resolve(op));
+gpuport_queue::impl_queue_stream!(ExtStream, ExtBackend, queue, |this, op| this.translator(op));
 
 gpuport_queue::impl_queue_event!(ExtEvent, ExtBackend);

@@ -1,7 +1,7 @@
 //! Host streams: `gpuport-queue`'s streams over host-accessible memory (host, or another
 //! backend's pinned or managed memory).
 
-use gpuport_queue::{host_resolver, QueueStream};
+use gpuport_queue::{host_translator, QueueStream};
 
 use crate::HostBackend;
 
@@ -9,4 +9,4 @@ use crate::HostBackend;
 #[derive(Clone)]
 pub struct HostStream(pub(crate) QueueStream);
 
-gpuport_queue::impl_queue_stream!(HostStream, HostBackend, 0, |_this, op| host_resolver(op));
+gpuport_queue::impl_queue_stream!(HostStream, HostBackend, 0, |_this, op| host_translator(op));

@@ -8,7 +8,7 @@ use std::time::Instant;
 use gpuport_core::{DeviceId, Error, EventFlags, Ownership, Result};
 
 use crate::handles::{HandleRegistry, OwnerGuard};
-use crate::queue::current_queue;
+use crate::wait::{current_queue, spin_until};
 
 #[derive(Default)]
 struct Marks {
@@ -18,7 +18,7 @@ struct Marks {
     completed: u64,
     /// When the marker of `completed` ran.
     at: Option<Instant>,
-    /// The queue the latest record was queued on (see `queue::current_queue`).
+    /// The queue the latest record was queued on (see `wait::current_queue`).
     queue: usize,
     /// Threads blocked in `wait_for`: a completion notifies only when there are some.
     waiters: usize,
@@ -113,7 +113,7 @@ impl EventState {
 
     /// Blocks until the marker of `generation` has run.
     pub fn wait_for(&self, generation: u64) {
-        if crate::queue::spin_until(|| self.completed.load(Ordering::Acquire) >= generation) {
+        if spin_until(|| self.completed.load(Ordering::Acquire) >= generation) {
             return;
         }
         let mut m = self.marks();

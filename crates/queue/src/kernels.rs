@@ -66,14 +66,14 @@ pub fn kernel(kind: BackendKind, device: DeviceId, module: &Module, name: &str) 
     Ok(Kernel::new(device, name, HostKernel(*f)))
 }
 
-/// Resolves kernel arguments to host pointers, checking every buffer, and returns the
-/// buffers the launch must keep alive. `resolve(buffer, offset, len)` gives the host
+/// Translates kernel arguments to host pointers, checking every buffer, and returns the
+/// buffers the launch must keep alive. `translate(buffer, offset, len)` gives the host
 /// pointer for a range of a buffer (software devices translate their own addresses).
-pub fn resolve_args(
+pub fn translate_args(
     args: &[KernelArg],
-    resolve: impl Fn(&Buffer, usize, usize) -> Result<*mut u8>,
+    translate: impl Fn(&Buffer, usize, usize) -> Result<*mut u8>,
 ) -> Result<(HostKernelArgs, Vec<Buffer>)> {
-    let mut resolved = Vec::with_capacity(args.len());
+    let mut translated = Vec::with_capacity(args.len());
     let mut keep = Vec::new();
     for arg in args {
         match arg {
@@ -84,16 +84,16 @@ pub fn resolve_args(
                         buffer.len()
                     ))
                 })?;
-                resolved.push(HostArg::Ptr(resolve(buffer, *offset, len)?, len));
+                translated.push(HostArg::Ptr(translate(buffer, *offset, len)?, len));
                 keep.push(buffer.clone());
             }
-            KernelArg::Scalar(s) => resolved.push(HostArg::Scalar(*s)),
+            KernelArg::Scalar(s) => translated.push(HostArg::Scalar(*s)),
         }
     }
-    Ok((HostKernelArgs::new(resolved), keep))
+    Ok((HostKernelArgs::new(translated), keep))
 }
 
-/// One resolved argument of a host kernel.
+/// One translated argument of a host kernel.
 #[derive(Debug, Clone, Copy)]
 pub enum HostArg {
     /// A host pointer and the bytes available from it.
@@ -113,7 +113,7 @@ pub struct HostKernelArgs {
 unsafe impl Send for HostKernelArgs {}
 
 impl HostKernelArgs {
-    /// Arguments from resolved pointers and scalars.
+    /// Arguments from translated pointers and scalars.
     pub fn new(args: Vec<HostArg>) -> Self {
         HostKernelArgs { args }
     }

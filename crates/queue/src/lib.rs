@@ -37,6 +37,7 @@ mod port;
 mod queue;
 mod queue_device;
 mod stream;
+mod wait;
 
 pub use device::DeviceQueues;
 pub use event::{EventState, QueueEvent};
@@ -45,7 +46,7 @@ pub use lazy::LazyStream;
 pub use port::QueueStreamPort;
 pub use queue::{copy_bytes, synchronize_all, QueueTracker, SendPtr, Work, WorkQueue};
 pub use queue_device::QueueDevice;
-pub use stream::{host_range, host_resolver, QueueStream, Resolve};
+pub use stream::{host_range, host_translator, QueueStream, Translate};
 
 #[doc(hidden)]
 pub use gpuport_core as __core;
@@ -62,24 +63,24 @@ macro_rules! impl_queue_event {
 
 /// Implements `gpuport_core::Stream` for a type holding a [`QueueStream`] in field
 /// `$field`, whose event type wraps [`QueueEvent`] in field `0`: every method forwards.
-/// `$resolve` is an expression of the stream (`$this`) and the operation's name (`$op`)
-/// giving the backend's [`Resolve`] function. The data path (copy, memset, write, read,
+/// `$translate` is an expression of the stream (`$this`) and the operation's name (`$op`)
+/// giving the backend's [`Translate`] function. The data path (copy, memset, write, read,
 /// launch) goes through [`QueueStreamPort`], which the macro implements too; an optional
 /// `overrides { … }` block holds `QueueStreamPort` methods written by the port instead of
 /// forwarded:
 ///
-/// `impl_queue_stream!(MyStream, MyBackend, 0, |_this, op| host_resolver(op))`, or
-/// `impl_queue_stream!(MyStream, MyBackend, 0, |_this, op| host_resolver(op), overrides { fn memset(…) {…} })`.
+/// `impl_queue_stream!(MyStream, MyBackend, 0, |_this, op| host_translator(op))`, or
+/// `impl_queue_stream!(MyStream, MyBackend, 0, |_this, op| host_translator(op), overrides { fn memset(…) {…} })`.
 #[macro_export]
 macro_rules! impl_queue_stream {
-    ($stream:ty, $backend:ty, $field:tt, |$this:ident, $op:ident| $resolve:expr $(, overrides { $($overrides:tt)* })?) => {
+    ($stream:ty, $backend:ty, $field:tt, |$this:ident, $op:ident| $translate:expr $(, overrides { $($overrides:tt)* })?) => {
         impl $crate::QueueStreamPort for $stream {
             fn queue(&self) -> &$crate::QueueStream {
                 &self.$field
             }
-            fn resolver(&self, operation: &'static str) -> impl $crate::Resolve {
+            fn translator(&self, operation: &'static str) -> impl $crate::Translate {
                 let ($this, $op) = (self, operation);
-                $resolve
+                $translate
             }
             $($($overrides)*)?
         }

@@ -1,6 +1,6 @@
 //! The elastic pool of threads that drain software queues (see [`crate::queue`]).
 //!
-//! A queue with work is a job; a job is taken by an idle thread, or — when every thread is
+//! A queue with work is a job (anything that can [`Job::drain`]); a job is taken by an idle thread, or — when every thread is
 //! busy (draining, blocked in a wait or in a host callback) — by a new one. So there are
 //! never fewer threads than queues with work: the one-thread-per-stream guarantee that no
 //! stream waits for another's progress to start, while a created stream costs no thread.
@@ -11,14 +11,20 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::queue::{drain, lock, spin_until, QueueCore};
+use crate::wait::{lock, spin_until};
+
+/// Work the pool runs: a queue with work, drained until it gives itself up.
+pub(crate) trait Job: Send + Sync {
+    /// Runs the job's work on the calling pool thread until none is left.
+    fn drain(&self);
+}
 
 /// How long an idle thread waits for a job before exiting.
 const IDLE_KEEP: Duration = Duration::from_secs(10);
 
 #[derive(Default)]
 struct Jobs {
-    queue: VecDeque<Arc<QueueCore>>,
+    queue: VecDeque<Arc<dyn Job>>,
     /// Threads waiting for a job (polling or asleep).
     idle: usize,
     /// Of those, the ones asleep on the condition variable (only they need a notify).
@@ -45,7 +51,7 @@ fn pool() -> &'static Pool {
 }
 
 /// Hands a queue with work to the pool (the caller just set its scheduled flag).
-pub(crate) fn submit(job: Arc<QueueCore>) {
+pub(crate) fn submit(job: Arc<dyn Job>) {
     let pool = pool();
     let mut jobs = lock(&pool.jobs);
     jobs.queue.push_back(job);
@@ -112,7 +118,7 @@ fn worker() {
         if let Some(job) = jobs.queue.pop_front() {
             pool.pending.store(jobs.queue.len(), Ordering::SeqCst);
             drop(jobs);
-            drain(&job);
+            job.drain();
             drop(job);
             jobs = lock(&pool.jobs);
             continue;

@@ -8,19 +8,19 @@
 //! keeps the rest:
 //!
 //! ```text
-//! gpuport_queue::impl_queue_stream!(MyStream, MyBackend, 0, |_this, op| host_resolver(op), override {
+//! gpuport_queue::impl_queue_stream!(MyStream, MyBackend, 0, |_this, op| host_translator(op), override {
 //!     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
 //!         // ... the device's own fill, or the queue's for what it cannot do:
-//!         self.queue().memset(dst, offset, len, value, self.resolver("memset"))
+//!         self.queue().memset(dst, offset, len, value, self.translator("memset"))
 //!     }
 //! });
 //! ```
 
 use gpuport_core::{Buffer, Kernel, KernelArg, LaunchConfig, Result};
 
-use crate::stream::{QueueStream, Resolve};
+use crate::stream::{QueueStream, Translate};
 
-/// A stream built on a [`QueueStream`]: how to reach it and how the port resolves its
+/// A stream built on a [`QueueStream`]: how to reach it and how the port translates its
 /// buffers, and the data path over them (each provided method forwards; override one to
 /// replace it).
 pub trait QueueStreamPort {
@@ -28,30 +28,30 @@ pub trait QueueStreamPort {
     fn queue(&self) -> &QueueStream;
 
     /// The port's address resolution for `operation` (named in errors).
-    fn resolver(&self, operation: &'static str) -> impl Resolve;
+    fn translator(&self, operation: &'static str) -> impl Translate;
 
     /// `Stream::copy`.
     fn copy(&self, src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<()> {
-        self.queue().copy(src, src_offset, dst, dst_offset, len, self.resolver("copy"))
+        self.queue().copy(src, src_offset, dst, dst_offset, len, self.translator("copy"))
     }
 
     /// `Stream::memset`.
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
-        self.queue().memset(dst, offset, len, value, self.resolver("memset"))
+        self.queue().memset(dst, offset, len, value, self.translator("memset"))
     }
 
     /// `Stream::write`.
     fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize) -> Result<()> {
-        self.queue().write(src, dst, dst_offset, self.resolver("write"))
+        self.queue().write(src, dst, dst_offset, self.translator("write"))
     }
 
     /// `Stream::read`.
     fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8]) -> Result<()> {
-        self.queue().read(src, src_offset, dst, self.resolver("read"))
+        self.queue().read(src, src_offset, dst, self.translator("read"))
     }
 
     /// `Stream::launch`.
     fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
-        self.queue().launch(kernel, config, args, self.resolver("launch"))
+        self.queue().launch(kernel, config, args, self.translator("launch"))
     }
 }

@@ -124,6 +124,6 @@ impl<S: QueueStreamPort + Clone> QueueDevice<S> {
         wrap: impl Fn(QueueStream) -> S,
     ) -> Result<()> {
         let legacy = self.legacy_stream(wrap)?;
-        legacy.queue().memset_blocking(dst, offset, len, value, legacy.resolver("memset"))
+        legacy.queue().memset_blocking(dst, offset, len, value, legacy.translator("memset"))
     }
 }

@@ -12,13 +12,13 @@ use gpuport_core::{
 
 use crate::event::QueueEvent;
 use crate::handles::{HandleRegistry, OwnerGuard};
-use crate::kernels::{resolve_args, HostKernel};
+use crate::kernels::{translate_args, HostKernel};
 use crate::queue::{copy_bytes, WorkQueue};
 
 /// How a backend turns `len` bytes at `offset` of a buffer into a host pointer for its
 /// worker, checking the range and that the buffer is memory it may touch.
-pub trait Resolve: Fn(&Buffer, usize, usize) -> Result<*mut u8> {}
-impl<F: Fn(&Buffer, usize, usize) -> Result<*mut u8>> Resolve for F {}
+pub trait Translate: Fn(&Buffer, usize, usize) -> Result<*mut u8> {}
+impl<F: Fn(&Buffer, usize, usize) -> Result<*mut u8>> Translate for F {}
 
 struct StreamCore {
     queue: WorkQueue,
@@ -42,9 +42,9 @@ pub struct QueueStream {
     owner: Option<Arc<OwnerGuard<StreamCore>>>,
 }
 
-/// [`host_range`] for operation `operation`, as a [`Resolve`] function: the resolution of
+/// [`host_range`] for operation `operation`, as a [`Translate`] function: the translation of
 /// a device whose streams touch host-accessible memory only.
-pub fn host_resolver(operation: &'static str) -> impl Fn(&Buffer, usize, usize) -> Result<*mut u8> {
+pub fn host_translator(operation: &'static str) -> impl Fn(&Buffer, usize, usize) -> Result<*mut u8> {
     move |buffer, offset, len| host_range(buffer, offset, len, operation)
 }
 
@@ -108,7 +108,7 @@ impl QueueStream {
         self.inner.flags
     }
 
-    /// `Stream::copy`: both ranges resolved and checked, then queued with the buffers.
+    /// `Stream::copy`: both ranges translated and checked, then queued with the buffers.
     pub fn copy(
         &self,
         src: &Buffer,
@@ -116,11 +116,11 @@ impl QueueStream {
         dst: &Buffer,
         dst_offset: usize,
         len: usize,
-        resolve: impl Resolve,
+        translate: impl Translate,
     ) -> Result<()> {
         check_copy(src, src_offset, dst, dst_offset, len)?;
-        let s = resolve(src, src_offset, len)?;
-        let d = resolve(dst, dst_offset, len)?;
+        let s = translate(src, src_offset, len)?;
+        let d = translate(dst, dst_offset, len)?;
         if len == 0 {
             return Ok(());
         }
@@ -130,8 +130,8 @@ impl QueueStream {
     }
 
     /// `Stream::memset`.
-    pub fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8, resolve: impl Resolve) -> Result<()> {
-        let d = resolve(dst, offset, len)?;
+    pub fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8, translate: impl Translate) -> Result<()> {
+        let d = translate(dst, offset, len)?;
         if len == 0 {
             return Ok(());
         }
@@ -149,15 +149,15 @@ impl QueueStream {
         offset: usize,
         len: usize,
         value: u8,
-        resolve: impl Resolve,
+        translate: impl Translate,
     ) -> Result<()> {
-        self.memset(dst, offset, len, value, resolve)?;
+        self.memset(dst, offset, len, value, translate)?;
         self.queue().flush()
     }
 
     /// `Stream::write`: queued after the work already queued; returns once it has run.
-    pub fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize, resolve: impl Resolve) -> Result<()> {
-        let d = resolve(dst, dst_offset, src.len())?;
+    pub fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize, translate: impl Translate) -> Result<()> {
+        let d = translate(dst, dst_offset, src.len())?;
         if src.is_empty() {
             return Ok(());
         }
@@ -173,8 +173,8 @@ impl QueueStream {
     }
 
     /// `Stream::read`: queued after the work already queued; returns once it has run.
-    pub fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8], resolve: impl Resolve) -> Result<()> {
-        let s = resolve(src, src_offset, dst.len())?;
+    pub fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8], translate: impl Translate) -> Result<()> {
+        let s = translate(src, src_offset, dst.len())?;
         if dst.is_empty() {
             return Ok(());
         }
@@ -211,15 +211,15 @@ impl QueueStream {
         kernel: &Kernel,
         config: &LaunchConfig,
         args: &[KernelArg],
-        resolve: impl Resolve,
+        translate: impl Translate,
     ) -> Result<()> {
         let HostKernel(f) = *kernel.handle_on::<HostKernel>(self.device_id(), "launch")?;
         config.validate()?;
-        let (resolved, keep) = resolve_args(args, resolve)?;
+        let (translated, keep) = translate_args(args, translate)?;
         let config = *config;
         self.queue().run(Box::new(move || {
             let _keep = keep;
-            f(&config, &resolved)
+            f(&config, &translated)
         }))
     }
 

@@ -13,7 +13,7 @@ use gpuport_core::{
     Stream, StreamFlags,
 };
 use gpuport_queue::memory::{host_buffer, PointerRegistry};
-use gpuport_queue::{host_resolver, QueueDevice, QueueEvent, QueueStream};
+use gpuport_queue::{host_translator, QueueDevice, QueueEvent, QueueStream};
 
 /// Step A2: the backend names itself — a plugin kind, never a built-in one.
 pub const KIND: BackendKind = BackendKind::Plugin("tmpl");
@@ -143,16 +143,16 @@ impl Device for TemplateDevice {
 
 /// Step A4: the stream — a `gpuport-queue` stream; `impl_queue_stream!` writes the
 /// `Stream` impl, every method forwarding to it with this device's address resolution
-/// (its memory is host memory, so `host_resolver`).
+/// (its memory is host memory, so `host_translator`).
 #[derive(Clone)]
 pub struct TemplateStream(QueueStream);
 
-gpuport_queue::impl_queue_stream!(TemplateStream, TemplateBackend, 0, |_this, op| host_resolver(op), overrides {
+gpuport_queue::impl_queue_stream!(TemplateStream, TemplateBackend, 0, |_this, op| host_translator(op), overrides {
     // Step A4b: one data-path method written by the port instead of forwarded (copy,
     // memset, write, read and launch can be). A device with its own fill would queue it
     // here; this one hands the fill to the queue, as the forwarded method does.
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
-        self.queue().memset(dst, offset, len, value, self.resolver("memset"))
+        self.queue().memset(dst, offset, len, value, self.translator("memset"))
     }
 });
 

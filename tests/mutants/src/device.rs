@@ -8,7 +8,7 @@ use gpuport_core::{
 };
 use gpuport_queue::kernels::{self, HostKernel};
 use gpuport_queue::memory::{host_buffer, PointerRegistry};
-use gpuport_queue::{host_resolver, LazyStream, QueueDevice, QueueStream};
+use gpuport_queue::{host_translator, LazyStream, QueueDevice, QueueStream};
 
 use crate::flaw;
 use crate::stream::{MutantEvent, MutantStream, StreamInner};
@@ -113,7 +113,7 @@ impl<const F: u8> Device for MutantDevice<F> {
     }
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
         let legacy = self.0.legacy.get_or_create(|| self.new_stream(StreamFlags::empty()))?;
-        legacy.main().memset_blocking(dst, offset, len, value, host_resolver("memset"))
+        legacy.main().memset_blocking(dst, offset, len, value, host_translator("memset"))
     }
     fn create_stream(&self, flags: StreamFlags, _priority: i32) -> Result<MutantStream<F>> {
         Ok(MutantStream::new(self.new_stream(flags)?))

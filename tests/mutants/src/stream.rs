@@ -9,7 +9,7 @@ use gpuport_core::{
     Buffer, DeviceId, Event, EventFlags, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result, Stream,
     StreamFlags,
 };
-use gpuport_queue::{host_resolver, QueueEvent, QueueStream};
+use gpuport_queue::{host_translator, QueueEvent, QueueStream};
 
 use crate::{flaw, MutantBackend};
 
@@ -92,16 +92,16 @@ impl<const F: u8> Stream for MutantStream<F> {
     }
     fn copy(&self, src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<()> {
         let src_offset = if F == flaw::COPY_IGNORES_OFFSET { 0 } else { src_offset };
-        self.0.next().copy(src, src_offset, dst, dst_offset, len, host_resolver("copy"))
+        self.0.next().copy(src, src_offset, dst, dst_offset, len, host_translator("copy"))
     }
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
-        self.0.next().memset(dst, offset, len, value, host_resolver("memset"))
+        self.0.next().memset(dst, offset, len, value, host_translator("memset"))
     }
     fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize) -> Result<()> {
-        self.0.next().write(src, dst, dst_offset, host_resolver("write"))
+        self.0.next().write(src, dst, dst_offset, host_translator("write"))
     }
     fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8]) -> Result<()> {
-        self.0.next().read(src, src_offset, dst, host_resolver("read"))
+        self.0.next().read(src, src_offset, dst, host_translator("read"))
     }
     fn record(&self, event: &MutantEvent<F>) -> Result<()> {
         self.0.next().record(&event.queue)
@@ -121,7 +121,7 @@ impl<const F: u8> Stream for MutantStream<F> {
         self.0.next().host_callback(f)
     }
     fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
-        self.0.next().launch(kernel, config, args, host_resolver("launch"))
+        self.0.next().launch(kernel, config, args, host_translator("launch"))
     }
     fn query(&self) -> Result<bool> {
         if F == flaw::QUERY_ALWAYS_DONE {

@@ -433,14 +433,6 @@ impl Array {
         self.copy_from_bytes_on(as_bytes(data), stream)
     }
 
-    /// A C-contiguous copy of the array on `device` (any device: the copy engine picks the
-    /// route), complete on return.
-    pub fn to_device(&self, device: &AnyDevice) -> Result<Array> {
-        let copy = Array::empty(device, self.shape(), self.dtype)?;
-        crate::copy::copy(self, &copy)?;
-        Ok(copy)
-    }
-
     fn check_dtype<T: Element>(&self) -> Result<()> {
         if T::DTYPE != self.dtype {
             return Err(Error::invalid_argument(format!("array holds {} but {} was asked for", self.dtype, T::DTYPE)));

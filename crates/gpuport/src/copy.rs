@@ -27,7 +27,7 @@
 use gpuport_core::{DefaultStream, Error, Layout, Result};
 
 use crate::array::Array;
-use crate::dynamic::AnyStream;
+use crate::dynamic::{AnyDevice, AnyStream};
 use crate::pending::Access;
 
 mod staging;
@@ -77,6 +77,16 @@ pub fn release_staging_buffers() {
 /// Copies `src` into `dst` (same shape and dtype, any devices) and waits for the copy.
 pub fn copy(src: &Array, dst: &Array) -> Result<CopyRoute> {
     CopyEngine::default().copy(src, dst)
+}
+
+impl Array {
+    /// A C-contiguous copy of the array on `device` (any device: the copy engine picks the
+    /// route), complete on return.
+    pub fn to_device(&self, device: &AnyDevice) -> Result<Array> {
+        let copy = Array::empty(device, self.shape(), self.dtype())?;
+        self::copy(self, &copy)?;
+        Ok(copy)
+    }
 }
 
 /// Strided copies with more runs than this, each shorter than [`SHORT_RUN_BYTES`], go

@@ -8,57 +8,12 @@ use gpuport_cuda::CudaBackend;
 use gpuport_host::HostBackend;
 use gpuport_rocm::RocmBackend;
 
-use crate::dynamic::{device_into_any, AnyDevice};
+use crate::dynamic::{AnyDevice, DynBackend};
 
 /// Environment variable that limits discovery to a comma-separated list of backends.
 pub const BACKENDS_ENV: &str = "GPUPORT_BACKENDS";
 /// Environment variable naming the default device (`cuda:0`); the host when unset.
 pub const DEVICE_ENV: &str = "GPUPORT_DEVICE";
-
-/// Object-safe view of a loaded backend.
-pub trait DynBackend: Send + Sync + 'static {
-    /// Its kind.
-    fn kind(&self) -> BackendKind;
-    /// Its DLPack device types (see [`Backend::DLPACK`]).
-    fn dlpack_devices(&self) -> DlpackDevices;
-    /// Runtime and driver versions.
-    fn version(&self) -> String;
-    /// Its devices.
-    fn devices(&self) -> Result<Vec<DeviceInfo>>;
-    /// Opens a device.
-    fn open(&self, ordinal: u32) -> Result<AnyDevice>;
-}
-
-impl<B: Backend> DynBackend for B {
-    fn kind(&self) -> BackendKind {
-        B::KIND
-    }
-    fn dlpack_devices(&self) -> DlpackDevices {
-        B::DLPACK
-    }
-    fn version(&self) -> String {
-        Backend::version(self)
-    }
-    fn devices(&self) -> Result<Vec<DeviceInfo>> {
-        let devices = Backend::devices(self)?;
-        devices.iter().try_for_each(|d| check_kind::<B>(d.id))?;
-        Ok(devices)
-    }
-    fn open(&self, ordinal: u32) -> Result<AnyDevice> {
-        let device = Backend::open(self, ordinal)?;
-        check_kind::<B>(gpuport_core::Device::id(&device))?;
-        Ok(device_into_any(device))
-    }
-}
-
-/// A backend hands out only its own devices: one device has one representation (a plugin
-/// cannot pass a built-in backend's device off as its own).
-fn check_kind<B: Backend>(id: DeviceId) -> Result<()> {
-    if id.kind != B::KIND {
-        return Err(Error::invalid_argument(format!("backend `{}` opened {id}, a device of another backend", B::KIND)));
-    }
-    Ok(())
-}
 
 fn load_as_dyn<B: Backend>(opts: &LoadOptions) -> Result<Arc<dyn DynBackend>> {
     Ok(Arc::new(B::load(opts)?))

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use gpuport_core::{BackendKind, DeviceId, Result};
 use gpuport_driver::release::Deferred;
-use gpuport_driver::vendor_device::{OpenDevices, VendorDevice};
+use gpuport_driver::vendor::{OpenDevices, VendorDevice};
 
 use crate::result;
 use crate::sys::{CUcontext, CUdevice, Driver};

@@ -1,12 +1,12 @@
 //! CUDA devices: their facts (compute capability, multiprocessors, PCI bus and UUID) are
 //! CUDA's own; everything else of `Device` is the vendor kit's
-//! (`gpuport_driver::vendor_device`) over the driver calls of `calls.rs`.
+//! (`gpuport_driver::vendor::device`) over the driver calls of `calls.rs`.
 
 use std::ffi::c_int;
 use std::sync::Arc;
 
 use gpuport_core::{DeviceId, DeviceInfo, Result};
-use gpuport_driver::vendor_device::VendorDevice;
+use gpuport_driver::vendor::VendorDevice;
 
 use crate::context::DeviceCtx;
 use crate::event::CudaEvent;

@@ -31,8 +31,9 @@ use gpuport_core::{Backend, BackendKind, DeviceInfo, DlDeviceType, DlpackDevices
 
 pub use device::CudaDevice;
 pub use event::CudaEvent;
-pub use loader::{format_version, inspect_library, load_attempted, LibraryReport, DEFAULT_NAMES, LIBRARY_ENV};
+pub use loader::{inspect_library, load_attempted, LibraryReport, DEFAULT_NAMES, LIBRARY_ENV};
 pub use stream::CudaStream;
+pub use sys::format_version;
 
 /// The CUDA backend: the loaded driver.
 #[derive(Clone)]
@@ -69,7 +70,7 @@ impl Backend for CudaBackend {
     }
 
     fn version(&self) -> String {
-        format!("CUDA driver {} ({})", loader::format_version(self.driver.driver_version), self.driver.library)
+        format!("CUDA driver {} ({})", sys::format_version(self.driver.driver_version), self.driver.library)
     }
 
     fn devices(&self) -> Result<Vec<DeviceInfo>> {

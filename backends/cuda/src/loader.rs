@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 
 use gpuport_core::{BackendKind, Error, Result};
 
-use crate::sys::{self, Api, Driver, Lookup, Optional};
+use crate::sys::{self, format_version, Api, Driver, Lookup, Optional};
 use gpuport_driver::status::no_device_detail;
 
 /// Variable naming an exact libcuda file.
@@ -27,11 +27,6 @@ fn missing(symbol: &str, library: &str, driver_version: Option<c_int>) -> Error 
         library: library.to_owned(),
         driver_version: driver_version.map(format_version),
     }
-}
-
-/// `12040` → `12.4`.
-pub fn format_version(v: c_int) -> String {
-    format!("{}.{}", v / 1000, (v % 1000) / 10)
 }
 
 type InitFn = unsafe extern "C" fn(std::ffi::c_uint) -> sys::Status;

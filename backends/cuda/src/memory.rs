@@ -1,5 +1,5 @@
 //! Pointer attributes: what the driver says of an address, as gpuport's
-//! `PointerAttributes`. (Allocations are the vendor kit's, `gpuport_driver::vendor_memory`.)
+//! `PointerAttributes`. (Allocations are the vendor kit's, `gpuport_driver::vendor::memory`.)
 
 use std::ffi::{c_int, c_uint};
 

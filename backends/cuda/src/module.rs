@@ -1,5 +1,5 @@
 //! Module images (PTX, cubin, fatbin), checked before the driver reads them. Loading,
-//! kernel lookup and unloading are the vendor kit's (`gpuport_driver::vendor_device`).
+//! kernel lookup and unloading are the vendor kit's (`gpuport_driver::vendor::device`).
 
 use std::ffi::{c_void, CString};
 

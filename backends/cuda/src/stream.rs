@@ -1,8 +1,8 @@
-//! CUDA streams: the vendor kit's streams (`gpuport_driver::vendor_stream`: ownership,
+//! CUDA streams: the vendor kit's streams (`gpuport_driver::vendor::stream`: ownership,
 //! parked handles, kept errors, host callbacks, default streams, a drop that never blocks,
 //! and the whole `Stream` data path) over the driver calls of `calls.rs`.
 
-use gpuport_driver::vendor_stream::VendorStream;
+use gpuport_driver::vendor::VendorStream;
 
 use crate::context::DeviceCtx;
 use crate::CudaBackend;

@@ -264,3 +264,9 @@ pub(crate) unsafe fn static_str(p: *const c_char) -> Option<String> {
     // SAFETY: as documented.
     (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
 }
+
+/// A driver version as the driver encodes it (`1000 * major + 10 * minor`) in words:
+/// `12040` → `12.4`.
+pub fn format_version(v: c_int) -> String {
+    format!("{}.{}", v / 1000, (v % 1000) / 10)
+}

@@ -1,12 +1,12 @@
 //! ROCm devices: their facts (the architecture from the device properties of either ROCm
 //! layout, compute units, PCI bus and UUID) are ROCm's own; everything else of `Device` is
-//! the vendor kit's (`gpuport_driver::vendor_device`) over the runtime calls of `calls.rs`.
+//! the vendor kit's (`gpuport_driver::vendor::device`) over the runtime calls of `calls.rs`.
 
 use std::ffi::c_int;
 use std::sync::Arc;
 
 use gpuport_core::{BackendKind, DeviceId, DeviceInfo, Result};
-use gpuport_driver::vendor_device::VendorDevice;
+use gpuport_driver::vendor::VendorDevice;
 
 use crate::context::DeviceCtx;
 use crate::event::RocmEvent;

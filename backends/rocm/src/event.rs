@@ -1,8 +1,8 @@
-//! HIP events: the shared vendor event (`gpuport_driver::vendor_event`: ownership,
+//! HIP events: the shared vendor event (`gpuport_driver::vendor::event`: ownership,
 //! deferred destroy, binding, no blocking inside a host callback) over the runtime's event
 //! calls (`result::event`).
 
-use gpuport_driver::vendor_event::VendorEvent;
+use gpuport_driver::vendor::VendorEvent;
 
 use crate::context::DeviceCtx;
 use crate::RocmBackend;

@@ -1,6 +1,6 @@
 //! Pointer attributes: what the runtime says of an address, as gpuport's
 //! `PointerAttributes`, for both ROCm 5's and ROCm 6's memory-type numbering.
-//! (Allocations are the vendor kit's, `gpuport_driver::vendor_memory`.)
+//! (Allocations are the vendor kit's, `gpuport_driver::vendor::memory`.)
 
 use std::ffi::c_void;
 

@@ -1,5 +1,5 @@
 //! Code objects, checked before the runtime reads them. Loading, kernel lookup and
-//! unloading are the vendor kit's (`gpuport_driver::vendor_device`).
+//! unloading are the vendor kit's (`gpuport_driver::vendor::device`).
 
 use gpuport_core::{BackendKind, Error, ModuleImage, Result};
 

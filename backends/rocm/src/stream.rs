@@ -1,8 +1,8 @@
-//! HIP streams: the vendor kit's streams (`gpuport_driver::vendor_stream`: ownership,
+//! HIP streams: the vendor kit's streams (`gpuport_driver::vendor::stream`: ownership,
 //! parked handles, kept errors, host callbacks, default streams, a drop that never blocks,
 //! and the whole `Stream` data path) over the runtime calls of `calls.rs`.
 
-use gpuport_driver::vendor_stream::VendorStream;
+use gpuport_driver::vendor::VendorStream;
 
 use crate::context::DeviceCtx;
 use crate::RocmBackend;

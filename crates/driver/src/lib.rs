@@ -12,18 +12,11 @@
 //! - [`release`]: the deferred-release thread (defined with `Buffer` in core, whose drop
 //!   obeys it): drops that may call a driver or foreign code never run on a driver
 //!   callback thread or a stream worker;
-//! - [`vendor_calls`]: the one call table a vendor backend implements — one checked driver
-//!   call per method — over which the rest of the vendor kit is written once:
-//! - [`vendor_device`]: the opened device shared by its handles (with its streams' kept
-//!   errors and default streams), the registry of open devices, and the whole `Device`
-//!   contract (`impl_vendor_device!`), modules and kernels included;
-//! - [`vendor_stream`]: the stream machinery of a vendor backend (ownership, parking,
-//!   kept errors reported by stream and device, the host-callback trampoline, default
-//!   streams, non-blocking drop) and the `Stream` data path (`impl_vendor_stream!`);
-//! - [`vendor_event`]: the event handle of a vendor backend (ownership, deferred destroy,
-//!   binding, no blocking inside a host callback; `impl_vendor_event!`);
-//! - [`vendor_memory`]: device, pinned, managed and stream-ordered buffers, each with the
-//!   release that matches its allocation;
+//! - [`vendor`]: the vendor kit — the one call table a vendor backend implements (one
+//!   checked driver call per method) and, written once over it, the opened device and its
+//!   whole `Device` contract (`impl_vendor_device!`), streams with the `Stream` data path
+//!   (`impl_vendor_stream!`), events (`impl_vendor_event!`), buffers released as they were
+//!   allocated, modules, host callbacks and the errors kept for the next synchronize;
 //! - [`host_memory`]: the host's memory limit, which every host-side allocation is checked
 //!   against before the allocator is asked;
 //! - [`c_text`]: text from the fixed `char` buffers vendors fill;
@@ -39,12 +32,7 @@ pub mod kernel_args;
 pub mod loading;
 pub mod parking;
 pub mod status;
-pub mod vendor_calls;
-pub mod vendor_device;
-pub mod vendor_event;
-pub mod vendor_memory;
-mod vendor_module;
-pub mod vendor_stream;
+pub mod vendor;
 
 pub use gpuport_core::release;
 

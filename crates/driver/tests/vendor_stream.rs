@@ -14,9 +14,9 @@ use gpuport_core::{
     Result, StreamFlags,
 };
 use gpuport_driver::parking::Keep;
-use gpuport_driver::vendor_device::{OpenDevices, VendorDevice};
-use gpuport_driver::vendor_event::VendorEvent;
-use gpuport_driver::vendor_stream::{run_host_callback, VendorCalls, VendorStream};
+use gpuport_driver::vendor::VendorEvent;
+use gpuport_driver::vendor::{run_host_callback, VendorCalls, VendorStream};
+use gpuport_driver::vendor::{OpenDevices, VendorDevice};
 
 /// A fake runtime: host callbacks wait in a list until the test (or a synchronize) runs
 /// them — the fake's "work".
@@ -392,23 +392,22 @@ fn an_event_synchronize_inside_a_callback_is_refused() {
 
 #[test]
 fn memory_is_freed_as_it_was_allocated_and_impossible_sizes_never_reach_the_driver() {
-    use gpuport_driver::vendor_memory;
     let dev = fake();
-    let device = vendor_memory::alloc(&dev, 64).unwrap();
-    let managed = vendor_memory::alloc_managed(&dev, 64).unwrap();
-    let pinned = vendor_memory::alloc_pinned(&dev, 64, Default::default()).unwrap();
+    let device = dev.alloc(64).unwrap();
+    let managed = dev.alloc_managed(64).unwrap();
+    let pinned = dev.alloc_pinned(64, Default::default()).unwrap();
     assert!(pinned.is_host_accessible() && managed.is_host_accessible() && !device.is_host_accessible());
     let s = VendorStream::new(&dev, 7, true, StreamFlags::empty(), 0);
-    let ordered = vendor_memory::alloc_async(&dev, 64, &s).unwrap();
+    let ordered = dev.alloc_async(64, &s).unwrap();
     // The per-thread stream's buffer is freed on the legacy stream (handle 1 here).
     let per_thread = VendorStream::per_thread_default(&dev, 2);
-    let on_per_thread = vendor_memory::alloc_async(&dev, 32, &per_thread).unwrap();
+    let on_per_thread = dev.alloc_async(32, &per_thread).unwrap();
     drop((device, managed, pinned, ordered, on_per_thread));
     gpuport_core::release::flush();
     // Nothing is asked of the driver for sizes no device has, nor for zero bytes.
-    assert!(matches!(vendor_memory::alloc(&dev, 2 << 20), Err(Error::OutOfMemory { .. })));
-    assert!(matches!(vendor_memory::alloc_managed(&dev, 2 << 20), Err(Error::OutOfMemory { .. })));
-    assert_eq!(vendor_memory::alloc(&dev, 0).unwrap().len(), 0);
+    assert!(matches!(dev.alloc(2 << 20), Err(Error::OutOfMemory { .. })));
+    assert!(matches!(dev.alloc_managed(2 << 20), Err(Error::OutOfMemory { .. })));
+    assert_eq!(dev.alloc(0).unwrap().len(), 0);
     assert_eq!(
         *dev.calls.lock().unwrap(),
         [

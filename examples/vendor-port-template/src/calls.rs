@@ -1,4 +1,4 @@
-//! Step B5: the call table — `gpuport_driver::vendor_calls::VendorCalls` for this runtime's
+//! Step B5: the call table — `gpuport_driver::vendor::VendorCalls` for this runtime's
 //! device context, each method one checked `result` call. The vendor kit builds the whole
 //! contract over it: the device (memory, streams, events, modules, peers, the device-wide
 //! synchronize), streams with ownership and kept errors, the `Stream` data path with its
@@ -11,7 +11,7 @@ use gpuport_core::{
     BackendKind, DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, LaunchConfig, MemoryKind, ModuleImage,
     PointerAttributes, Result, StreamFlags,
 };
-use gpuport_driver::vendor_stream::{run_host_callback, VendorCalls};
+use gpuport_driver::vendor::{run_host_callback, VendorCalls};
 
 use crate::context::DeviceCtx;
 use crate::result;

@@ -8,7 +8,7 @@ use std::ffi::c_int;
 use std::sync::Arc;
 
 use gpuport_core::{DeviceId, Result};
-use gpuport_driver::vendor_device::{OpenDevices, VendorDevice};
+use gpuport_driver::vendor::{OpenDevices, VendorDevice};
 
 use crate::loader::Runtime;
 use crate::{result, KIND};

@@ -27,9 +27,9 @@ mod sys;
 use std::sync::Arc;
 
 use gpuport_core::{Backend, BackendKind, DeviceInfo, DlDeviceType, DlpackDevices, LoadOptions, Result};
-use gpuport_driver::vendor_device::VendorDevice;
-use gpuport_driver::vendor_event::VendorEvent;
-use gpuport_driver::vendor_stream::VendorStream;
+use gpuport_driver::vendor::VendorDevice;
+use gpuport_driver::vendor::VendorEvent;
+use gpuport_driver::vendor::VendorStream;
 
 pub use calls::IMAGE_FORMAT;
 use context::DeviceCtx;
@@ -71,7 +71,7 @@ impl Backend for VendorBackend {
         let count = result::device_count(self.rt.api)?;
         gpuport_driver::device_list::device_infos(KIND, count, |i| {
             let dev = DeviceCtx::open(&self.rt, i)?;
-            gpuport_driver::vendor_calls::VendorCalls::info(&**dev)
+            gpuport_driver::vendor::VendorCalls::info(&**dev)
         })
     }
     fn open(&self, ordinal: u32) -> Result<VendorPortDevice> {

@@ -66,9 +66,8 @@ pub fn load(path: Option<&Path>) -> Result<Arc<Runtime>> {
             ),
         ));
     }
-    let rt = Arc::new(Runtime { api, library, _lib: lib });
-    crate::result::init(&rt)?;
-    Ok(rt)
+    crate::result::init(api, &library)?;
+    Ok(Arc::new(Runtime { api, library, _lib: lib }))
 }
 
 /// The process-wide runtime, loaded on first use (a failure is kept and reported again).

@@ -8,7 +8,6 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use gpuport_core::{DeviceId, Error, Result};
 use gpuport_driver::status::{check, check_alloc, check_ready, fallback_names, no_device_detail, StatusNames};
 
-use crate::loader::Runtime;
 use crate::sys::{Api, Handle, PointerAttributes, Status, ERROR_NO_DEVICE, ERROR_PEER_ACCESS_ALREADY_ENABLED};
 use crate::KIND;
 
@@ -27,12 +26,11 @@ impl StatusNames for Api {
 // --- Initialisation and devices ------------------------------------------------------------
 
 /// `init`: a runtime without devices is `NoDevice`, with the runtime's words.
-pub fn init(rt: &Runtime) -> Result<()> {
-    let api = rt.api;
+pub fn init(api: &Api, library: &str) -> Result<()> {
     // SAFETY: no arguments beyond the flags.
     match unsafe { (api.init)(0) } {
         ERROR_NO_DEVICE => {
-            Err(Error::NoDevice { backend: KIND, detail: no_device_detail(api, ERROR_NO_DEVICE, &rt.library) })
+            Err(Error::NoDevice { backend: KIND, detail: no_device_detail(api, ERROR_NO_DEVICE, library) })
         }
         status => check(api, status, "init"),
     }

@@ -56,7 +56,7 @@ pub fn has_alloc_async(driver: &Driver) -> Result<()> {
     driver.mem_alloc_async().map(|_| ()).ok_or_else(|| {
         Error::unsupported(
             BackendKind::Cuda,
-            format!("stream-ordered allocation (driver {})", crate::loader::format_version(driver.driver_version)),
+            format!("stream-ordered allocation (driver {})", crate::sys::format_version(driver.driver_version)),
         )
     })
 }

@@ -41,7 +41,7 @@ pub fn synchronize_all<'a>(queues: impl IntoIterator<Item = &'a QueueTracker> + 
     first
 }
 
-/// Waits for a queue's work and reports its errors; see [`WorkQueue::tracker`].
+/// Waits for a queue's work and reports its errors; see [`WorkQueue::tracker`](super::WorkQueue::tracker).
 #[derive(Clone)]
 pub struct QueueTracker {
     pub(super) state: Weak<QueueCore>,

@@ -7,11 +7,11 @@ use gpuport_core::{
     PointerAttributes, Result, StreamFlags,
 };
 
-use super::VendorDevice;
-use crate::vendor_calls::{RawHandle, VendorCalls};
-use crate::vendor_event::VendorEvent;
-use crate::vendor_stream::VendorStream;
-use crate::{vendor_memory, vendor_module};
+use super::device::VendorDevice;
+use crate::vendor::calls::{RawHandle, VendorCalls};
+use crate::vendor::event::VendorEvent;
+use crate::vendor::stream::VendorStream;
+use crate::vendor::{memory, module};
 
 impl<V: VendorCalls> VendorDevice<V> {
     /// `Device::info`.
@@ -21,22 +21,22 @@ impl<V: VendorCalls> VendorDevice<V> {
 
     /// `Device::alloc`.
     pub fn alloc(self: &Arc<Self>, bytes: usize) -> Result<Buffer> {
-        vendor_memory::alloc(self, bytes)
+        memory::alloc(self, bytes)
     }
 
     /// `Device::alloc_async`.
     pub fn alloc_async(self: &Arc<Self>, bytes: usize, stream: &VendorStream<V>) -> Result<Buffer> {
-        vendor_memory::alloc_async(self, bytes, stream)
+        memory::alloc_async(self, bytes, stream)
     }
 
     /// `Device::alloc_pinned`.
     pub fn alloc_pinned(self: &Arc<Self>, bytes: usize, flags: HostAllocFlags) -> Result<Buffer> {
-        vendor_memory::alloc_pinned(self, bytes, flags)
+        memory::alloc_pinned(self, bytes, flags)
     }
 
     /// `Device::alloc_managed`.
     pub fn alloc_managed(self: &Arc<Self>, bytes: usize) -> Result<Buffer> {
-        vendor_memory::alloc_managed(self, bytes)
+        memory::alloc_managed(self, bytes)
     }
 
     /// `Device::memset`: this backend's memory only; done when it returns. The vendors
@@ -136,11 +136,11 @@ impl<V: VendorCalls> VendorDevice<V> {
 
     /// `Device::load_module`.
     pub fn load_module(self: &Arc<Self>, image: ModuleImage<'_>) -> Result<Module> {
-        vendor_module::load(self, image)
+        module::load(self, image)
     }
 
     /// `Device::kernel`.
     pub fn kernel(&self, module: &Module, name: &str) -> Result<Kernel> {
-        vendor_module::kernel(self, module, name)
+        module::kernel(self, module, name)
     }
 }

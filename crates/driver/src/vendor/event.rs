@@ -9,9 +9,10 @@ use std::sync::Arc;
 use gpuport_core::{DeviceId, EventFlags, Ownership, Result};
 
 use crate::release::Deferred;
-use crate::vendor_calls::RawHandle;
-use crate::vendor_device::VendorDevice;
-use crate::vendor_stream::{refuse_in_callback, VendorCalls};
+use crate::vendor::callback::refuse_in_callback;
+use crate::vendor::calls::RawHandle;
+use crate::vendor::calls::VendorCalls;
+use crate::vendor::device::VendorDevice;
 
 struct EventState<V: VendorCalls> {
     dev: Arc<VendorDevice<V>>,

@@ -10,7 +10,6 @@
 //! CUDA primary context, HIP's `hipSetDevice`), device facts, image checks and the default
 //! stream handles.
 
-mod contract;
 mod forward;
 
 use std::ops::Deref;
@@ -18,15 +17,15 @@ use std::sync::{Arc, Mutex, Weak};
 
 use gpuport_core::{DeviceId, Error, Result};
 
-use crate::vendor_calls::VendorCalls;
-use crate::vendor_stream::DeviceStreams;
+use crate::vendor::calls::VendorCalls;
+use crate::vendor::stream::DeviceStreams;
 
 /// One opened vendor device, shared by every handle of it (device, stream, event, buffer,
 /// module): the backend's context and the kit's per-device stream record. It dereferences
 /// to the backend's context, so the kit calls [`VendorCalls`] on it directly.
 pub struct VendorDevice<V: VendorCalls> {
-    calls: V,
-    streams: DeviceStreams<V>,
+    pub(super) calls: V,
+    pub(super) streams: DeviceStreams<V>,
 }
 
 impl<V: VendorCalls> Deref for VendorDevice<V> {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use gpuport_core::{BackendKind, Error, HostCallback, Result};
 
-use super::StreamErrors;
+use super::stream_errors::StreamErrors;
 
 thread_local! {
     /// The backend whose host callback runs on this (driver-owned) thread, if one does.
@@ -56,7 +56,7 @@ impl Callback {
 ///
 /// # Safety
 /// `user` is the pointer a [`VendorStream`](super::VendorStream) handed to
-/// [`VendorCalls::launch_host_callback`](crate::vendor_calls::VendorCalls::launch_host_callback), and the driver calls this once for it.
+/// [`VendorCalls::launch_host_callback`](super::VendorCalls::launch_host_callback), and the driver calls this once for it.
 pub unsafe fn run_host_callback(user: *mut c_void) {
     // SAFETY: per the contract, `user` is a leaked `Box<Callback>` run exactly once.
     let callback = unsafe { Callback::reclaim(user) };

@@ -9,9 +9,10 @@ use std::sync::Arc;
 
 use gpuport_core::{Buffer, BufferDesc, DeviceId, Error, HostAllocFlags, MemoryKind, Release, Result};
 
-use crate::vendor_calls::VendorCalls;
-use crate::vendor_device::VendorDevice;
-use crate::vendor_stream::{StreamErrors, VendorStream};
+use crate::vendor::calls::VendorCalls;
+use crate::vendor::device::VendorDevice;
+use crate::vendor::stream::VendorStream;
+use crate::vendor::stream_errors::StreamErrors;
 
 /// How an allocation is freed.
 enum Kind<V: VendorCalls> {

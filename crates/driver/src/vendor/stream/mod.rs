@@ -17,50 +17,23 @@
 //! in the `data_path` module, and `impl_vendor_stream!` writes a backend's `Stream` impl from it;
 //! the host-callback trampoline is in the `callback` module.
 
-mod callback;
 mod data_path;
-
-pub use callback::{refuse_in_callback, run_host_callback};
-use callback::{Callback, IN_CALLBACK};
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, Weak};
 use std::thread::ThreadId;
 
 use gpuport_core::release::Deferred;
 use gpuport_core::{Buffer, DeviceId, Error, HostCallback, Ownership, Result, StreamFlags};
 
-pub use crate::vendor_calls::VendorCalls;
-
+use super::callback::{refuse_in_callback, Callback, IN_CALLBACK};
+use super::calls::{RawHandle, VendorCalls};
+use super::device::VendorDevice;
+use super::lock;
+use super::stream_errors::StreamErrors;
 use crate::parking::{Fence, Keep, Parked};
-use crate::vendor_calls::RawHandle;
-use crate::vendor_device::VendorDevice;
-
-/// The first error of one stream's work found outside a call, shared with its device.
-#[derive(Default)]
-pub struct StreamErrors {
-    first: Mutex<Option<Error>>,
-    /// Set when the stream's last handle is gone: the device is then its only reporter.
-    orphaned: AtomicBool,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-impl StreamErrors {
-    /// Keeps `err` unless an earlier error is kept.
-    pub fn record(&self, err: Error) {
-        lock(&self.first).get_or_insert(err);
-    }
-
-    /// Reports and clears the kept error (the stream's synchronize).
-    fn take(&self) -> Result<()> {
-        lock(&self.first).take().map_or(Ok(()), Err)
-    }
-}
 
 /// What one device knows of its streams: their kept errors (dropped streams' included,
 /// until reported) and the default streams handed out.

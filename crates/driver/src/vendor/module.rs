@@ -9,8 +9,8 @@ use std::sync::Arc;
 use gpuport_core::{DeviceId, Error, Kernel, Module, ModuleImage, Result};
 
 use crate::release::Deferred;
-use crate::vendor_calls::VendorCalls;
-use crate::vendor_device::VendorDevice;
+use crate::vendor::calls::VendorCalls;
+use crate::vendor::device::VendorDevice;
 
 /// A loaded module, unloaded on drop.
 struct LoadedModule<V: VendorCalls> {

@@ -11,8 +11,8 @@ use gpuport_core::{check_copy, Buffer, Kernel, KernelArg, LaunchConfig, Result};
 use super::{refuse_in_callback, VendorCalls, VendorStream};
 use crate::kernel_args::{pack_kernel_args, PackedArgs};
 use crate::parking::Keep;
-use crate::vendor_event::VendorEvent;
-use crate::vendor_module;
+use crate::vendor::event::VendorEvent;
+use crate::vendor::module;
 
 /// A host slice's address, as the driver's unified addressing takes it.
 fn host_addr<T>(p: *const T) -> u64 {
@@ -107,7 +107,7 @@ impl<V: VendorCalls> VendorStream<V> {
     /// `BackendMismatch`), the geometry checked, the arguments packed (this backend's
     /// memory only); the buffers and the kernel are parked until the launch has run.
     pub fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
-        let function = vendor_module::function::<V>(kernel, self.device_id())?;
+        let function = module::function::<V>(kernel, self.device_id())?;
         config.validate()?;
         let PackedArgs { mut values, mut keep } = pack_kernel_args(args, |b| self.own_memory(b, "launch"))?;
         keep.push(Keep::Kernel(kernel.clone()));

@@ -1,0 +1,46 @@
+//! The vendor kit: everything a backend over a vendor runtime shares, written once over
+//! the one call table it implements ([`VendorCalls`]: one checked driver call per method).
+//! The software kit (`gpuport-queue`) is its counterpart for devices whose work runs on the
+//! CPU; the two are built the same way — a shared core, and one macro per handle type that
+//! writes the backend's trait impl from it.
+//!
+//! | module | what it holds |
+//! | --- | --- |
+//! | `calls` | [`VendorCalls`], the call table, and [`RawHandle`], the handle conversions |
+//! | `device` | [`VendorDevice`], what every handle of one opened device shares (the backend's context and its streams' record), and [`OpenDevices`], the registry of open devices; `impl_vendor_device!` |
+//! | `contract` | the whole `Device` contract over the call table: memory, the synchronous memset, streams, events, the device-wide synchronize, peers, pointer attributes, modules |
+//! | `memory` | device, pinned, managed and stream-ordered buffers, each released as it was allocated |
+//! | `module` | loaded modules and their kernels, unloaded after the last kernel |
+//! | `stream` | [`VendorStream`]: ownership, parking, default streams, non-blocking drop, and the `Stream` data path (`impl_vendor_stream!`) |
+//! | `stream_errors` | [`StreamErrors`], the first error of a stream's work found outside a call |
+//! | `callback` | host callbacks: the trampoline ([`run_host_callback`]) and the rule that a callback makes no call into its own driver ([`refuse_in_callback`]) |
+//! | `event` | [`VendorEvent`]: ownership, deferred destroy, no blocking inside a host callback; `impl_vendor_event!` |
+//!
+//! Imports run one way — `calls` at the bottom; `stream_errors`, `callback`, `device`,
+//! then `event` and `module`, `stream`, `memory`, and `contract` on top — with one mutual
+//! reference: an opened device records its default streams, and a stream holds its device.
+
+mod callback;
+mod calls;
+mod contract;
+mod device;
+mod event;
+mod memory;
+mod module;
+mod stream;
+mod stream_errors;
+
+use std::sync::{Mutex, MutexGuard};
+
+pub use callback::{refuse_in_callback, run_host_callback};
+pub use calls::{RawHandle, VendorCalls};
+pub use device::{OpenDevices, VendorDevice};
+pub use event::VendorEvent;
+pub use stream::{DeviceStreams, RawStream, StreamState, VendorStream};
+pub use stream_errors::StreamErrors;
+
+/// Locks a mutex whose data a panic cannot leave inconsistent (counters, lists, kept
+/// errors), so a poisoned lock is still used.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -9,11 +9,11 @@
 //! obeys it.
 
 mod callback;
+mod device_spec;
 mod dlpack_device;
 mod dtype;
 mod error;
 mod flags;
-mod device_spec;
 mod id;
 mod kernel;
 mod layout;
@@ -22,11 +22,11 @@ pub mod release;
 mod traits;
 
 pub use callback::{fail_host_callback, unwound_work_message};
+pub use device_spec::DeviceSpec;
 pub use dlpack_device::{DlDeviceType, DlpackDevices};
 pub use dtype::{as_bytes, as_bytes_mut, zeroed_vec, DType, DTypeCode, Element};
 pub use error::{Error, LoadAttempt, Result};
 pub use flags::{DefaultStream, EventFlags, HostAllocFlags, Ownership, StreamFlags};
-pub use device_spec::DeviceSpec;
 pub use id::{BackendKind, DeviceId};
 pub use kernel::{Kernel, KernelArg, LaunchConfig, Module, ModuleImage, Scalar};
 pub use layout::{c_strides, ByteSpan, Layout, MAX_NDIM};

@@ -13,7 +13,7 @@ use crate::array::PyArray;
 use crate::device::parse_device;
 use crate::errors::IntoPy;
 use crate::py_owner::PyOwner;
-use crate::runtime;
+use crate::runtime::runtime;
 
 /// A Python value in the neutral form (unknown types by name, refused by the rules).
 pub fn to_value(v: &Bound<'_, PyAny>) -> PyResult<Value> {

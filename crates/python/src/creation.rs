@@ -6,9 +6,11 @@ use pyo3::prelude::*;
 
 use crate::array::PyArray;
 use crate::device::parse_device;
-use crate::errors::{to_py, Context, IntoPy};
+use crate::errors::{Context, IntoPy};
+use crate::placement::place;
+use crate::runtime::runtime;
 use crate::scalar::{self, Scalar};
-use crate::{dlpack, dtype, host_import, runtime};
+use crate::{dtype, from_dlpack, host_import};
 
 /// A shape argument: an int or a sequence of ints (≥ 0).
 fn parse_shape(shape: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
@@ -119,26 +121,6 @@ fn finish(
     PyArray::wrap(py, place(py, a, device, copy, Context::General)?)
 }
 
-/// `array` on `device` (a copy through the copy engine when it is elsewhere, or when
-/// `copy=True`); `copy=False` with another device is an error of `context`'s kind.
-pub(crate) fn place(
-    py: Python<'_>,
-    array: Array,
-    device: Option<AnyDevice>,
-    copy: Option<bool>,
-    context: Context,
-) -> PyResult<Array> {
-    let target = device.unwrap_or_else(|| array.device().clone());
-    if target.id() == array.device_id() && copy != Some(true) {
-        return Ok(array);
-    }
-    if copy == Some(false) {
-        let what = format!("copy=False, but the data is on {} and {} was asked for", array.device_id(), target.id());
-        return Err(to_py(gpuport::Error::Interchange { what }, context));
-    }
-    py.detach(|| array.to_device(&target)).map_err(|e| to_py(e, context))
-}
-
 /// `gpuport.asarray(obj, dtype=None, device=None, copy=None)`: a gpuport array, a DLPack
 /// producer, a CUDA Array Interface producer, a buffer-protocol / `__array_interface__`
 /// object (zero-copy where possible), or Python scalars and nested sequences.
@@ -157,7 +139,7 @@ pub fn asarray(
         return finish(py, a.get().inner.clone(), want_dtype, dev, copy);
     }
     if obj.hasattr("__dlpack__")? && obj.hasattr("__dlpack_device__")? {
-        let a = dlpack::from_dlpack(py, obj, None, None)?;
+        let a = from_dlpack::from_dlpack(py, obj, None, None)?;
         return finish(py, a.get().inner.clone(), want_dtype, dev, copy);
     }
     if obj.hasattr("__cuda_array_interface__")? {

@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 
 use crate::errors::IntoPy;
-use crate::runtime;
+use crate::runtime::runtime;
 
 /// One backend as discovery found it.
 #[pyclass(module = "gpuport", name = "Backend", frozen)]

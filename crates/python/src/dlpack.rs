@@ -1,5 +1,5 @@
-//! `Array.__dlpack__` and `gpuport.from_dlpack`: argument parsing and the Python side of
-//! the protocol; the rules (versions, flags, copies, the stream handshake, validation)
+//! `Array.__dlpack__` and the `__dlpack__` path of `gpuport.from_dlpack`: argument parsing
+//! and the Python side of the protocol; the rules (versions, flags, copies, the stream handshake, validation)
 //! are `gpuport-dlpack`'s.
 
 use gpuport::{AnyDevice, Array, DlDeviceType};
@@ -13,11 +13,11 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyInt, PyTuple};
 
 use crate::array::PyArray;
-use crate::device::parse_device;
+use crate::capsule;
+use crate::counters::{count, Counter};
 use crate::errors::IntoPy;
-use crate::exchange_api::{self, Counter};
 use crate::py_owner::PyOwner;
-use crate::{capsule, runtime};
+use crate::runtime::runtime;
 
 /// A `(major, minor)` or `(device_type, device_id)` pair; anything else is TypeError.
 fn pair(arg: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<(i64, i64)>> {
@@ -74,7 +74,7 @@ pub fn export<'py>(
     // waits on gpuport's queues, so holding it cannot deadlock).
     let copies = stream_device != here || copy == Some(true);
     let tensor = if copies { py.detach(export) } else { export() }.py_exchange()?;
-    exchange_api::count(Counter::ProducerDunder);
+    count(Counter::ProducerDunder);
     capsule::wrap(py, tensor)
 }
 
@@ -122,38 +122,9 @@ pub fn import(py: Python<'_>, tensor: ManagedTensor, request: &ImportRequest) ->
     PyArray::wrap(py, array)
 }
 
-/// `gpuport.from_dlpack(x, *, device=None, copy=None)`: `x` is any object with
-/// `__dlpack__`/`__dlpack_device__` (through its type's C exchange API when it publishes
-/// one), or a DLPack capsule.
-#[pyfunction]
-#[pyo3(signature = (x, *, device = None, copy = None))]
-pub fn from_dlpack(
-    py: Python<'_>,
-    x: &Bound<'_, PyAny>,
-    device: Option<&Bound<'_, PyAny>>,
-    copy: Option<bool>,
-) -> PyResult<Py<PyArray>> {
-    let device = device.filter(|d| !d.is_none()).map(parse_device).transpose()?;
-    if capsule::is_capsule(x) {
-        exchange_api::count(Counter::ConsumerCapsule);
-        let tensor = capsule::consume(x)?;
-        return import(py, tensor, &ImportRequest { device, copy });
-    }
-    if let Some(table) = exchange_api::table_of(&x.get_type())? {
-        exchange_api::count(Counter::ConsumerExchangeApi);
-        return exchange_api::import_through(py, x, table, device, copy);
-    }
-    if !x.hasattr(intern!(py, "__dlpack__"))? {
-        return Err(PyTypeError::new_err(format!(
-            "from_dlpack takes an object with __dlpack__ and __dlpack_device__, or a DLPack capsule; not {}",
-            x.get_type().name()?
-        )));
-    }
-    exchange_api::count(Counter::ConsumerDunder);
-    from_dunder(py, x, device, copy)
-}
-
-fn from_dunder(
+/// `from_dlpack` through `__dlpack__`: the keywords, the retries older producers need,
+/// and the import.
+pub fn from_dunder(
     py: Python<'_>,
     x: &Bound<'_, PyAny>,
     device: Option<AnyDevice>,

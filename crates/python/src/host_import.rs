@@ -8,7 +8,8 @@ use pyo3::{ffi, PyErr};
 
 use crate::errors::IntoPy;
 use crate::py_owner::PyOwner;
-use crate::{cai, dtype, runtime};
+use crate::runtime::runtime;
+use crate::{cai, dtype};
 
 /// A `Py_buffer` held for an array's lifetime; released (with the GIL, by `PyOwner`) once.
 struct HeldView(Box<ffi::Py_buffer>);

@@ -10,41 +10,28 @@
 //! Built by maturin as one abi3 wheel (CPython ≥ 3.11); `cargo xtask test` builds it into
 //! a project-local virtual environment and runs `tests/python` with pytest.
 
-use std::sync::OnceLock;
-
-use gpuport::{Backend, Runtime};
 use pyo3::prelude::*;
 
 mod array;
+mod array_methods;
 mod cai;
 mod capsule;
+mod counters;
 mod creation;
 mod device;
 mod dlpack;
 mod dtype;
 mod errors;
 mod exchange_api;
+mod from_dlpack;
 mod host_import;
 mod index;
 mod mirrored;
+mod placement;
 mod py_owner;
+mod runtime;
 mod scalar;
 mod text;
-
-static RUNTIME: OnceLock<Runtime> = OnceLock::new();
-
-/// The process's runtime: the ext plugin registered, then every backend discovered once
-/// (`GPUPORT_BACKENDS` applies).
-pub(crate) fn runtime() -> &'static Runtime {
-    RUNTIME.get_or_init(|| {
-        // The ext device is always wanted (cross-device paths without a GPU); a failure to
-        // load it shows in `backends()` as an unavailable backend rather than an import error.
-        if let Ok(ext) = gpuport_ext::ExtBackend::load(&Default::default()) {
-            let _ = Runtime::register_plugin(ext);
-        }
-        Runtime::discover()
-    })
-}
 
 /// The `gpuport` module.
 #[pymodule(name = "gpuport")]
@@ -52,7 +39,7 @@ fn gpuport_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     // Discovery happens at import: `gpuport.device("ext:0")` works from the first call, and
     // no exchange pays for it later.
-    py.detach(runtime);
+    py.detach(runtime::runtime);
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("BackendUnavailable", py.get_type::<errors::BackendUnavailable>())?;
     m.add_class::<device::PyBackend>()?;
@@ -68,10 +55,10 @@ fn gpuport_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(creation::zeros, m)?)?;
     m.add_function(wrap_pyfunction!(creation::full, m)?)?;
     m.add_function(wrap_pyfunction!(creation::asarray, m)?)?;
-    m.add_function(wrap_pyfunction!(dlpack::from_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(from_dlpack::from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(cai::as_array, m)?)?;
     m.add_function(wrap_pyfunction!(cai::from_cuda_array_interface, m)?)?;
-    m.add_function(wrap_pyfunction!(exchange_api::exchange_counters, m)?)?;
+    m.add_function(wrap_pyfunction!(counters::exchange_counters, m)?)?;
     for (name, value) in mirrored::STATE_CONSTANTS {
         m.add(*name, *value)?;
     }

@@ -12,7 +12,8 @@ use pyo3::types::{PyDict, PyTuple};
 use crate::array::PyArray;
 use crate::device::{parse_device, PyDevice};
 use crate::errors::IntoPy;
-use crate::{cai, dlpack, dtype, host_import, index, runtime};
+use crate::runtime::runtime;
+use crate::{cai, dlpack, dtype, from_dlpack, host_import, index};
 
 const CLEAN: u8 = 0;
 const HOST_DIRTY: u8 = 1;
@@ -98,7 +99,7 @@ fn host_side(obj: &Bound<'_, PyAny>) -> PyResult<Array> {
         return Ok(a);
     }
     if obj.hasattr("__dlpack__")? {
-        return Ok(dlpack::from_dlpack(obj.py(), obj, None, Some(false))?.get().inner.clone());
+        return Ok(from_dlpack::from_dlpack(obj.py(), obj, None, Some(false))?.get().inner.clone());
     }
     Err(PyTypeError::new_err(format!(
         "data must support the buffer protocol, __array_interface__ or DLPack, not {}",
@@ -115,7 +116,7 @@ fn device_side(obj: &Bound<'_, PyAny>) -> PyResult<Array> {
         return Ok(cai::as_array(obj.py(), obj, "enqueue", None)?.get().inner.clone());
     }
     if obj.hasattr("__dlpack__")? {
-        return Ok(dlpack::from_dlpack(obj.py(), obj, None, Some(false))?.get().inner.clone());
+        return Ok(from_dlpack::from_dlpack(obj.py(), obj, None, Some(false))?.get().inner.clone());
     }
     Err(PyTypeError::new_err(format!(
         "device_data must support __cuda_array_interface__ or DLPack, not {}",

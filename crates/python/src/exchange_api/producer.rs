@@ -1,88 +1,25 @@
-//! The DLPack C exchange API (`DLPackExchangeAPI`, dlpack.h 1.3), both sides.
-//!
-//! Producer: one process-lifetime table published on `gpuport.Array`'s type as
-//! `__dlpack_c_exchange_api__` (a capsule named `dlpack_exchange_api`) and the older
-//! `__c_dlpack_exchange_api__` (the address as an int), with all five functions.
-//!
-//! Consumer: `gpuport.from_dlpack` reads the table from the producer's type (new name,
-//! then old), walks `prev_api` to major version 1, takes the tensor with
-//! `managed_tensor_from_py_object_no_sync`, and does the stream handshake itself: on a
-//! stream device, the producer's current work stream gets an event that the imported
-//! array's later users wait for (no host block) — what `__dlpack__(stream=…)` achieves on
-//! the other path. Both paths validate and import through `gpuport-dlpack`.
-//!
-//! Every `extern "C"` function here catches panics (`guard`): none crosses into C.
+//! The producer side: the one process-lifetime table gpuport publishes on
+//! `gpuport.Array`'s type, and its five functions.
 
 use std::ffi::{c_int, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use gpuport::{Access, AnyDevice, Array, DType, DlDeviceType, Layout};
+use gpuport::{Array, DType, DlDeviceType, Layout};
 use gpuport_dlpack::abi::{
     DLManagedTensorVersioned, DLPackExchangeAPI, DLPackExchangeAPIHeader, DLPackSetError, DLTensor,
 };
 use gpuport_dlpack::{DLDataType, DLDevice, ExportRequest, ImportRequest, ManagedTensor, DLPACK_VERSION};
 use pyo3::exceptions::{PyBufferError, PyRuntimeError};
-use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCapsule, PyDict, PyType};
+use pyo3::types::PyCapsule;
 
+use super::CAPSULE_NAME;
 use crate::array::PyArray;
+use crate::counters::{count, Counter};
+use crate::dlpack;
 use crate::errors::IntoPy;
-use crate::py_owner::PyOwner;
-use crate::{dlpack, runtime};
-
-/// How many exchanges took each path (relaxed counters: a test can tell which path ran;
-/// `gpuport.exchange_counters()`).
-#[derive(Debug, Clone, Copy)]
-pub enum Counter {
-    /// `Array.__dlpack__` called.
-    ProducerDunder,
-    /// The table's `managed_tensor_from_py_object_no_sync` called.
-    ProducerExchangeApi,
-    /// The table's `managed_tensor_to_py_object_no_sync` called.
-    ProducerToPyObject,
-    /// The table's allocator called.
-    ProducerAllocator,
-    /// The table's `dltensor_from_py_object_no_sync` called.
-    ProducerDltensor,
-    /// `from_dlpack` through a producer's table.
-    ConsumerExchangeApi,
-    /// `from_dlpack` through `__dlpack__`.
-    ConsumerDunder,
-    /// `from_dlpack` of a raw capsule.
-    ConsumerCapsule,
-}
-
-const COUNTER_NAMES: [&str; 8] = [
-    "producer_dunder",
-    "producer_exchange_api",
-    "producer_to_py_object",
-    "producer_allocator",
-    "producer_dltensor",
-    "consumer_exchange_api",
-    "consumer_dunder",
-    "consumer_capsule",
-];
-
-static COUNTERS: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
-
-/// Counts one exchange on `path`.
-pub fn count(path: Counter) {
-    COUNTERS[path as usize].fetch_add(1, Ordering::Relaxed);
-}
-
-/// `gpuport.exchange_counters()`: how many exchanges took each path so far.
-#[pyfunction]
-pub fn exchange_counters(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    let d = PyDict::new(py);
-    for (name, c) in COUNTER_NAMES.iter().zip(&COUNTERS) {
-        d.set_item(name, c.load(Ordering::Relaxed))?;
-    }
-    Ok(d)
-}
+use crate::runtime::runtime;
 
 /// The table, immutable for the life of the process.
 struct Table(DLPackExchangeAPI);
@@ -99,9 +36,6 @@ static TABLE: Table = Table(DLPackExchangeAPI {
     dltensor_from_py_object_no_sync: Some(dltensor_from_py_object_no_sync),
     current_work_stream: Some(current_work_stream),
 });
-
-/// The capsule name of `__dlpack_c_exchange_api__`.
-const CAPSULE_NAME: &CStr = c"dlpack_exchange_api";
 
 /// `type(Array).__dlpack_c_exchange_api__`.
 pub fn capsule(py: Python<'_>) -> PyResult<Bound<'_, PyCapsule>> {
@@ -346,101 +280,4 @@ fn allocate_like(proto: &DLTensor) -> Result<gpuport_dlpack::RawManaged, (&'stat
         e => (c"RuntimeError", e.to_string()),
     })?;
     Ok(export_no_sync(&array).map_err(value)?.into_raw())
-}
-
-/// What each producer type publishes, found once per type: a dict `{type: address or
-/// None}` guarded by the GIL, so an exchange costs one dict lookup — no attribute lookup
-/// that raises (and builds) an AttributeError for the many types without a table. A type
-/// that gains a table later keeps the `__dlpack__` path (correct, only slower); tables
-/// live for the whole process, so a cached address stays valid.
-static TABLES: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
-
-/// The exchange table a producer's type publishes, at a major version this module speaks
-/// (walking `prev_api`); `None` when it publishes none or none of version 1.
-pub fn table_of(ty: &Bound<'_, PyType>) -> PyResult<Option<&'static DLPackExchangeAPI>> {
-    let py = ty.py();
-    let cache = TABLES.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
-    if let Some(known) = cache.get_item(ty)? {
-        return Ok(match known.extract::<usize>() {
-            // SAFETY: an address this function found and cached: a process-lifetime table.
-            Ok(addr) => Some(unsafe { &*ptr::with_exposed_provenance::<DLPackExchangeAPI>(addr) }),
-            Err(_) => None,
-        });
-    }
-    let found = find_table(ty)?;
-    cache.set_item(ty, found.map(|t| ptr::from_ref(t) as usize))?;
-    Ok(found)
-}
-
-fn find_table(ty: &Bound<'_, PyType>) -> PyResult<Option<&'static DLPackExchangeAPI>> {
-    let mut header: *const DLPackExchangeAPIHeader = ptr::null();
-    if let Ok(cap) = ty.getattr("__dlpack_c_exchange_api__") {
-        if let Ok(cap) = cap.cast::<PyCapsule>() {
-            // SAFETY: IsValid checks the capsule's name and sets no exception.
-            if unsafe { ffi::PyCapsule_IsValid(cap.as_ptr(), CAPSULE_NAME.as_ptr()) } == 1 {
-                // SAFETY: a valid capsule of that name holds the table's address.
-                header = unsafe { ffi::PyCapsule_GetPointer(cap.as_ptr(), CAPSULE_NAME.as_ptr()) }.cast();
-            }
-        }
-    }
-    if header.is_null() {
-        if let Ok(addr) = ty.getattr("__c_dlpack_exchange_api__").and_then(|a| a.extract::<usize>()) {
-            header = ptr::with_exposed_provenance(addr);
-        }
-    }
-    while !header.is_null() {
-        // SAFETY: the producer's table lives for the whole process (dlpack.h), as do the
-        // older tables it links.
-        let h = unsafe { &*header };
-        if h.version.major == DLPACK_VERSION.major {
-            // SAFETY: a header of major version 1 begins a `DLPackExchangeAPI`.
-            return Ok(Some(unsafe { &*header.cast::<DLPackExchangeAPI>() }));
-        }
-        header = h.prev_api;
-    }
-    Ok(None)
-}
-
-/// `from_dlpack` through a producer's table.
-pub fn import_through(
-    py: Python<'_>,
-    x: &Bound<'_, PyAny>,
-    table: &'static DLPackExchangeAPI,
-    device: Option<AnyDevice>,
-    copy: Option<bool>,
-) -> PyResult<Py<PyArray>> {
-    let take = table.managed_tensor_from_py_object_no_sync.ok_or_else(|| {
-        PyBufferError::new_err("the producer's exchange table has no managed_tensor_from_py_object_no_sync")
-    })?;
-    let mut out: *mut DLManagedTensorVersioned = ptr::null_mut();
-    // SAFETY: the producer's function, with the GIL held and a live object.
-    let rc = unsafe { take(x.as_ptr().cast(), &mut out) };
-    if rc != 0 {
-        return Err(PyErr::take(py).unwrap_or_else(|| {
-            PyBufferError::new_err(format!("the producer's managed_tensor_from_py_object_no_sync returned {rc}"))
-        }));
-    }
-    // SAFETY: on success the producer hands over a tensor the consumer owns.
-    let tensor = unsafe { ManagedTensor::from_versioned(out) }.py_exchange()?;
-    let dl = tensor.dl_tensor().device;
-    let array =
-        gpuport_dlpack::from_dlpack_with(runtime(), tensor, &ImportRequest::default(), PyOwner::boxed).py_exchange()?;
-    // The handshake: later users of the array wait for the producer's current work.
-    if gpuport_dlpack::has_vendor_streams(DlDeviceType(dl.device_type)) {
-        if let Some(current) = table.current_work_stream {
-            let mut stream: *mut c_void = ptr::null_mut();
-            // SAFETY: the producer's function with its own device numbers.
-            if unsafe { current(dl.device_type, dl.device_id, &mut stream) } == 0 {
-                let dev = array.device().clone();
-                let s = match stream as usize {
-                    0 => dev.default_stream(gpuport::DefaultStream::Legacy),
-                    // SAFETY: the producer's live stream of this device, wrapped borrowed.
-                    h => unsafe { dev.wrap_stream(h) },
-                }
-                .py_exchange()?;
-                array.record_access(&s, Access::Write).py_exchange()?;
-            }
-        }
-    }
-    PyArray::wrap(py, crate::creation::place(py, array, device, copy, crate::errors::Context::Exchange)?)
 }

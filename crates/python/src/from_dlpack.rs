@@ -1,0 +1,43 @@
+//! `gpuport.from_dlpack`: picks the path — a raw capsule, the producer type's C exchange
+//! table, else `__dlpack__` — and counts it.
+
+use gpuport_dlpack::ImportRequest;
+use pyo3::exceptions::PyTypeError;
+use pyo3::intern;
+use pyo3::prelude::*;
+
+use crate::array::PyArray;
+use crate::counters::{count, Counter};
+use crate::device::parse_device;
+use crate::{capsule, dlpack, exchange_api};
+
+/// `gpuport.from_dlpack(x, *, device=None, copy=None)`: `x` is any object with
+/// `__dlpack__`/`__dlpack_device__` (through its type's C exchange API when it publishes
+/// one), or a DLPack capsule.
+#[pyfunction]
+#[pyo3(signature = (x, *, device = None, copy = None))]
+pub fn from_dlpack(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    device: Option<&Bound<'_, PyAny>>,
+    copy: Option<bool>,
+) -> PyResult<Py<PyArray>> {
+    let device = device.filter(|d| !d.is_none()).map(parse_device).transpose()?;
+    if capsule::is_capsule(x) {
+        count(Counter::ConsumerCapsule);
+        let tensor = capsule::consume(x)?;
+        return dlpack::import(py, tensor, &ImportRequest { device, copy });
+    }
+    if let Some(table) = exchange_api::table_of(&x.get_type())? {
+        count(Counter::ConsumerExchangeApi);
+        return exchange_api::import_through(py, x, table, device, copy);
+    }
+    if !x.hasattr(intern!(py, "__dlpack__"))? {
+        return Err(PyTypeError::new_err(format!(
+            "from_dlpack takes an object with __dlpack__ and __dlpack_device__, or a DLPack capsule; not {}",
+            x.get_type().name()?
+        )));
+    }
+    count(Counter::ConsumerDunder);
+    dlpack::from_dunder(py, x, device, copy)
+}

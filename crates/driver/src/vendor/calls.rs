@@ -106,7 +106,7 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
     /// Destroys a stream (its queued work still completes).
     fn stream_destroy(&self, stream: Self::Stream) -> Result<()>;
     /// Queues a host function on `stream` that calls
-    /// [`run_host_callback`](crate::vendor::stream::run_host_callback)`(user)` when the
+    /// [`run_host_callback`](crate::vendor::run_host_callback)`(user)` when the
     /// stream reaches it. On an error, `user` was not handed over.
     fn launch_host_callback(&self, stream: Self::Stream, user: *mut c_void) -> Result<()>;
 

@@ -3,70 +3,67 @@
 
 use std::any::Any;
 
-use enum_dispatch::enum_dispatch;
-
 use gpuport_core::{
     Backend, Buffer, DefaultStream, Device, DeviceId, DeviceInfo, DlpackDevices, EventFlags, HostAllocFlags, Kernel,
     Module, ModuleImage, PointerAttributes, Result, StreamFlags,
 };
 
-use super::forward::forward_to_plugin_and_any;
+use super::forward::twin_trait;
 use super::{event_into_any, stream_into_any, typed, AnyDevice, AnyEvent, AnyStream, DynStream, PluginDevice};
 
 type StreamOf<D> = <<D as Device>::Backend as Backend>::Stream;
 
-/// Object-safe twin of [`Device`]: handles of other kinds are taken and returned as
-/// `Any*` enums, and a handle of the wrong backend is [`Error::BackendMismatch`].
-#[enum_dispatch]
-pub trait DynDevice: Send + Sync + 'static {
-    /// See [`Device::id`].
-    fn id(&self) -> DeviceId;
-    /// See [`Device::info`].
-    fn info(&self) -> Result<DeviceInfo>;
-    /// The DLPack device types its backend declares ([`Backend::DLPACK`]).
-    fn dlpack_devices(&self) -> DlpackDevices;
-    /// See [`Device::alloc`].
-    fn alloc(&self, bytes: usize) -> Result<Buffer>;
-    /// See [`Device::alloc_async`].
-    fn alloc_async(&self, bytes: usize, stream: &AnyStream) -> Result<Buffer>;
-    /// See [`Device::alloc_pinned`].
-    fn alloc_pinned(&self, bytes: usize, flags: HostAllocFlags) -> Result<Buffer>;
-    /// See [`Device::alloc_managed`].
-    fn alloc_managed(&self, bytes: usize) -> Result<Buffer>;
-    /// See [`Device::memset`].
-    fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()>;
-    /// See [`Device::create_stream`].
-    fn create_stream(&self, flags: StreamFlags, priority: i32) -> Result<AnyStream>;
-    /// See [`Device::stream_priority_range`].
-    fn stream_priority_range(&self) -> Result<(i32, i32)>;
-    /// See [`Device::default_stream`].
-    fn default_stream(&self, which: DefaultStream) -> Result<AnyStream>;
-    /// See [`Device::wrap_stream`].
-    ///
-    /// # Safety
-    /// As for [`Device::wrap_stream`].
-    unsafe fn wrap_stream(&self, raw: usize) -> Result<AnyStream>;
-    /// See [`Device::create_event`].
-    fn create_event(&self, flags: EventFlags) -> Result<AnyEvent>;
-    /// See [`Device::wrap_event`].
-    ///
-    /// # Safety
-    /// As for [`Device::wrap_event`].
-    unsafe fn wrap_event(&self, raw: usize) -> Result<AnyEvent>;
-    /// See [`Device::synchronize`].
-    fn synchronize(&self) -> Result<()>;
-    /// See [`Device::can_access_peer`].
-    fn can_access_peer(&self, peer: &AnyDevice) -> Result<bool>;
-    /// See [`Device::enable_peer_access`].
-    fn enable_peer_access(&self, peer: &AnyDevice) -> Result<()>;
-    /// See [`Device::pointer_attributes`].
-    fn pointer_attributes(&self, addr: u64) -> Result<PointerAttributes>;
-    /// See [`Device::load_module`].
-    fn load_module(&self, image: ModuleImage<'_>) -> Result<Module>;
-    /// See [`Device::kernel`].
-    fn kernel(&self, module: &Module, name: &str) -> Result<Kernel>;
-    /// The typed handle, for downcasting.
-    fn as_any(&self) -> &dyn Any;
+twin_trait! {
+    /// Object-safe twin of [`Device`]: handles of other kinds are taken and returned as
+    /// `Any*` enums, and a handle of the wrong backend is [`Error::BackendMismatch`](gpuport_core::Error::BackendMismatch).
+    pub trait DynDevice, forwarded by PluginDevice, inherent on AnyDevice {
+        /// See [`Device::id`].
+        fn id(&self) -> DeviceId;
+        /// See [`Device::info`].
+        fn info(&self) -> Result<DeviceInfo>;
+        /// The DLPack device types its backend declares ([`Backend::DLPACK`]).
+        fn dlpack_devices(&self) -> DlpackDevices;
+        /// See [`Device::alloc`].
+        fn alloc(&self, bytes: usize) -> Result<Buffer>;
+        /// See [`Device::alloc_async`].
+        fn alloc_async(&self, bytes: usize, stream: &AnyStream) -> Result<Buffer>;
+        /// See [`Device::alloc_pinned`].
+        fn alloc_pinned(&self, bytes: usize, flags: HostAllocFlags) -> Result<Buffer>;
+        /// See [`Device::alloc_managed`].
+        fn alloc_managed(&self, bytes: usize) -> Result<Buffer>;
+        /// See [`Device::memset`].
+        fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()>;
+        /// See [`Device::create_stream`].
+        fn create_stream(&self, flags: StreamFlags, priority: i32) -> Result<AnyStream>;
+        /// See [`Device::stream_priority_range`].
+        fn stream_priority_range(&self) -> Result<(i32, i32)>;
+        /// See [`Device::default_stream`].
+        fn default_stream(&self, which: DefaultStream) -> Result<AnyStream>;
+        /// See [`Device::wrap_stream`].
+        ///
+        /// # Safety
+        /// As for [`Device::wrap_stream`].
+        @unsafe fn wrap_stream(&self, raw: usize) -> Result<AnyStream>;
+        /// See [`Device::create_event`].
+        fn create_event(&self, flags: EventFlags) -> Result<AnyEvent>;
+        /// See [`Device::wrap_event`].
+        ///
+        /// # Safety
+        /// As for [`Device::wrap_event`].
+        @unsafe fn wrap_event(&self, raw: usize) -> Result<AnyEvent>;
+        /// See [`Device::synchronize`].
+        fn synchronize(&self) -> Result<()>;
+        /// See [`Device::can_access_peer`].
+        fn can_access_peer(&self, peer: &AnyDevice) -> Result<bool>;
+        /// See [`Device::enable_peer_access`].
+        fn enable_peer_access(&self, peer: &AnyDevice) -> Result<()>;
+        /// See [`Device::pointer_attributes`].
+        fn pointer_attributes(&self, addr: u64) -> Result<PointerAttributes>;
+        /// See [`Device::load_module`].
+        fn load_module(&self, image: ModuleImage<'_>) -> Result<Module>;
+        /// See [`Device::kernel`].
+        fn kernel(&self, module: &Module, name: &str) -> Result<Kernel>;
+    }
 }
 
 impl<D: Device> DynDevice for D {
@@ -141,26 +138,3 @@ impl<D: Device> DynDevice for D {
         self
     }
 }
-
-forward_to_plugin_and_any!(DynDevice for PluginDevice, AnyDevice {
-    fn id(&self) -> DeviceId;
-    fn info(&self) -> Result<DeviceInfo>;
-    fn dlpack_devices(&self) -> DlpackDevices;
-    fn alloc(&self, bytes: usize) -> Result<Buffer>;
-    fn alloc_async(&self, bytes: usize, stream: &AnyStream) -> Result<Buffer>;
-    fn alloc_pinned(&self, bytes: usize, flags: HostAllocFlags) -> Result<Buffer>;
-    fn alloc_managed(&self, bytes: usize) -> Result<Buffer>;
-    fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()>;
-    fn create_stream(&self, flags: StreamFlags, priority: i32) -> Result<AnyStream>;
-    fn stream_priority_range(&self) -> Result<(i32, i32)>;
-    fn default_stream(&self, which: DefaultStream) -> Result<AnyStream>;
-    #[unsafe] fn wrap_stream(&self, raw: usize) -> Result<AnyStream>;
-    fn create_event(&self, flags: EventFlags) -> Result<AnyEvent>;
-    #[unsafe] fn wrap_event(&self, raw: usize) -> Result<AnyEvent>;
-    fn synchronize(&self) -> Result<()>;
-    fn can_access_peer(&self, peer: &AnyDevice) -> Result<bool>;
-    fn enable_peer_access(&self, peer: &AnyDevice) -> Result<()>;
-    fn pointer_attributes(&self, addr: u64) -> Result<PointerAttributes>;
-    fn load_module(&self, image: ModuleImage<'_>) -> Result<Module>;
-    fn kernel(&self, module: &Module, name: &str) -> Result<Kernel>;
-});

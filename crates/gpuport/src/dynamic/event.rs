@@ -3,32 +3,29 @@
 
 use std::any::Any;
 
-use enum_dispatch::enum_dispatch;
-
 use gpuport_core::{DeviceId, Event, EventFlags, Ownership, Result};
 
-use super::forward::forward_to_plugin_and_any;
+use super::forward::twin_trait;
 use super::{typed, AnyEvent, PluginEvent};
 
-/// Object-safe twin of [`Event`].
-#[enum_dispatch]
-pub trait DynEvent: Send + Sync + 'static {
-    /// See [`Event::device_id`].
-    fn device_id(&self) -> DeviceId;
-    /// See [`Event::ownership`].
-    fn ownership(&self) -> Ownership;
-    /// See [`Event::raw_handle`].
-    fn raw_handle(&self) -> usize;
-    /// See [`Event::flags`].
-    fn flags(&self) -> EventFlags;
-    /// See [`Event::query`].
-    fn query(&self) -> Result<bool>;
-    /// See [`Event::synchronize`].
-    fn synchronize(&self) -> Result<()>;
-    /// See [`Event::elapsed_ms`].
-    fn elapsed_ms(&self, end: &AnyEvent) -> Result<f32>;
-    /// The typed handle, for downcasting.
-    fn as_any(&self) -> &dyn Any;
+twin_trait! {
+    /// Object-safe twin of [`Event`].
+    pub trait DynEvent, forwarded by PluginEvent, inherent on AnyEvent {
+        /// See [`Event::device_id`].
+        fn device_id(&self) -> DeviceId;
+        /// See [`Event::ownership`].
+        fn ownership(&self) -> Ownership;
+        /// See [`Event::raw_handle`].
+        fn raw_handle(&self) -> usize;
+        /// See [`Event::flags`].
+        fn flags(&self) -> EventFlags;
+        /// See [`Event::query`].
+        fn query(&self) -> Result<bool>;
+        /// See [`Event::synchronize`].
+        fn synchronize(&self) -> Result<()>;
+        /// See [`Event::elapsed_ms`].
+        fn elapsed_ms(&self, end: &AnyEvent) -> Result<f32>;
+    }
 }
 
 impl<E: Event> DynEvent for E {
@@ -58,13 +55,3 @@ impl<E: Event> DynEvent for E {
         self
     }
 }
-
-forward_to_plugin_and_any!(DynEvent for PluginEvent, AnyEvent {
-    fn device_id(&self) -> DeviceId;
-    fn ownership(&self) -> Ownership;
-    fn raw_handle(&self) -> usize;
-    fn flags(&self) -> EventFlags;
-    fn query(&self) -> Result<bool>;
-    fn synchronize(&self) -> Result<()>;
-    fn elapsed_ms(&self, end: &AnyEvent) -> Result<f32>;
-});

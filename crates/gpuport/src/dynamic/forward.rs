@@ -1,14 +1,28 @@
-//! The macro that gives plugin wrappers and `Any*` enums the methods of a twin trait.
+//! The macro that declares a twin trait and gives the plugin wrapper and the `Any*` enum
+//! its methods, from one list.
 
-/// For one twin trait: forwards it from the plugin wrapper to its trait object, and gives
-/// the `Any*` enum the same methods as inherent ones, so callers need no trait import
-/// (and `use gpuport::*` brings no second trait whose methods collide with the core
-/// traits' on typed handles).
-macro_rules! forward_to_plugin_and_any {
-    ($tr:ident for $wrapper:ident, $any:ident { $( $(#[$unsafe:ident])? fn $m:ident(&self $(, $a:ident: $t:ty)*) -> $r:ty; )* }) => {
+/// Declares a twin trait (dispatched over its `Any*` enum by `enum_dispatch`, with an
+/// `as_any` for downcasting), forwards it from the plugin wrapper to its trait object, and
+/// gives the `Any*` enum the same methods as inherent ones, so callers need no trait
+/// import (and `use gpuport::*` brings no second trait whose methods collide with the
+/// core traits' on typed handles). An `unsafe` method is marked `@unsafe fn`.
+macro_rules! twin_trait {
+    (
+        $(#[$tmeta:meta])*
+        pub trait $tr:ident, forwarded by $wrapper:ident, inherent on $any:ident {
+            $( $(#[$mmeta:meta])* $(@$unsafe:ident)? fn $m:ident(&self $(, $a:ident: $t:ty)*) -> $r:ty; )*
+        }
+    ) => {
+        $(#[$tmeta])*
+        #[::enum_dispatch::enum_dispatch]
+        pub trait $tr: Send + Sync + 'static {
+            $( $(#[$mmeta])* $($unsafe)? fn $m(&self $(, $a: $t)*) -> $r; )*
+            /// The typed handle, for downcasting.
+            fn as_any(&self) -> &dyn Any;
+        }
         impl $tr for $wrapper {
             $(
-                forward_to_plugin_and_any!(@forward $($unsafe)? $m(&self $(, $a: $t)*) -> $r);
+                twin_trait!(@forward $($unsafe)? $m(&self $(, $a: $t)*) -> $r);
             )*
             fn as_any(&self) -> &dyn Any {
                 self.0.as_any()
@@ -16,7 +30,7 @@ macro_rules! forward_to_plugin_and_any {
         }
         impl $any {
             $(
-                forward_to_plugin_and_any!(@inherent $tr $($unsafe)? $m(&self $(, $a: $t)*) -> $r);
+                twin_trait!(@inherent $tr $($unsafe)? $m(&self $(, $a: $t)*) -> $r);
             )*
         }
     };
@@ -47,4 +61,4 @@ macro_rules! forward_to_plugin_and_any {
     };
 }
 
-pub(crate) use forward_to_plugin_and_any;
+pub(crate) use twin_trait;

@@ -3,52 +3,49 @@
 
 use std::any::Any;
 
-use enum_dispatch::enum_dispatch;
-
 use gpuport_core::{
     Backend, Buffer, DeviceId, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result, Stream, StreamFlags,
 };
 
-use super::forward::forward_to_plugin_and_any;
+use super::forward::twin_trait;
 use super::{typed, AnyEvent, AnyStream, DynEvent, PluginStream};
 
 type EventOf<S> = <<S as Stream>::Backend as Backend>::Event;
 
-/// Object-safe twin of [`Stream`].
-#[enum_dispatch]
-pub trait DynStream: Send + Sync + 'static {
-    /// See [`Stream::device_id`].
-    fn device_id(&self) -> DeviceId;
-    /// See [`Stream::ownership`].
-    fn ownership(&self) -> Ownership;
-    /// See [`Stream::raw_handle`].
-    fn raw_handle(&self) -> usize;
-    /// See [`Stream::flags`].
-    fn flags(&self) -> StreamFlags;
-    /// See [`Stream::priority`].
-    fn priority(&self) -> i32;
-    /// See [`Stream::copy`].
-    fn copy(&self, src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<()>;
-    /// See [`Stream::memset`].
-    fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()>;
-    /// See [`Stream::write`].
-    fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize) -> Result<()>;
-    /// See [`Stream::read`].
-    fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8]) -> Result<()>;
-    /// See [`Stream::record`].
-    fn record(&self, event: &AnyEvent) -> Result<()>;
-    /// See [`Stream::wait`].
-    fn wait(&self, event: &AnyEvent) -> Result<()>;
-    /// See [`Stream::host_callback`].
-    fn host_callback(&self, f: HostCallback) -> Result<()>;
-    /// See [`Stream::launch`].
-    fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()>;
-    /// See [`Stream::query`].
-    fn query(&self) -> Result<bool>;
-    /// See [`Stream::synchronize`].
-    fn synchronize(&self) -> Result<()>;
-    /// The typed handle, for downcasting.
-    fn as_any(&self) -> &dyn Any;
+twin_trait! {
+    /// Object-safe twin of [`Stream`].
+    pub trait DynStream, forwarded by PluginStream, inherent on AnyStream {
+        /// See [`Stream::device_id`].
+        fn device_id(&self) -> DeviceId;
+        /// See [`Stream::ownership`].
+        fn ownership(&self) -> Ownership;
+        /// See [`Stream::raw_handle`].
+        fn raw_handle(&self) -> usize;
+        /// See [`Stream::flags`].
+        fn flags(&self) -> StreamFlags;
+        /// See [`Stream::priority`].
+        fn priority(&self) -> i32;
+        /// See [`Stream::copy`].
+        fn copy(&self, src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<()>;
+        /// See [`Stream::memset`].
+        fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()>;
+        /// See [`Stream::write`].
+        fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize) -> Result<()>;
+        /// See [`Stream::read`].
+        fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8]) -> Result<()>;
+        /// See [`Stream::record`].
+        fn record(&self, event: &AnyEvent) -> Result<()>;
+        /// See [`Stream::wait`].
+        fn wait(&self, event: &AnyEvent) -> Result<()>;
+        /// See [`Stream::host_callback`].
+        fn host_callback(&self, f: HostCallback) -> Result<()>;
+        /// See [`Stream::launch`].
+        fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()>;
+        /// See [`Stream::query`].
+        fn query(&self) -> Result<bool>;
+        /// See [`Stream::synchronize`].
+        fn synchronize(&self) -> Result<()>;
+    }
 }
 
 impl<S: Stream> DynStream for S {
@@ -103,21 +100,3 @@ impl<S: Stream> DynStream for S {
         self
     }
 }
-
-forward_to_plugin_and_any!(DynStream for PluginStream, AnyStream {
-    fn device_id(&self) -> DeviceId;
-    fn ownership(&self) -> Ownership;
-    fn raw_handle(&self) -> usize;
-    fn flags(&self) -> StreamFlags;
-    fn priority(&self) -> i32;
-    fn copy(&self, src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<()>;
-    fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()>;
-    fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize) -> Result<()>;
-    fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8]) -> Result<()>;
-    fn record(&self, event: &AnyEvent) -> Result<()>;
-    fn wait(&self, event: &AnyEvent) -> Result<()>;
-    fn host_callback(&self, f: HostCallback) -> Result<()>;
-    fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()>;
-    fn query(&self) -> Result<bool>;
-    fn synchronize(&self) -> Result<()>;
-});

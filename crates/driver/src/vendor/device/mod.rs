@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex, Weak};
 use gpuport_core::{DeviceId, Error, Result};
 
 use crate::vendor::calls::VendorCalls;
+use crate::vendor::lock;
 use crate::vendor::stream::DeviceStreams;
 
 /// One opened vendor device, shared by every handle of it (device, stream, event, buffer,
@@ -70,7 +71,7 @@ impl<V: VendorCalls> OpenDevices<V> {
         if ordinal >= count {
             return Err(Error::DeviceNotFound { device: DeviceId::new(V::KIND, ordinal), count });
         }
-        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        let mut live = lock(&self.live);
         if let Some(dev) = live.get(ordinal as usize).and_then(Weak::upgrade) {
             return Ok(dev);
         }
@@ -84,6 +85,6 @@ impl<V: VendorCalls> OpenDevices<V> {
 
     /// The open device `ordinal`, if some handle holds it.
     pub fn live(&self, ordinal: u32) -> Option<Arc<VendorDevice<V>>> {
-        self.live.lock().unwrap_or_else(|p| p.into_inner()).get(ordinal as usize).and_then(Weak::upgrade)
+        lock(&self.live).get(ordinal as usize).and_then(Weak::upgrade)
     }
 }

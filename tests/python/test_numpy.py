@@ -286,3 +286,42 @@ def test_interpreter_exit_with_live_exchanges_is_clean():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
+
+
+def test_work_per_exchange_is_bounded():
+    """Work per exchange, measured in Python allocations rather than time: each path
+    builds only its result (and, through __dlpack__, the capsule), so the memory Python
+    allocates at the peak of one exchange stays under a small bound and nothing is left
+    behind. A path that starts building a dict, a tuple of keywords or an exception per
+    call fails here on any machine."""
+    import gc
+    import tracemalloc
+
+    a = np.arange(128, dtype=np.float32).reshape(8, 16)
+    g = gpuport.from_dlpack(a)
+    # Bytes of Python objects at the peak of one exchange: about 1.5 times what CPython
+    # 3.11 measures (the result object, the capsule, NumPy's view with its shape), so one
+    # more dict or tuple per call does not fit.
+    exchanges = {
+        "gpuport.from_dlpack(numpy)": (lambda: gpuport.from_dlpack(a), 768),
+        "numpy.from_dlpack(gpuport)": (lambda: np.from_dlpack(g), 384),
+        "gpuport.from_dlpack(gpuport)": (lambda: gpuport.from_dlpack(g), 384),
+        "Array.__dlpack__()": (lambda: g.__dlpack__(), 160),
+    }
+    for name, (exchange, bound) in exchanges.items():
+        for _ in range(100):  # first-use caches (interned names, per-type tables) fill here
+            exchange()
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+            exchange()
+            current, peak = tracemalloc.get_traced_memory()
+            for _ in range(1000):
+                exchange()
+            after = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        assert peak - before <= bound, f"{name}: {peak - before} bytes of Python objects at the peak of one exchange"
+        assert after - current <= 512, f"{name}: {after - current} bytes kept after 1000 more exchanges"

@@ -9,6 +9,13 @@
 //! happen to run, and a 16 MiB copy by 30 %. `--quick` runs the free placement only, one round, with criterion's quick
 //! mode (under two minutes; CI runs it as a smoke test and asserts nothing about time).
 //! The full run then also runs the staged-copy benchmark (`benches/staged_copy.rs`).
+//!
+//! The interchange figures come from two more benchmarks, in the free placement only (an
+//! exchange runs on the calling thread): `crates/cai/benches/interchange.rs` (criterion:
+//! DLPack and CUDA Array Interface in Rust, floors with as many heap allocations and the
+//! descriptor filled by hand) and `crates/python/benches/interchange.py`, run with the
+//! release wheel (never the dev-profile build) against NumPy, apache-tvm-ffi, dicts built
+//! in Python and a C loop over a hand-written producer.
 
 use std::path::{Path, PathBuf};
 
@@ -23,7 +30,19 @@ enum Target {
     Report,
 }
 
+/// Which benchmark measures a figure.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// `crates/gpuport/benches/hal.rs`, in every placement.
+    Hal,
+    /// `crates/cai/benches/interchange.rs`, free placement.
+    RustInterchange,
+    /// `crates/python/benches/interchange.py`, free placement.
+    PythonInterchange,
+}
+
 struct Figure {
+    source: Source,
     group: &'static str,
     what: &'static str,
     /// Operations per measured iteration (the table shows per-operation times).
@@ -33,57 +52,201 @@ struct Figure {
 
 const FIGURES: &[Figure] = &[
     Figure {
+        source: Source::Hal,
         group: "enqueue_100k",
         what: "no-op enqueue (100k + synchronize), per op",
         ops: 100_000.0,
         target: Target::Ratio(2.0),
     },
-    Figure { group: "copy_8b", what: "8-byte copy + synchronize", ops: 1.0, target: Target::Ratio(1.5) },
-    Figure { group: "copy_4k", what: "4 KiB copy + synchronize", ops: 1.0, target: Target::Ratio(1.5) },
-    Figure { group: "copy_1m", what: "1 MiB copy + synchronize", ops: 1.0, target: Target::Ratio(1.3) },
-    Figure { group: "array_1m", what: "Array upload + download, 1 MiB f32", ops: 1.0, target: Target::Ratio(1.5) },
     Figure {
+        source: Source::Hal,
+        group: "copy_8b",
+        what: "8-byte copy + synchronize",
+        ops: 1.0,
+        target: Target::Ratio(1.5),
+    },
+    Figure {
+        source: Source::Hal,
+        group: "copy_4k",
+        what: "4 KiB copy + synchronize",
+        ops: 1.0,
+        target: Target::Ratio(1.5),
+    },
+    Figure {
+        source: Source::Hal,
+        group: "copy_1m",
+        what: "1 MiB copy + synchronize",
+        ops: 1.0,
+        target: Target::Ratio(1.3),
+    },
+    Figure {
+        source: Source::Hal,
+        group: "array_1m",
+        what: "Array upload + download, 1 MiB f32",
+        ops: 1.0,
+        target: Target::Ratio(1.5),
+    },
+    Figure {
+        source: Source::Hal,
         group: "staged_64k",
         what: "host → ext → host (copy engine), 64 KiB",
         ops: 1.0,
         target: Target::Ratio(5.0),
     },
     Figure {
-        group: "staged_1m", what: "host → ext → host (copy engine), 1 MiB", ops: 1.0, target: Target::Ratio(2.0)
+        source: Source::Hal,
+        group: "staged_1m",
+        what: "host → ext → host (copy engine), 1 MiB",
+        ops: 1.0,
+        target: Target::Ratio(2.0),
     },
     Figure {
+        source: Source::Hal,
         group: "staged_16m",
         what: "host → ext → host (copy engine), 16 MiB",
         ops: 1.0,
         target: Target::Ratio(1.25),
     },
     Figure {
+        source: Source::Hal,
         group: "staged_64m",
         what: "host → ext → host (copy engine), 64 MiB",
         ops: 1.0,
         target: Target::Ratio(1.25),
     },
-    Figure { group: "ext_staged_1m", what: "staged ext:0 → ext:1, 1 MiB", ops: 1.0, target: Target::Report },
-    Figure { group: "ext_staged_16m", what: "staged ext:0 → ext:1, 16 MiB", ops: 1.0, target: Target::Report },
     Figure {
+        source: Source::Hal,
+        group: "ext_staged_1m",
+        what: "staged ext:0 → ext:1, 1 MiB",
+        ops: 1.0,
+        target: Target::Report,
+    },
+    Figure {
+        source: Source::Hal,
+        group: "ext_staged_16m",
+        what: "staged ext:0 → ext:1, 16 MiB",
+        ops: 1.0,
+        target: Target::Report,
+    },
+    Figure {
+        source: Source::Hal,
         group: "stream_lifecycle",
         what: "stream create + use + destroy",
         ops: 1.0,
         target: Target::AtMost(20_000.0),
     },
     Figure {
+        source: Source::Hal,
         group: "dispatch_query",
         what: "AnyStream::query vs the typed call",
         ops: 1.0,
         target: Target::Ratio(1.2),
     },
     Figure {
+        source: Source::Hal,
         group: "callback_round_trip",
         what: "no-op callback + synchronize (stays)",
         ops: 1.0,
         target: Target::Ratio(1.4),
     },
-    Figure { group: "copy_256m", what: "256 MiB copy + synchronize (stays)", ops: 1.0, target: Target::Ratio(1.1) },
+    Figure {
+        source: Source::Hal,
+        group: "copy_256m",
+        what: "256 MiB copy + synchronize (stays)",
+        ops: 1.0,
+        target: Target::Ratio(1.1),
+    },
+    Figure {
+        source: Source::RustInterchange,
+        group: "dlpack_export_host",
+        what: "Rust: to_dlpack + drop, host (zero-copy)",
+        ops: 1.0,
+        target: Target::Report,
+    },
+    Figure {
+        source: Source::RustInterchange,
+        group: "dlpack_export_ext",
+        what: "Rust: to_dlpack + drop, ext (zero-copy)",
+        ops: 1.0,
+        target: Target::Report,
+    },
+    Figure {
+        source: Source::RustInterchange,
+        group: "dlpack_round_trip",
+        what: "Rust: to_dlpack + from_dlpack + drop",
+        ops: 1.0,
+        target: Target::AtMost(100.0),
+    },
+    Figure {
+        source: Source::RustInterchange,
+        group: "cai_round_trip",
+        what: "Rust: CAI export to the neutral form + import",
+        ops: 1.0,
+        target: Target::Report,
+    },
+    Figure {
+        source: Source::PythonInterchange,
+        group: "py_np_from_gp",
+        what: "np.from_dlpack(gp) / np.from_dlpack(np)",
+        ops: 1.0,
+        target: Target::Ratio(1.1),
+    },
+    Figure {
+        source: Source::PythonInterchange,
+        group: "py_gp_from_np",
+        what: "gp.from_dlpack(np) / np.from_dlpack(np)",
+        ops: 1.0,
+        target: Target::Ratio(1.25),
+    },
+    Figure {
+        source: Source::PythonInterchange,
+        group: "py_gp_from_gp",
+        what: "gp.from_dlpack(gp) / np.from_dlpack(np)",
+        ops: 1.0,
+        target: Target::Report,
+    },
+    Figure {
+        source: Source::PythonInterchange,
+        group: "py_dunder",
+        what: "gp.__dlpack__() / np.__dlpack__()",
+        ops: 1.0,
+        target: Target::Ratio(1.25),
+    },
+    Figure {
+        source: Source::PythonInterchange,
+        group: "py_gp_from_table",
+        what: "gp.from_dlpack(x), x a producer's C table / tvm_ffi.from_dlpack(np)",
+        ops: 1.0,
+        target: Target::Ratio(1.0),
+    },
+    Figure {
+        source: Source::PythonInterchange,
+        group: "py_tvm_from_gp",
+        what: "tvm_ffi.from_dlpack(gp), gpuport's C table / tvm_ffi.from_dlpack(np)",
+        ops: 1.0,
+        target: Target::Report,
+    },
+    Figure {
+        source: Source::PythonInterchange,
+        group: "py_cai_read",
+        what: "interface dict read / the same dict built in Python",
+        ops: 1.0,
+        target: Target::Ratio(1.5),
+    },
+    Figure {
+        source: Source::PythonInterchange,
+        group: "py_cai_import",
+        what: "from_cuda_array_interface(dict), ext / np.asarray(__array_interface__)",
+        ops: 1.0,
+        target: Target::Report,
+    },
+    Figure {
+        source: Source::PythonInterchange,
+        group: "c_exchange",
+        what: "C exchange API: from_py_object_no_sync + deleter",
+        ops: 1.0,
+        target: Target::AtMost(80.0),
+    },
 ];
 
 const PLACEMENTS: &[&str] = &["free", "one-core"];
@@ -131,13 +294,63 @@ struct Measured {
 }
 
 fn measure(home: &Path, group: &str) -> Measured {
-    let (floors, ours) = (rounds_ns(home, group, "floor"), rounds_ns(home, group, "gpuport"));
+    from_rounds(rounds_ns(home, group, "floor"), rounds_ns(home, group, "gpuport"))
+}
+
+fn from_rounds(floors: Vec<Option<f64>>, ours: Vec<Option<f64>>) -> Measured {
     let ratios = floors.iter().zip(&ours).filter_map(|(f, g)| Some(g.as_ref()? / f.as_ref()?)).collect();
     Measured {
         floor: median(floors.into_iter().flatten().collect()),
         ours: median(ours.into_iter().flatten().collect()),
         ratio: median(ratios),
     }
+}
+
+/// The Python benchmark's results: lines `NAME floor|gpuport NS…`.
+struct PythonRounds(String);
+
+impl PythonRounds {
+    fn measure(&self, group: &str) -> Measured {
+        let side = |which: &str| -> Vec<Option<f64>> {
+            self.0
+                .lines()
+                .filter_map(|l| l.strip_prefix(group)?.strip_prefix(' ')?.strip_prefix(which)?.strip_prefix(' '))
+                .flat_map(|rest| rest.split_whitespace().map(|v| v.parse().ok()))
+                .collect()
+        };
+        from_rounds(side("floor"), side("gpuport"))
+    }
+}
+
+fn interchange_home() -> Result<PathBuf, String> {
+    criterion_home("interchange")
+}
+
+/// The Rust interchange benchmark (free placement: an exchange runs on the caller's thread).
+fn run_rust_interchange(quick: bool) -> Result<(), String> {
+    let home = interchange_home()?;
+    let _ = std::fs::remove_dir_all(&home);
+    let mut cmd = crate::cargo();
+    cmd.args(["bench", "-p", "gpuport-cai", "--bench", "interchange", "--"]);
+    if quick {
+        cmd.arg("--quick");
+    }
+    cmd.env("CRITERION_HOME", &home).env(ROUNDS_ENV, if quick { "1" } else { FULL_ROUNDS }).env_remove(WORKER_CPUS_ENV);
+    if crate::run(cmd) {
+        Ok(())
+    } else {
+        Err("the interchange benchmark failed".into())
+    }
+}
+
+/// Where the Python benchmark writes its rounds.
+const PYTHON_RESULTS: &str = "target/bench-python.txt";
+
+/// The Python interchange benchmark, with the release wheel.
+fn run_python_interchange(quick: bool) -> Result<PythonRounds, String> {
+    let rounds = if quick { "1" } else { FULL_ROUNDS };
+    crate::python::bench_interchange(Path::new(PYTHON_RESULTS), rounds, quick)?;
+    std::fs::read_to_string(PYTHON_RESULTS).map(PythonRounds).map_err(|e| format!("{PYTHON_RESULTS}: {e}"))
 }
 
 fn run_placement(placement: &str, quick: bool) -> Result<(), String> {
@@ -180,7 +393,10 @@ pub fn bench(quick: bool) -> Result<(), String> {
     for placement in placements {
         run_placement(placement, quick)?;
     }
+    run_rust_interchange(quick)?;
+    let python = run_python_interchange(quick)?;
     let homes: Vec<PathBuf> = placements.iter().map(|p| criterion_home(p)).collect::<Result<_, _>>()?;
+    let interchange = interchange_home()?;
     let mut table = String::new();
     table.push_str("| figure | floor | gpuport |");
     for p in placements {
@@ -192,7 +408,15 @@ pub fn bench(quick: bool) -> Result<(), String> {
     }
     table.push_str("---|---|\n");
     for f in FIGURES {
-        let measured: Vec<Measured> = homes.iter().map(|home| measure(home, f.group)).collect();
+        // Interchange figures have the free placement only: the other columns show "—".
+        let measured: Vec<Measured> = (0..placements.len())
+            .map(|i| match f.source {
+                Source::Hal => measure(&homes[i], f.group),
+                _ if i > 0 => from_rounds(vec![], vec![]),
+                Source::RustInterchange => measure(&interchange, f.group),
+                Source::PythonInterchange => python.measure(f.group),
+            })
+            .collect();
         let (floor, ours) = (measured[0].floor.map(|v| v / f.ops), measured[0].ours.map(|v| v / f.ops));
         let show = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), human);
         table.push_str(&format!("| {} | {} | {} |", f.what, show(floor), show(ours)));

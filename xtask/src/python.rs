@@ -125,6 +125,28 @@ pub fn wheel_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("target")).join("wheels")
 }
 
+/// The Python interchange benchmark (`crates/python/benches/interchange.py`) with the
+/// release wheel — never the dev-profile build, which is several times slower — unpacked
+/// into a folder of its own and put first on `PYTHONPATH` (the `.venv` keeps its dev
+/// install for the tests). Its rounds go to `out`.
+pub fn bench_interchange(out: &Path, rounds: &str, quick: bool) -> Result<(), String> {
+    let wheels = wheel_dir().with_file_name("wheels-release");
+    let wheel = build_wheel(Some("release"), &wheels)?;
+    let site = wheels.with_file_name("bench-python");
+    let _ = std::fs::remove_dir_all(&site);
+    let mut unpack = Command::new(venv_bin("python"));
+    unpack.args(["-m", "zipfile", "-e"]).arg(&wheel).arg(&site);
+    status(unpack)?;
+    let mut run = Command::new(venv_bin("python"));
+    run.arg("crates/python/benches/interchange.py")
+        .arg(out)
+        .env("PYTHONPATH", &site)
+        .env("GPUPORT_BENCH_ROUNDS", rounds)
+        .env("GPUPORT_BENCH_QUICK", if quick { "1" } else { "0" })
+        .env_remove("GPUPORT_BACKENDS");
+    status(run)
+}
+
 /// Builds the wheel (dev profile) and installs it into `.venv`.
 pub fn install() -> Result<(), String> {
     let wheel = build_wheel(None, &wheel_dir())?;

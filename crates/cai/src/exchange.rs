@@ -1,7 +1,5 @@
 //! Export with the producer join, and import with the consumer's synchronization policy.
 
-use std::any::Any;
-
 use gpuport::{Access, AnyDevice, AnyStream, Array, DefaultStream, Error, ForeignElements, Result, Runtime};
 
 use crate::model::{CaiStream, Interface, VERSION};
@@ -88,18 +86,18 @@ fn owner_of(rt: &Runtime, addr: u64) -> Result<(AnyDevice, gpuport::PointerAttri
     Err(Error::Interchange { what: format!("data pointer {addr:#x} belongs to no device gpuport knows") })
 }
 
-/// Imports an interface as an array over the producer's memory. `owner` is kept alive as
-/// long as the array's memory is used (the producer object, or whatever keeps the memory
-/// alive); `device` names the device for a zero-size array (pointer 0), else the pointer's
+/// Imports an interface as an array over the producer's memory. `owner` (the producer
+/// object, or whatever keeps the memory alive) is held in the array's buffer as long as
+/// the array's memory is used; `device` names the device for a zero-size array (pointer 0), else the pointer's
 /// owner is found with pointer attributes. `sync` says how the `stream` entry is honoured.
 ///
 /// # Safety
 /// The interface describes live memory that `owner` keeps alive, and a stream handle in
 /// it is a live stream of that memory's device (the producer's promise).
-pub unsafe fn import(
+pub unsafe fn import<K: Send + std::marker::Sync + 'static>(
     rt: &Runtime,
     interface: &Interface,
-    owner: Box<dyn Any + Send + std::marker::Sync>,
+    owner: K,
     device: Option<&AnyDevice>,
     sync: Sync,
 ) -> Result<Array> {
@@ -116,7 +114,7 @@ pub unsafe fn import(
     };
     let at = ForeignElements { element0: interface.data, memory, host_accessible };
     // SAFETY: the caller promises live memory kept alive by `owner`, which the array holds.
-    let mut array = unsafe { Array::from_foreign(&dev, at, interface.dtype, layout, Some(owner)) }?;
+    let mut array = unsafe { Array::from_foreign(&dev, at, interface.dtype, layout, owner) }?;
     if interface.read_only {
         array = array.to_read_only();
     }

@@ -176,31 +176,37 @@ impl DType {
     }
 
     /// The type code.
+    #[inline]
     pub fn code(self) -> DTypeCode {
         self.code
     }
     /// Bits of one lane.
+    #[inline]
     pub fn bits(self) -> u8 {
         self.bits
     }
     /// Number of lanes (vector width); 1 for scalars.
+    #[inline]
     pub fn lanes(self) -> u16 {
         self.lanes
     }
 
     /// Total bits of one element (bits × lanes).
+    #[inline]
     pub fn total_bits(self) -> u32 {
         u32::from(self.bits) * u32::from(self.lanes)
     }
 
     /// True when one element is narrower than a byte (int4, fp4, fp6): such arrays are
     /// packed, and byte-level layout arithmetic does not apply element by element.
+    #[inline]
     pub fn is_subbyte(self) -> bool {
         self.total_bits() < 8
     }
 
     /// Bytes per element, or an error for sub-byte types and widths that are not whole
     /// bytes (layout arithmetic is in whole elements).
+    #[inline]
     pub fn itemsize(self) -> Result<usize> {
         let bits = self.total_bits();
         if !bits.is_multiple_of(8) {

@@ -2,6 +2,7 @@
 //! negative; overflow, negative extents and strides that leave their buffer are errors,
 //! never wrap-around. This is the one place layout arithmetic lives.
 
+use crate::dims::Dims;
 use crate::error::{Error, Result};
 
 /// Most dimensions an array may have (NumPy 2's `NPY_MAXDIMS`).
@@ -10,8 +11,8 @@ pub const MAX_NDIM: usize = 64;
 /// The shape and element strides of an array.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Layout {
-    shape: Vec<usize>,
-    strides: Vec<isize>,
+    shape: Dims<usize>,
+    strides: Dims<isize>,
     numel: usize,
 }
 
@@ -43,7 +44,11 @@ fn overflow(what: &str) -> Error {
 
 /// Row-major (C order) element strides for `shape`, checked.
 pub fn c_strides(shape: &[usize]) -> Result<Vec<isize>> {
-    let mut strides = vec![0isize; shape.len()];
+    Ok(c_strides_dims(shape)?.to_vec())
+}
+
+fn c_strides_dims(shape: &[usize]) -> Result<Dims<isize>> {
+    let mut strides = Dims::filled(shape.len(), 0isize);
     let mut acc: isize = 1;
     for (i, &extent) in shape.iter().enumerate().rev() {
         strides[i] = acc;
@@ -56,13 +61,18 @@ pub fn c_strides(shape: &[usize]) -> Result<Vec<isize>> {
 impl Layout {
     /// A C-contiguous layout of `shape`.
     pub fn contiguous(shape: &[usize]) -> Result<Self> {
-        let strides = c_strides(shape)?;
-        Self::new(shape, &strides)
+        let strides = c_strides_dims(shape)?;
+        Self::from_dims(Dims::from_slice(shape), strides)
     }
 
     /// A layout from explicit element strides. Checks the dimension count, that the
     /// element count fits, and that the furthest element offset is representable.
     pub fn new(shape: &[usize], strides: &[isize]) -> Result<Self> {
+        Self::from_dims(Dims::from_slice(shape), Dims::from_slice(strides))
+    }
+
+    /// [`Layout::new`] over values already copied.
+    fn from_dims(shape: Dims<usize>, strides: Dims<isize>) -> Result<Self> {
         if shape.len() != strides.len() {
             return Err(Error::invalid_layout(format!(
                 "shape has {} dimensions but strides have {}",
@@ -78,7 +88,7 @@ impl Layout {
         if numel > isize::MAX as usize {
             return Err(overflow("the element count"));
         }
-        let layout = Layout { shape: shape.to_vec(), strides: strides.to_vec(), numel };
+        let layout = Layout { shape, strides, numel };
         // Element-offset range must be representable; bytes are checked in `span`.
         layout.span(1)?;
         Ok(layout)
@@ -87,22 +97,27 @@ impl Layout {
     /// A layout from DLPack/NumPy-style signed 64-bit shape and optional strides
     /// (`None` = C-contiguous). Negative extents are errors.
     pub fn from_i64(shape: &[i64], strides: Option<&[i64]>) -> Result<Self> {
-        let shape: Vec<usize> = shape
-            .iter()
-            .enumerate()
-            .map(|(i, &e)| {
-                usize::try_from(e)
-                    .map_err(|_| Error::invalid_layout(format!("extent {e} of dimension {i} is negative")))
-            })
-            .collect::<Result<_>>()?;
-        match strides {
-            None => Self::contiguous(&shape),
-            Some(s) => {
-                let s: Vec<isize> =
-                    s.iter().map(|&v| isize::try_from(v).map_err(|_| overflow("a stride"))).collect::<Result<_>>()?;
-                Self::new(&shape, &s)
-            }
+        if shape.len() > MAX_NDIM {
+            return Err(Error::invalid_layout(format!("{} dimensions; at most {MAX_NDIM} are supported", shape.len())));
         }
+        let extents = Dims::try_from_fn(shape.len(), |i| {
+            let e = shape[i];
+            usize::try_from(e).map_err(|_| Error::invalid_layout(format!("extent {e} of dimension {i} is negative")))
+        })?;
+        let strides = match strides {
+            None => c_strides_dims(&extents)?,
+            Some(s) => {
+                if s.len() != shape.len() {
+                    return Err(Error::invalid_layout(format!(
+                        "shape has {} dimensions but strides have {}",
+                        shape.len(),
+                        s.len()
+                    )));
+                }
+                Dims::try_from_fn(s.len(), |i| isize::try_from(s[i]).map_err(|_| overflow("a stride")))?
+            }
+        };
+        Self::from_dims(extents, strides)
     }
 
     /// Byte strides (as NumPy and the CUDA Array Interface give them) converted to element
@@ -112,32 +127,34 @@ impl Layout {
         if item == 0 {
             return Err(Error::invalid_layout("item size is zero"));
         }
-        let strides = byte_strides
-            .iter()
-            .map(|&b| {
-                if b % item != 0 {
-                    Err(Error::invalid_layout(format!("byte stride {b} is not a multiple of the item size {itemsize}")))
-                } else {
-                    Ok(b / item)
-                }
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Self::new(shape, &strides)
+        let strides = Dims::try_from_fn(byte_strides.len(), |i| {
+            let b = byte_strides[i];
+            if b % item != 0 {
+                Err(Error::invalid_layout(format!("byte stride {b} is not a multiple of the item size {itemsize}")))
+            } else {
+                Ok(b / item)
+            }
+        })?;
+        Self::from_dims(Dims::from_slice(shape), strides)
     }
 
     /// The extents.
+    #[inline]
     pub fn shape(&self) -> &[usize] {
         &self.shape
     }
     /// The element strides.
+    #[inline]
     pub fn strides(&self) -> &[isize] {
         &self.strides
     }
     /// Number of dimensions.
+    #[inline]
     pub fn ndim(&self) -> usize {
         self.shape.len()
     }
     /// Number of elements (1 for a 0-d array, 0 when any extent is 0).
+    #[inline]
     pub fn numel(&self) -> usize {
         self.numel
     }
@@ -186,7 +203,7 @@ impl Layout {
         }
         let item = isize::try_from(itemsize).map_err(|_| overflow("the item size"))?;
         let (mut lo, mut hi) = (0isize, 0isize);
-        for (&extent, &stride) in self.shape.iter().zip(&self.strides) {
+        for (&extent, &stride) in self.shape.iter().zip(self.strides.iter()) {
             let reach = (extent as isize - 1)
                 .checked_mul(stride)
                 .and_then(|r| r.checked_mul(item))
@@ -234,7 +251,8 @@ impl Layout {
             )));
         }
         let mut off = 0isize;
-        for (axis, ((&i, &extent), &stride)) in index.iter().zip(&self.shape).zip(&self.strides).enumerate() {
+        for (axis, ((&i, &extent), &stride)) in index.iter().zip(self.shape.iter()).zip(self.strides.iter()).enumerate()
+        {
             if i >= extent {
                 return Err(Error::invalid_argument(format!(
                     "index {i} out of range for axis {axis} of extent {extent}"
@@ -254,8 +272,8 @@ impl Layout {
             return Err(Error::invalid_argument(format!("axes {axes:?} are not a permutation of 0..{n}")));
         }
         Ok(Layout {
-            shape: axes.iter().map(|&a| self.shape[a]).collect(),
-            strides: axes.iter().map(|&a| self.strides[a]).collect(),
+            shape: Dims::try_from_fn(n, |k| Ok::<_, Error>(self.shape[axes[k]]))?,
+            strides: Dims::try_from_fn(n, |k| Ok::<_, Error>(self.strides[axes[k]]))?,
             numel: self.numel,
         })
     }
@@ -274,10 +292,7 @@ impl Layout {
             .ok()
             .and_then(|i| i.checked_mul(self.strides[axis]))
             .ok_or_else(|| overflow("an index offset"))?;
-        let (mut shape, mut strides) = (self.shape.clone(), self.strides.clone());
-        shape.remove(axis);
-        strides.remove(axis);
-        Ok((Layout::new(&shape, &strides)?, first))
+        Ok((Layout::from_dims(self.shape.without(axis), self.strides.without(axis))?, first))
     }
 
     /// A strided slice along one axis, as Python's `start:stop:step`: elements `start,
@@ -314,7 +329,7 @@ impl Layout {
         shape[axis] = count;
         strides[axis] = strides[axis].checked_mul(step).ok_or_else(|| overflow("a stride"))?;
         let first = if count == 0 { 0 } else { start as isize * self.strides[axis] };
-        Ok((Layout::new(&shape, &strides)?, first))
+        Ok((Layout::from_dims(shape, strides)?, first))
     }
 
     /// Visits the element offset of every element in row-major index order.

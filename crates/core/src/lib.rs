@@ -10,6 +10,7 @@
 
 mod callback;
 mod device_spec;
+mod dims;
 mod dlpack_device;
 mod dtype;
 mod error;
@@ -23,6 +24,7 @@ mod traits;
 
 pub use callback::{fail_host_callback, unwound_work_message};
 pub use device_spec::DeviceSpec;
+pub use dims::INLINE_NDIM;
 pub use dlpack_device::{DlDeviceType, DlpackDevices};
 pub use dtype::{as_bytes, as_bytes_mut, zeroed_vec, DType, DTypeCode, Element};
 pub use error::{Error, LoadAttempt, Result};

@@ -85,34 +85,66 @@ pub struct BufferDesc {
     pub host_accessible: bool,
 }
 
-struct Inner {
+/// What keeps borrowed memory alive, held inline at the end of the buffer's own
+/// allocation (an import allocates the buffer, not the buffer and a box for its owner).
+trait KeepAlive: Send + Sync {
+    /// True while the owner is held.
+    fn is_held(&self) -> bool;
+    /// Drops the owner now.
+    fn drop_now(&mut self);
+    /// Moves the owner into a box, to be dropped on another thread.
+    fn take_boxed(&mut self) -> Option<Box<dyn Any + Send>>;
+}
+
+impl<T: Send + Sync + 'static> KeepAlive for Option<T> {
+    fn is_held(&self) -> bool {
+        self.is_some()
+    }
+    fn drop_now(&mut self) {
+        drop(self.take());
+    }
+    fn take_boxed(&mut self) -> Option<Box<dyn Any + Send>> {
+        self.take().map(|owner| Box::new(owner) as Box<dyn Any + Send>)
+    }
+}
+
+/// One allocation: its description, how it is freed, and (last, of any size) what keeps
+/// borrowed memory alive.
+struct Inner<K: ?Sized + KeepAlive = dyn KeepAlive> {
     desc: BufferDesc,
     ownership: Ownership,
     release: Option<Box<dyn Release>>,
-    keep_alive: Option<Box<dyn Any + Send + Sync>>,
+    keep_alive: K,
 }
 
-impl Drop for Inner {
+fn release_now(release: Option<Box<dyn Release>>, desc: BufferDesc) {
+    if let Some(mut release) = release {
+        if let Err(err) = release.release(desc.addr, desc.len) {
+            log::warn!("freeing {} bytes at {:#x} on {}: {err}", desc.len, desc.addr, desc.device);
+        }
+    }
+}
+
+impl<K: ?Sized + KeepAlive> Drop for Inner<K> {
     /// Frees the memory (or drops the foreign owner) — on the release thread when the last
     /// clone is dropped on a stream worker or driver callback thread ([`crate::release`]).
     fn drop(&mut self) {
-        let (release, keep_alive) = (self.release.take(), self.keep_alive.take());
-        if release.is_none() && keep_alive.is_none() {
+        let release = self.release.take();
+        if release.is_none() && !self.keep_alive.is_held() {
             return;
         }
         let desc = self.desc;
-        let job = move || {
-            if let Some(mut release) = release {
-                if let Err(err) = release.release(desc.addr, desc.len) {
-                    log::warn!("freeing {} bytes at {:#x} on {}: {err}", desc.len, desc.addr, desc.device);
-                }
-            }
-            drop(keep_alive);
-        };
         if crate::release::on_restricted_thread() {
-            crate::release::defer(Box::new(job));
+            // The owner leaves the buffer's allocation (which is freed on return) in a box
+            // of its own: only on this rare path.
+            let keep_alive = self.keep_alive.take_boxed();
+            crate::release::defer(Box::new(move || {
+                release_now(release, desc);
+                drop(keep_alive);
+            }));
         } else {
-            job();
+            release_now(release, desc);
+            self.keep_alive.drop_now();
         }
     }
 }
@@ -156,9 +188,9 @@ impl Buffer {
     /// writable by the host for that long.
     pub unsafe fn from_owned(desc: BufferDesc, release: Box<dyn Release>) -> Result<Self> {
         Self::check_desc(&desc)?;
-        Ok(Buffer {
-            inner: Arc::new(Inner { desc, ownership: Ownership::Owned, release: Some(release), keep_alive: None }),
-        })
+        let inner: Arc<Inner> =
+            Arc::new(Inner { desc, ownership: Ownership::Owned, release: Some(release), keep_alive: None::<()> });
+        Ok(Buffer { inner })
     }
 
     /// A borrowed buffer over memory someone else owns. `keep_alive` (for example a
@@ -169,43 +201,64 @@ impl Buffer {
     /// `desc` must describe memory that stays valid while the buffer (or `keep_alive`)
     /// lives, with the same rule for `host_accessible` as [`Buffer::from_owned`].
     pub unsafe fn from_borrowed(desc: BufferDesc, keep_alive: Option<Box<dyn Any + Send + Sync>>) -> Result<Self> {
+        // SAFETY: forwarded from the caller.
+        unsafe { Self::from_borrowed_owned_by(desc, keep_alive) }
+    }
+
+    /// [`Buffer::from_borrowed`] with the owner held in the buffer's own allocation (no box
+    /// of its own): what an interchange import uses, one allocation per imported buffer.
+    ///
+    /// # Safety
+    /// As for [`Buffer::from_borrowed`], with `owner` keeping the memory alive.
+    pub unsafe fn from_borrowed_owned_by<K: Send + Sync + 'static>(desc: BufferDesc, owner: K) -> Result<Self> {
         Self::check_desc(&desc)?;
-        Ok(Buffer { inner: Arc::new(Inner { desc, ownership: Ownership::Borrowed, release: None, keep_alive }) })
+        let inner: Arc<Inner> =
+            Arc::new(Inner { desc, ownership: Ownership::Borrowed, release: None, keep_alive: Some(owner) });
+        Ok(Buffer { inner })
     }
 
     /// Base address.
+    #[inline]
     pub fn addr(&self) -> u64 {
         self.inner.desc.addr
     }
     /// Length in bytes.
+    #[inline]
     pub fn len(&self) -> usize {
         self.inner.desc.len
     }
     /// True for a zero-length buffer.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.inner.desc.len == 0
     }
     /// Owning device.
+    #[inline]
     pub fn device(&self) -> DeviceId {
         self.inner.desc.device
     }
     /// Kind of memory.
+    #[inline]
     pub fn memory(&self) -> MemoryKind {
         self.inner.desc.memory
     }
     /// Whether this handle frees the memory.
+    #[inline]
     pub fn ownership(&self) -> Ownership {
         self.inner.ownership
     }
     /// The full description.
+    #[inline]
     pub fn desc(&self) -> BufferDesc {
         self.inner.desc
     }
     /// Whether the host may read and write these bytes directly.
+    #[inline]
     pub fn is_host_accessible(&self) -> bool {
         self.inner.desc.host_accessible
     }
     /// True when both handles are the same allocation.
+    #[inline]
     pub fn same_allocation(&self, other: &Buffer) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
@@ -245,16 +298,18 @@ impl Buffer {
     /// Frees the allocation now and returns the backend's error, if any. Fails without
     /// freeing when other handles (views, queued work) still share the buffer; those
     /// handles keep it alive and the last one frees it.
-    pub fn free(self) -> Result<()> {
-        match Arc::try_unwrap(self.inner) {
-            Ok(mut inner) => match inner.release.take() {
-                Some(mut release) => release.release(inner.desc.addr, inner.desc.len),
+    pub fn free(mut self) -> Result<()> {
+        let desc = self.inner.desc;
+        match Arc::get_mut(&mut self.inner) {
+            // The last handle: free here, then drop the rest (an owner) as a drop would.
+            Some(inner) => match inner.release.take() {
+                Some(mut release) => release.release(desc.addr, desc.len),
                 None => Ok(()),
             },
-            Err(shared) => Err(Error::invalid_argument(format!(
+            None => Err(Error::invalid_argument(format!(
                 "buffer at {:#x} is still referenced by {} other handle(s) (views or queued work)",
-                shared.desc.addr,
-                Arc::strong_count(&shared) - 1
+                desc.addr,
+                Arc::strong_count(&self.inner) - 1
             ))),
         }
     }

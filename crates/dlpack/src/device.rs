@@ -2,7 +2,7 @@
 //! (`Backend::DLPACK`): no table here names a backend, so a registered plugin maps like a
 //! built-in one.
 
-use gpuport::{AnyDevice, Array, DlDeviceType, Error, MemoryKind, Result, Runtime};
+use gpuport::{AnyDevice, Array, BackendKind, DlDeviceType, Error, MemoryKind, Result, Runtime};
 
 use crate::abi::DLDevice;
 
@@ -38,20 +38,25 @@ pub struct Resolved {
 pub fn resolve(rt: &Runtime, dl: DLDevice) -> Result<Resolved> {
     let ty = DlDeviceType(dl.device_type);
     if ty == DlDeviceType::CPU {
-        return Ok(Resolved { device: rt.device("host")?, memory: MemoryKind::Host });
+        // The runtime's report hands out the opened host device without a lookup by name
+        // string; `Runtime::device` gives the error when the host was left out.
+        let device = match rt.report_for(BackendKind::Host.name()) {
+            Some(host) => host.open(0)?,
+            None => rt.device(BackendKind::Host.name())?,
+        };
+        return Ok(Resolved { device, memory: MemoryKind::Host });
     }
     let declared = |want_device: bool| {
         rt.reports().iter().find_map(|r| {
             let decl = r.dlpack_devices()?;
             let memory = decl.memory_for(ty)?;
-            (want_device == (memory == MemoryKind::Device)).then(|| (r.name.clone(), memory))
+            (want_device == (memory == MemoryKind::Device)).then_some((r, memory))
         })
     };
-    let (backend, memory) = declared(true).or_else(|| declared(false)).ok_or_else(|| Error::Interchange {
+    let (report, memory) = declared(true).or_else(|| declared(false)).ok_or_else(|| Error::Interchange {
         what: format!("no available backend handles DLPack {ty} (device_id {})", dl.device_id),
     })?;
     let ordinal = u32::try_from(dl.device_id)
         .map_err(|_| Error::Interchange { what: format!("a negative device_id {} for {ty}", dl.device_id) })?;
-    let device = rt.device(&format!("{backend}:{ordinal}"))?;
-    Ok(Resolved { device, memory })
+    Ok(Resolved { device: report.open(ordinal)?, memory })
 }

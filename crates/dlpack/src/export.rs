@@ -89,7 +89,7 @@ unsafe fn export(rt: &Runtime, array: &Array, request: &ExportRequest, handles: 
     if array.is_read_only() {
         flags |= DlpackFlags::READ_ONLY;
     }
-    let exported = if needs_copy {
+    if needs_copy {
         if request.copy == Some(false) {
             return Err(Error::Interchange {
                 what: format!("copy=False, but the array is on {} and {} was asked for", here, target),
@@ -100,31 +100,37 @@ unsafe fn export(rt: &Runtime, array: &Array, request: &ExportRequest, handles: 
         // The copy is complete on return (the copy engine waits for it), so a consumer on
         // the CPU needs no stream; a GPU consumer's stream has nothing left to wait for.
         let copy = array.to_device(&dest.device)?;
-        if array.is_read_only() {
-            copy.to_read_only()
-        } else {
-            copy
-        }
-    } else {
-        let request_stream = StreamRequest::parse(DlDeviceType(here.device_type), request.stream)?;
-        if let (StreamRequest::Handle(h), Handles::Refused) = (request_stream, handles) {
-            return Err(Error::invalid_argument(format!(
-                "stream={h:#x} is a raw stream handle, which to_dlpack cannot check; use the unsafe \
-                 to_dlpack_on_stream, or name a default stream (CUDA 1 or 2, ROCm 0) or none"
-            )));
-        }
-        // SAFETY: forwarded from the caller; a raw handle only when they allowed it.
-        unsafe { handshake(array, DlDeviceType(here.device_type), request_stream) }?;
-        array.clone()
-    };
-    let device = dl_device_of(&exported)?;
-    let dtype = exported.dtype();
+        let copy = if array.is_read_only() { copy.to_read_only() } else { copy };
+        let device = dl_device_of(&copy)?;
+        return describe(&copy, device, version, flags);
+    }
+    let request_stream = StreamRequest::parse(DlDeviceType(here.device_type), request.stream)?;
+    if let (StreamRequest::Handle(h), Handles::Refused) = (request_stream, handles) {
+        return Err(Error::invalid_argument(format!(
+            "stream={h:#x} is a raw stream handle, which to_dlpack cannot check; use the unsafe \
+             to_dlpack_on_stream, or name a default stream (CUDA 1 or 2, ROCm 0) or none"
+        )));
+    }
+    // SAFETY: forwarded from the caller; a raw handle only when they allowed it.
+    unsafe { handshake(array, DlDeviceType(here.device_type), request_stream) }?;
+    describe(array, here, version, flags)
+}
+
+/// Packages `array` (on `device`) as it is: the export holds a handle to its allocation,
+/// nothing else of the array.
+fn describe(
+    array: &Array,
+    device: DLDevice,
+    version: Option<DLPackVersion>,
+    flags: DlpackFlags,
+) -> Result<ManagedTensor> {
+    let dtype = array.dtype();
     let parts = TensorParts {
-        data: if exported.numel() == 0 { 0 } else { exported.data_addr() },
+        data: if array.numel() == 0 { 0 } else { array.data_addr() },
         device,
         dtype: DLDataType { code: dtype.code() as u8, bits: dtype.bits(), lanes: dtype.lanes() },
-        shape: exported.shape(),
-        strides: exported.strides(),
+        shape: array.shape(),
+        strides: array.strides(),
     };
     let kind = match version {
         None => Kind::Legacy,
@@ -132,5 +138,5 @@ unsafe fn export(rt: &Runtime, array: &Array, request: &ExportRequest, handles: 
     };
     // The allocation is what must outlive the consumer's use: a handle to it (no heap
     // allocation) is the export's keep-alive; the one allocation is the context's.
-    package(&parts, exported.buffer().clone(), kind)
+    package(&parts, array.buffer().clone(), kind)
 }

@@ -2,7 +2,7 @@
 //! The array owns the tensor: the producer's deleter runs exactly once, when the last view
 //! drops (off driver-callback and worker threads), or at once on any error.
 
-use gpuport::{AnyDevice, Array, Buffer, BufferDesc, DType, Error, Layout, MemoryKind, Result, Runtime, MAX_NDIM};
+use gpuport::{AnyDevice, Array, DType, Error, ForeignElements, Layout, MemoryKind, Result, Runtime, MAX_NDIM};
 
 use crate::abi::{DLDevice, DlpackFlags};
 use crate::device::resolve;
@@ -96,19 +96,21 @@ pub struct ImportRequest {
 /// released once copied). The device type is mapped through the backends' declarations;
 /// where the backend can tell, the pointer's owner must be the tensor's device. Memory of
 /// a `kDLCUDAHost`/`kDLROCMHost`/`kDLCUDAManaged` tensor keeps its kind. On every error
-/// the tensor's deleter has run once when this returns.
+/// the tensor's deleter has run once when this returns. A zero-copy import makes two heap
+/// allocations, the array's own (its buffer, which holds the tensor, and its storage).
 pub fn from_dlpack(rt: &Runtime, tensor: ManagedTensor, request: &ImportRequest) -> Result<Array> {
-    from_dlpack_with(rt, tensor, request, |t| Box::new(t))
+    from_dlpack_with(rt, tensor, request, |t| t)
 }
 
 /// [`from_dlpack`], with the tensor kept alive by what `keep` makes of it once it is
 /// validated — for example a wrapper that calls the producer's deleter only while the
-/// producer's language runtime is still alive (the Python module's).
-pub fn from_dlpack_with(
+/// producer's language runtime is still alive (the Python module's). The keeper is held
+/// in the array's buffer, not boxed.
+pub fn from_dlpack_with<K: Send + Sync + 'static>(
     rt: &Runtime,
     tensor: ManagedTensor,
     request: &ImportRequest,
-    keep: impl FnOnce(ManagedTensor) -> Box<dyn std::any::Any + Send + Sync>,
+    keep: impl FnOnce(ManagedTensor) -> K,
 ) -> Result<Array> {
     let v = validate(&tensor)?;
     let resolved = resolve(rt, v.device)?;
@@ -122,18 +124,15 @@ pub fn from_dlpack_with(
             )));
         }
     }
-    let desc = BufferDesc {
-        addr: v.start,
-        len: v.len,
-        device: resolved.device.id(),
+    let at = ForeignElements {
+        element0: v.start + v.element0 as u64,
         memory: resolved.memory,
         host_accessible: resolved.memory != MemoryKind::Device,
     };
     // SAFETY: the validated descriptor covers exactly the memory the tensor describes, on
     // that device; the tensor (and so the memory) lives as long as the buffer, which owns
     // it and calls its deleter on the last drop (on an error here, at once).
-    let buffer = unsafe { Buffer::from_borrowed(desc, Some(keep(tensor))) }?;
-    let mut array = Array::from_buffer(&resolved.device, buffer, v.element0, v.dtype, v.layout)?;
+    let mut array = unsafe { Array::from_foreign(&resolved.device, at, v.dtype, v.layout, keep(tensor)) }?;
     if v.flags.contains(DlpackFlags::READ_ONLY) {
         array = array.to_read_only();
     }

@@ -6,7 +6,7 @@ use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::{addr_of_mut, NonNull};
 
-use gpuport::{Error, Result, MAX_NDIM};
+use gpuport::{Error, Result, INLINE_NDIM, MAX_NDIM};
 
 use crate::abi::{
     DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, DlpackFlags,
@@ -84,39 +84,42 @@ managed!(DLManagedTensorVersioned, Versioned, |dl_tensor, manager_ctx| DLManaged
     dl_tensor,
 });
 
-/// One export's allocation; `manager_ctx` holds its address.
-struct ExportCtx<T, K> {
+/// One export's allocation; `manager_ctx` holds its address. `dims` holds the shape then
+/// the strides: `D` is room for two lists of [`INLINE_NDIM`] (every common rank), or of
+/// [`MAX_NDIM`] — so the usual export allocates and fills a couple of hundred bytes, not
+/// the kilobyte the highest rank needs.
+struct ExportCtx<T, K, const D: usize> {
     tensor: T,
-    shape: [i64; MAX_NDIM],
-    strides: [i64; MAX_NDIM],
+    dims: [i64; D],
     /// Held only to be dropped by the deleter.
     _keep: K,
 }
 
 /// The deleter of every export: frees the context (and so releases `keep`) once; a panic
 /// in a drop is caught here, never unwound into the consumer.
-unsafe extern "C" fn delete_export<T: Managed, K>(tensor: *mut T) {
+unsafe extern "C" fn delete_export<T: Managed, K, const D: usize>(tensor: *mut T) {
     if tensor.is_null() {
         return;
     }
-    let ctx = T::manager_ctx(tensor).cast::<ExportCtx<T, K>>();
+    let ctx = T::manager_ctx(tensor).cast::<ExportCtx<T, K, D>>();
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: `ctx` came from `Box::into_raw` in `package` and the deleter runs once.
         drop(unsafe { Box::from_raw(ctx) })
     }));
 }
 
-fn dims(parts: &TensorParts<'_>) -> Result<([i64; MAX_NDIM], [i64; MAX_NDIM])> {
+/// The shape then the strides, as `int64_t`, in room for `D` values.
+fn dims<const D: usize>(parts: &TensorParts<'_>) -> Result<[i64; D]> {
     let ndim = parts.shape.len();
-    if ndim > MAX_NDIM || parts.strides.len() != ndim {
+    if 2 * ndim > D || parts.strides.len() != ndim {
         return Err(Error::Interchange { what: format!("{ndim} dimensions; at most {MAX_NDIM} are supported") });
     }
-    let (mut shape, mut strides) = ([0i64; MAX_NDIM], [0i64; MAX_NDIM]);
+    let mut dims = [0i64; D];
     for i in 0..ndim {
-        shape[i] = i64::try_from(parts.shape[i]).map_err(|_| Error::invalid_layout("an extent exceeds i64"))?;
-        strides[i] = i64::try_from(parts.strides[i]).map_err(|_| Error::invalid_layout("a stride exceeds i64"))?;
+        dims[i] = i64::try_from(parts.shape[i]).map_err(|_| Error::invalid_layout("an extent exceeds i64"))?;
+        dims[ndim + i] = i64::try_from(parts.strides[i]).map_err(|_| Error::invalid_layout("a stride exceeds i64"))?;
     }
-    Ok((shape, strides))
+    Ok(dims)
 }
 
 fn package_as<T: Managed + 'static, K: Send + 'static>(
@@ -124,7 +127,20 @@ fn package_as<T: Managed + 'static, K: Send + 'static>(
     keep: K,
     set: impl FnOnce(&mut T, unsafe extern "C" fn(*mut T)),
 ) -> Result<ManagedTensor> {
-    let (shape, strides) = dims(parts)?;
+    if parts.shape.len() <= INLINE_NDIM {
+        package_in::<T, K, { 2 * INLINE_NDIM }>(parts, keep, set)
+    } else {
+        package_in::<T, K, { 2 * MAX_NDIM }>(parts, keep, set)
+    }
+}
+
+fn package_in<T: Managed + 'static, K: Send + 'static, const D: usize>(
+    parts: &TensorParts<'_>,
+    keep: K,
+    set: impl FnOnce(&mut T, unsafe extern "C" fn(*mut T)),
+) -> Result<ManagedTensor> {
+    let dims = dims::<D>(parts)?;
+    let ndim = parts.shape.len();
     let dl = DLTensor {
         // An address of the array's allocation, which the keep-alive holds: the integer came
         // from a pointer the allocator exposed.
@@ -137,12 +153,12 @@ fn package_as<T: Managed + 'static, K: Send + 'static>(
         byte_offset: 0,
     };
     let ctx =
-        Box::into_raw(Box::new(ExportCtx { tensor: T::new(dl, std::ptr::null_mut()), shape, strides, _keep: keep }));
+        Box::into_raw(Box::new(ExportCtx::<T, K, D> { tensor: T::new(dl, std::ptr::null_mut()), dims, _keep: keep }));
     // SAFETY: `ctx` is a fresh, exclusively owned allocation; the pointers stored in the
     // tensor point into it and stay valid until the deleter frees it.
     let tensor = unsafe {
         let tensor = addr_of_mut!((*ctx).tensor);
-        set(&mut *tensor, delete_export::<T, K>);
+        set(&mut *tensor, delete_export::<T, K, D>);
         // The context pointer itself (with the whole allocation's provenance), so the
         // deleter can rebuild the Box from it.
         T::set_manager_ctx(tensor, ctx.cast());
@@ -151,9 +167,11 @@ fn package_as<T: Managed + 'static, K: Send + 'static>(
     let dl = T::dl_tensor(tensor);
     // SAFETY: as above: the fields are set through the one raw pointer.
     unsafe {
-        (*dl).shape = addr_of_mut!((*ctx).shape).cast::<i64>();
-        // Strides are always given (non-NULL) when ndim > 0, as header 1.2 asks.
-        (*dl).strides = addr_of_mut!((*ctx).strides).cast::<i64>();
+        let dims = addr_of_mut!((*ctx).dims).cast::<i64>();
+        (*dl).shape = dims;
+        // Strides are always given (non-NULL), as header 1.2 asks; `ndim` ≤ D / 2 keeps
+        // them inside the array.
+        (*dl).strides = dims.add(ndim);
     }
     // SAFETY: `tensor` is non-null (inside a Box) and owned by nobody else; its deleter is
     // `delete_export`, which frees the context once.

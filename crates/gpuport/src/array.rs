@@ -124,24 +124,31 @@ impl Array {
             )));
         }
         layout.check_fits(offset, dtype.itemsize()?, buffer.len())?;
+        Ok(Self::over(device, buffer, offset, dtype, layout))
+    }
+
+    /// An array over `buffer`, whose device is `device`'s and which holds every element
+    /// (the callers' checks).
+    fn over(device: &AnyDevice, buffer: Buffer, offset: usize, dtype: DType, layout: Layout) -> Self {
         let storage = Arc::new(Storage { buffer, pending: PendingWork::default() });
-        Ok(Array { storage, offset, dtype, layout, device: device.clone(), read_only: false })
+        Array { storage, offset, dtype, layout, device: device.clone(), read_only: false }
     }
 
     /// An array over memory someone else owns (an interchange import): the buffer spans
     /// exactly the bytes `layout` reaches from element 0 — below it too, for negative
-    /// strides — with overflow checked, and holds `keep` (what keeps the memory alive)
-    /// until the last view drops. An array with no elements describes no memory.
+    /// strides — with overflow checked, and holds `keep` (what keeps the memory alive, in
+    /// the buffer's own allocation) until the last view drops. An array with no elements
+    /// describes no memory. Two heap allocations: the buffer's and the array's storage.
     ///
     /// # Safety
     /// Those bytes are live memory of `at.memory`'s kind on `device` and stay so while
     /// `keep` lives.
-    pub unsafe fn from_foreign(
+    pub unsafe fn from_foreign<K: Send + Sync + 'static>(
         device: &AnyDevice,
         at: ForeignElements,
         dtype: DType,
         layout: Layout,
-        keep: Option<Box<dyn std::any::Any + Send + Sync>>,
+        keep: K,
     ) -> Result<Self> {
         let span = layout.span(dtype.itemsize()?)?;
         let (start, len, element0) = if layout.numel() == 0 {
@@ -162,11 +169,13 @@ impl Array {
         };
         // SAFETY: `desc` covers exactly the bytes the layout reaches, which the caller
         // promises live while `keep` (held by the buffer) lives.
-        let buffer = unsafe { Buffer::from_borrowed(desc, keep) }?;
-        Self::from_buffer(device, buffer, element0, dtype, layout)
+        let buffer = unsafe { Buffer::from_borrowed_owned_by(desc, keep) }?;
+        // The buffer was cut to the layout's span from element 0: the elements fit it.
+        Ok(Self::over(device, buffer, element0, dtype, layout))
     }
 
     /// The allocation.
+    #[inline]
     pub fn buffer(&self) -> &Buffer {
         &self.storage.buffer
     }
@@ -176,42 +185,52 @@ impl Array {
         Arc::ptr_eq(&self.storage, &other.storage)
     }
     /// Byte offset of element `[0, …, 0]` in the buffer.
+    #[inline]
     pub fn byte_offset(&self) -> usize {
         self.offset
     }
     /// Address of element `[0, …, 0]`.
+    #[inline]
     pub fn data_addr(&self) -> u64 {
         self.buffer().addr() + self.offset as u64
     }
     /// Element type.
+    #[inline]
     pub fn dtype(&self) -> DType {
         self.dtype
     }
     /// Shape and element strides.
+    #[inline]
     pub fn layout(&self) -> &Layout {
         &self.layout
     }
     /// Extents.
+    #[inline]
     pub fn shape(&self) -> &[usize] {
         self.layout.shape()
     }
     /// Element strides.
+    #[inline]
     pub fn strides(&self) -> &[isize] {
         self.layout.strides()
     }
     /// The device handle.
+    #[inline]
     pub fn device(&self) -> &AnyDevice {
         &self.device
     }
     /// The device id.
+    #[inline]
     pub fn device_id(&self) -> DeviceId {
         self.device.id()
     }
     /// True when writes through this array are refused.
+    #[inline]
     pub fn is_read_only(&self) -> bool {
         self.read_only
     }
     /// Number of elements.
+    #[inline]
     pub fn numel(&self) -> usize {
         self.layout.numel()
     }

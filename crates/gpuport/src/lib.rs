@@ -76,7 +76,7 @@ pub use gpuport_core::{
     DType, DTypeCode, DefaultStream, Device, DeviceId, DeviceInfo, DeviceSpec, DlDeviceType, DlpackDevices, Element,
     Error, Event, EventFlags, HostAllocFlags, HostCallback, Kernel, KernelArg, LaunchConfig, Layout, LoadAttempt,
     LoadOptions, MemoryKind, Module, ModuleImage, Ownership, PointerAttributes, Release, Result, Scalar, Stream,
-    StreamFlags, MAX_NDIM,
+    StreamFlags, INLINE_NDIM, MAX_NDIM,
 };
 pub use mirror::{MirroredArray, SharedSyncState, SyncState};
 pub use pending::Access;

@@ -13,6 +13,7 @@
 //! Events are created once per (stream, read/write) pair and re-recorded after that, so
 //! steady-state work on an array allocates nothing here.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use gpuport_core::{DeviceId, Error, EventFlags, Result};
@@ -60,6 +61,10 @@ struct Marks {
 #[derive(Default)]
 pub(crate) struct PendingWork {
     state: Mutex<Marks>,
+    /// Whether `state` holds any mark, written under the lock whenever marks come or go:
+    /// an export or read of an array nobody queued work on (the common interchange case)
+    /// then takes no lock and waits for nothing.
+    marked: AtomicBool,
 }
 
 /// Makes later work on `waiter` wait for `event`, recorded on `source` (a stream of
@@ -95,8 +100,24 @@ impl PendingWork {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Keeps `marked` in step with `state` (called with the lock held, after a change).
+    fn publish(&self, state: &Marks) {
+        self.marked.store(!state.writes.is_empty() || !state.reads.is_empty(), Ordering::Release);
+    }
+
+    /// True when no mark is held: nothing to wait for. Work recorded by another thread at
+    /// the same moment is unordered with the caller either way, as with the lock.
+    fn unmarked(&self) -> bool {
+        !self.marked.load(Ordering::Acquire)
+    }
+
     /// Makes `stream` wait for what an `access` on it conflicts with.
     pub(crate) fn wait(&self, stream: &AnyStream, access: Access) -> Result<()> {
+        // A read waits only for writes; with no mark there are none. (A write still takes
+        // the lock: it notes that `stream` is joined.)
+        if access == Access::Read && self.unmarked() {
+            return Ok(());
+        }
         let mut state = self.lock();
         let k = key(stream);
         let reads: &[Mark] = if access == Access::Write { &state.reads } else { &[] };
@@ -127,6 +148,8 @@ impl PendingWork {
             None => {
                 let event = device.create_event(EventFlags::DISABLE_TIMING)?;
                 list.push(Mark { key: k, device: device.clone(), stream: stream.clone(), event, seq: 0 });
+                // A mark now exists, even if recording it below fails.
+                self.marked.store(true, Ordering::Release);
                 list.len() - 1
             }
         };
@@ -139,11 +162,15 @@ impl PendingWork {
             state.reads.clear();
         }
         state.joined.retain(|j| *j == k);
+        self.publish(&state);
         Ok(())
     }
 
     /// Blocks the calling thread until all pending work has completed, then forgets it.
     pub(crate) fn synchronize(&self) -> Result<()> {
+        if self.unmarked() {
+            return Ok(());
+        }
         let snapshot: Vec<(StreamKey, bool, u64, AnyEvent)> = {
             let state = self.lock();
             let marks = state.writes.iter().map(|m| (m, true)).chain(state.reads.iter().map(|m| (m, false)));
@@ -157,11 +184,15 @@ impl PendingWork {
             |m: &Mark, write: bool| snapshot.iter().any(|(k, w, seq, _)| *k == m.key && *w == write && *seq == m.seq);
         state.writes.retain(|m| !done(m, true));
         state.reads.retain(|m| !done(m, false));
+        self.publish(&state);
         Ok(())
     }
 
     /// True while some recorded access has not completed.
     pub(crate) fn is_pending(&self) -> Result<bool> {
+        if self.unmarked() {
+            return Ok(false);
+        }
         let state = self.lock();
         for mark in state.writes.iter().chain(&state.reads) {
             if !mark.event.query()? {

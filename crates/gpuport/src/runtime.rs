@@ -1,7 +1,7 @@
 //! Run-time discovery of backends, plugin registration and device selection.
 
 use std::fmt;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use gpuport_core::{Backend, BackendKind, DeviceId, DeviceInfo, DeviceSpec, DlpackDevices, Error, LoadOptions, Result};
 use gpuport_cuda::CudaBackend;
@@ -57,6 +57,10 @@ pub struct BackendReport {
     /// Its status.
     pub status: BackendStatus,
     backend: Option<Arc<dyn DynBackend>>,
+    /// The devices opened through this report, one slot per device: opened once, then
+    /// handed out again without a lock or a call into the backend (interchange resolves a
+    /// device on every exchange). They stay open while the runtime lives.
+    opened: Box<[OnceLock<AnyDevice>]>,
 }
 
 impl fmt::Debug for BackendReport {
@@ -66,6 +70,14 @@ impl fmt::Debug for BackendReport {
 }
 
 impl BackendReport {
+    fn new(name: String, status: BackendStatus, backend: Option<Arc<dyn DynBackend>>) -> Self {
+        let devices = match &status {
+            BackendStatus::Available { devices, .. } => devices.len(),
+            BackendStatus::Unavailable(_) => 0,
+        };
+        BackendReport { name, status, backend, opened: (0..devices).map(|_| OnceLock::new()).collect() }
+    }
+
     /// True when the backend can be used.
     pub fn is_available(&self) -> bool {
         matches!(self.status, BackendStatus::Available { .. })
@@ -75,6 +87,33 @@ impl BackendReport {
     /// available.
     pub fn dlpack_devices(&self) -> Option<DlpackDevices> {
         self.backend.as_ref().filter(|_| self.is_available()).map(|b| b.dlpack_devices())
+    }
+
+    /// Device `ordinal` of this backend, opened on first use and kept open while the
+    /// runtime lives; later calls clone the handle (no lock, no backend call). An
+    /// unavailable backend or an ordinal past its devices is an error, as for
+    /// [`Runtime::device`].
+    pub fn open(&self, ordinal: u32) -> Result<AnyDevice> {
+        let backend = match (&self.status, &self.backend) {
+            (BackendStatus::Available { .. }, Some(b)) => b,
+            (BackendStatus::Unavailable(err), _) => {
+                return Err(Error::BackendUnavailable { name: self.name.clone(), reason: err.to_string() })
+            }
+            (BackendStatus::Available { .. }, None) => {
+                return Err(Error::BackendUnavailable { name: self.name.clone(), reason: "not loaded".into() })
+            }
+        };
+        let Some(slot) = self.opened.get(ordinal as usize) else {
+            // Past the devices discovery saw: the backend names the error.
+            return backend.open(ordinal);
+        };
+        if let Some(device) = slot.get() {
+            return Ok(device.clone());
+        }
+        let device = backend.open(ordinal)?;
+        // Two threads may open it at once: the backend shares one device per ordinal, and
+        // the first handle stored is the one kept.
+        Ok(slot.get_or_init(|| device).clone())
     }
 }
 
@@ -144,6 +183,7 @@ impl Runtime {
                         ),
                     }),
                     backend: None,
+                    opened: Box::default(),
                 });
             }
         }
@@ -165,7 +205,7 @@ impl Runtime {
                 Err(err) => (BackendStatus::Unavailable(err), None),
             },
         };
-        BackendReport { name, status, backend }
+        BackendReport::new(name, status, backend)
     }
 
     /// Names of the built-in backends and registered plugins.
@@ -229,15 +269,7 @@ impl Runtime {
                 _ => format!("no such backend in this runtime (known: {})", Self::known_names().join(", ")),
             },
         })?;
-        match (&report.status, &report.backend) {
-            (BackendStatus::Available { .. }, Some(b)) => b.open(spec.ordinal),
-            (BackendStatus::Unavailable(err), _) => {
-                Err(Error::BackendUnavailable { name: spec.backend.clone(), reason: err.to_string() })
-            }
-            (BackendStatus::Available { .. }, None) => {
-                Err(Error::BackendUnavailable { name: spec.backend.clone(), reason: "not loaded".into() })
-            }
-        }
+        report.open(spec.ordinal)
     }
 
     /// The default device: `GPUPORT_DEVICE` when set, else the host.

@@ -137,10 +137,7 @@ fn import(
 ) -> PyResult<Py<PyArray>> {
     let sync = parse_sync(sync)?;
     let device = device.filter(|d| !d.is_none()).map(parse_device).transpose()?;
-    let keep: Box<dyn std::any::Any + Send + std::marker::Sync> = match owner {
-        Some(o) => PyOwner::boxed(o),
-        None => Box::new(()),
-    };
+    let keep = owner.map(PyOwner::new);
     // SAFETY: the producer promises (by publishing the interface) live memory and a live
     // stream; `keep` holds the producer object where one is given.
     let array = py.detach(|| unsafe { gpuport_cai::import(runtime(), interface, keep, device.as_ref(), sync) }).py()?;

@@ -61,18 +61,25 @@ pub fn export<'py>(
         })
         .transpose()?;
     let stream = stream_arg(stream)?;
-    // A bad stream value is the caller's ValueError; an impossible export BufferError.
-    let here = gpuport_dlpack::dl_device_of(array).py_exchange()?;
-    let stream_device = dl_device.unwrap_or(here);
-    StreamRequest::parse(DlDeviceType(stream_device.device_type), stream)
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    // A bad stream value is the caller's ValueError; an impossible export BufferError. No
+    // stream (the common call) is valid on every device: nothing to check up front.
+    let here = if stream.is_some() || dl_device.is_some() || copy.is_some() {
+        Some(gpuport_dlpack::dl_device_of(array).py_exchange()?)
+    } else {
+        None
+    };
+    if let Some(here) = here {
+        let stream_device = dl_device.unwrap_or(here);
+        StreamRequest::parse(DlDeviceType(stream_device.device_type), stream)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    }
     let request = ExportRequest { max_version, dl_device, copy, stream };
     // SAFETY: a stream handle from the consumer is, by the protocol, a live stream of the
     // device the data is handed over on.
     let export = || unsafe { gpuport_dlpack::to_dlpack_on_stream(runtime(), array, &request) };
     // The GIL is let go only for a copy; a zero-copy export is a handshake (no Python code
     // waits on gpuport's queues, so holding it cannot deadlock).
-    let copies = stream_device != here || copy == Some(true);
+    let copies = here.is_some_and(|here| dl_device.is_some_and(|d| d != here)) || copy == Some(true);
     let tensor = if copies { py.detach(export) } else { export() }.py_exchange()?;
     count(Counter::ProducerDunder);
     capsule::wrap(py, tensor)
@@ -115,7 +122,7 @@ fn producer_copied(tensor: &ManagedTensor) -> bool {
 /// Imports a tensor taken from a Python producer: its deleter runs with the GIL, never
 /// after interpreter shutdown.
 pub fn import(py: Python<'_>, tensor: ManagedTensor, request: &ImportRequest) -> PyResult<Py<PyArray>> {
-    let import = || gpuport_dlpack::from_dlpack_with(runtime(), tensor, request, PyOwner::boxed);
+    let import = || gpuport_dlpack::from_dlpack_with(runtime(), tensor, request, PyOwner::new);
     // The GIL is let go only when the import copies.
     let copies = request.device.is_some() || request.copy == Some(true);
     let array = if copies { py.detach(import) } else { import() }.py_exchange()?;
@@ -127,13 +134,13 @@ pub fn import(py: Python<'_>, tensor: ManagedTensor, request: &ImportRequest) ->
 pub fn from_dunder(
     py: Python<'_>,
     x: &Bound<'_, PyAny>,
+    dunder: &Bound<'_, PyAny>,
     device: Option<AnyDevice>,
     copy: Option<bool>,
 ) -> PyResult<Py<PyArray>> {
     let here: (i32, i32) = x.call_method0(intern!(py, "__dlpack_device__"))?.extract()?;
     let target = device.as_ref().map(|d| (d.dlpack_devices().device.0, d.id().ordinal as i32));
     let wanted_device = target.filter(|&t| t != here);
-    let dunder = intern!(py, "__dlpack__");
     let stream = consumer_stream(wanted_device.unwrap_or(here));
     let kwargs = if wanted_device.is_none() && copy.is_none() {
         common_kwargs(py, stream)?
@@ -149,16 +156,16 @@ pub fn from_dunder(
         }
         kwargs
     };
-    let capsule = match x.call_method(dunder, (), Some(&kwargs)) {
+    let capsule = match dunder.call((), Some(&kwargs)) {
         Ok(c) => c,
         // Older producers know neither max_version nor dl_device/copy: retry without them,
         // but never silently drop a copy or device request.
         Err(e) if e.is_instance_of::<PyTypeError>(py) && wanted_device.is_none() && copy.is_none() => {
             let stream = PyDict::new(py);
             stream.set_item("stream", consumer_stream(here))?;
-            match x.call_method(dunder, (), Some(&stream)) {
+            match dunder.call((), Some(&stream)) {
                 Ok(c) => c,
-                Err(e) if e.is_instance_of::<PyTypeError>(py) => x.call_method0(dunder)?,
+                Err(e) if e.is_instance_of::<PyTypeError>(py) => dunder.call0()?,
                 Err(e) => return Err(e),
             }
         }
@@ -168,7 +175,7 @@ pub fn from_dunder(
             let kwargs = PyDict::new(py);
             kwargs.set_item("stream", consumer_stream(here))?;
             kwargs.set_item("max_version", (DLPACK_VERSION.major, DLPACK_VERSION.minor))?;
-            let capsule = x.call_method(dunder, (), Some(&kwargs)).map_err(|_| e)?;
+            let capsule = dunder.call((), Some(&kwargs)).map_err(|_| e)?;
             let tensor = capsule::consume(&capsule)?;
             return import(py, tensor, &ImportRequest { device, copy });
         }

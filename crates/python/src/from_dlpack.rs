@@ -2,7 +2,7 @@
 //! table, else `__dlpack__` — and counts it.
 
 use gpuport_dlpack::ImportRequest;
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyAttributeError, PyTypeError};
 use pyo3::intern;
 use pyo3::prelude::*;
 
@@ -32,12 +32,17 @@ pub fn from_dlpack(
         count(Counter::ConsumerExchangeApi);
         return exchange_api::import_through(py, x, table, device, copy);
     }
-    if !x.hasattr(intern!(py, "__dlpack__"))? {
-        return Err(PyTypeError::new_err(format!(
-            "from_dlpack takes an object with __dlpack__ and __dlpack_device__, or a DLPack capsule; not {}",
-            x.get_type().name()?
-        )));
-    }
+    // The method is looked up once: it is called below.
+    let dunder = match x.getattr(intern!(py, "__dlpack__")) {
+        Ok(method) => method,
+        Err(e) if e.is_instance_of::<PyAttributeError>(py) => {
+            return Err(PyTypeError::new_err(format!(
+                "from_dlpack takes an object with __dlpack__ and __dlpack_device__, or a DLPack capsule; not {}",
+                x.get_type().name()?
+            )))
+        }
+        Err(e) => return Err(e),
+    };
     count(Counter::ConsumerDunder);
-    dlpack::from_dunder(py, x, device, copy)
+    dlpack::from_dunder(py, x, &dunder, device, copy)
 }

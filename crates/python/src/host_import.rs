@@ -34,12 +34,12 @@ fn host_array(
     dtype: DType,
     layout: Layout,
     read_only: bool,
-    keep: Box<dyn std::any::Any + Send + Sync>,
+    keep: impl Send + Sync + 'static,
 ) -> gpuport::Result<Array> {
     let host = runtime().device("host")?;
     let at = ForeignElements { element0: addr, memory: MemoryKind::Host, host_accessible: true };
     // SAFETY: the exporter keeps the memory valid while `keep` (which holds it) lives.
-    let array = unsafe { Array::from_foreign(&host, at, dtype, layout, Some(keep)) }?;
+    let array = unsafe { Array::from_foreign(&host, at, dtype, layout, keep) }?;
     Ok(if read_only { array.to_read_only() } else { array })
 }
 
@@ -80,14 +80,14 @@ fn by_buffer(obj: &Bound<'_, PyAny>) -> PyResult<Array> {
     let layout =
         Layout::from_byte_strides(&shape, &strides, itemsize).map_err(|e| PyBufferError::new_err(e.to_string()))?;
     let (addr, read_only) = (v.buf as u64, v.readonly != 0);
-    host_array(addr, dtype, layout, read_only, PyOwner::boxed(held)).py()
+    host_array(addr, dtype, layout, read_only, PyOwner::new(held)).py()
 }
 
 /// Through `__array_interface__` (version 3; the `data` entry a `(pointer, read_only)` pair).
 fn by_array_interface(obj: &Bound<'_, PyAny>, desc: &Bound<'_, PyAny>) -> PyResult<Array> {
     let interface = cai::parse_interface(desc, "__array_interface__")?;
     let layout = interface.layout().py()?;
-    let keep = PyOwner::boxed(obj.clone().unbind());
+    let keep = PyOwner::new(obj.clone().unbind());
     host_array(interface.data, interface.dtype, layout, interface.read_only, keep).py()
 }
 

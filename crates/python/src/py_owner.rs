@@ -12,11 +12,6 @@ impl<T: Send + Sync + 'static> PyOwner<T> {
     pub fn new(value: T) -> Self {
         PyOwner(Some(value))
     }
-
-    /// Boxed as a buffer's keep-alive.
-    pub fn boxed(value: T) -> Box<dyn std::any::Any + Send + Sync> {
-        Box::new(Self::new(value))
-    }
 }
 
 impl<T: Send + Sync + 'static> Drop for PyOwner<T> {

@@ -33,11 +33,14 @@ pub fn table_of(ty: &Bound<'_, PyType>) -> PyResult<Option<&'static DLPackExchan
     let py = ty.py();
     let cache = TABLES.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
     if let Some(known) = cache.get_item(ty)? {
-        return Ok(match known.extract::<usize>() {
-            // SAFETY: an address this function found and cached: a process-lifetime table.
-            Ok(addr) => Some(unsafe { &*ptr::with_exposed_provenance::<DLPackExchangeAPI>(addr) }),
-            Err(_) => None,
-        });
+        // `None` is checked first: a failed extraction would build (and format) a
+        // TypeError on every exchange with a type that has no table.
+        if known.is_none() {
+            return Ok(None);
+        }
+        let addr = known.extract::<usize>()?;
+        // SAFETY: an address this function found and cached: a process-lifetime table.
+        return Ok(Some(unsafe { &*ptr::with_exposed_provenance::<DLPackExchangeAPI>(addr) }));
     }
     let found = find_table(ty)?;
     cache.set_item(ty, found.map(|t| ptr::from_ref(t) as usize))?;
@@ -96,7 +99,7 @@ pub fn import_through(
     let tensor = unsafe { ManagedTensor::from_versioned(out) }.py_exchange()?;
     let dl = tensor.dl_tensor().device;
     let array =
-        gpuport_dlpack::from_dlpack_with(runtime(), tensor, &ImportRequest::default(), PyOwner::boxed).py_exchange()?;
+        gpuport_dlpack::from_dlpack_with(runtime(), tensor, &ImportRequest::default(), PyOwner::new).py_exchange()?;
     // The handshake: later users of the array wait for the producer's current work.
     if gpuport_dlpack::has_vendor_streams(DlDeviceType(dl.device_type)) {
         if let Some(current) = table.current_work_stream {

@@ -387,11 +387,26 @@ fn human(ns: f64) -> String {
     }
 }
 
+/// Which figures a run measures, and how long.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Run {
+    /// Every figure, full rounds, both placements; then the staged-copy benchmark.
+    Full,
+    /// Every figure, one round, the free placement, criterion's quick mode (CI's smoke
+    /// run: nothing about time is judged).
+    Quick,
+    /// The interchange figures only, full rounds.
+    Interchange,
+}
+
 /// Runs the benchmarks and prints the table.
-pub fn bench(quick: bool) -> Result<(), String> {
-    let placements: &[&str] = if quick { &PLACEMENTS[..1] } else { PLACEMENTS };
-    for placement in placements {
-        run_placement(placement, quick)?;
+pub fn bench(run: Run) -> Result<(), String> {
+    let quick = run == Run::Quick;
+    let placements: &[&str] = if run == Run::Full { PLACEMENTS } else { &PLACEMENTS[..1] };
+    if run != Run::Interchange {
+        for placement in placements {
+            run_placement(placement, quick)?;
+        }
     }
     run_rust_interchange(quick)?;
     let python = run_python_interchange(quick)?;
@@ -407,7 +422,7 @@ pub fn bench(quick: bool) -> Result<(), String> {
         table.push_str("---|");
     }
     table.push_str("---|---|\n");
-    for f in FIGURES {
+    for f in FIGURES.iter().filter(|f| run != Run::Interchange || f.source != Source::Hal) {
         // Interchange figures have the free placement only: the other columns show "—".
         let measured: Vec<Measured> = (0..placements.len())
             .map(|i| match f.source {
@@ -438,7 +453,7 @@ pub fn bench(quick: bool) -> Result<(), String> {
     }
     println!("\n{table}");
     let _ = std::fs::write("target/bench-table.md", &table);
-    if !quick {
+    if run == Run::Full {
         let mut staged = crate::cargo();
         staged.args(["bench", "-p", "gpuport", "--bench", "staged_copy"]);
         if !crate::run(staged) {
@@ -446,4 +461,25 @@ pub fn bench(quick: bool) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_rounds_are_read_by_exact_name_and_side() {
+        let rounds = PythonRounds(
+            "py_dunder floor 100 200 400\npy_dunder gpuport 150 200 200\npy_dunder_more floor 1\nc_exchange gpuport 50\n"
+                .into(),
+        );
+        let m = rounds.measure("py_dunder");
+        assert_eq!(m.floor, Some(200.0));
+        assert_eq!(m.ours, Some(200.0));
+        // The rounds' ratios are 1.5, 1.0 and 0.5: their median, not the medians' quotient.
+        assert_eq!(m.ratio, Some(1.0));
+        let only_ours = rounds.measure("c_exchange");
+        assert_eq!((only_ours.floor, only_ours.ours, only_ours.ratio), (None, Some(50.0), None));
+        assert_eq!(rounds.measure("absent").ours, None);
+    }
 }

@@ -12,7 +12,8 @@
 //! - `lint` — rustfmt check, clippy with warnings denied, rustdoc with warnings denied.
 //! - `bench [--quick]` — the benchmarks (release build): every figure beside its floor
 //!   measured in the same run, in two thread placements, printed as one table of ratios
-//!   and targets (see `bench`); `--quick` is CI's smoke run.
+//!   and targets (see `bench`); `--quick` is CI's smoke run; `--interchange` measures
+//!   only the interchange figures (DLPack, CAI, the C exchange API; Rust and Python).
 //! - `ci` — what `.ci/run` runs: `lint`, then `test --backend all`.
 //! - `gpu-bundle [--out DIR]` — one folder (default `gpu-bundle/`) with release test
 //!   binaries, the demo, the benchmarks and `run.sh`, to run every GPU check on a CUDA
@@ -54,6 +55,7 @@ fn usage() -> ExitCode {
            minimal-versions      the lowest direct dependency versions, built by the declared rust-version\n  \
            lint                  cargo fmt --check, clippy -D warnings, rustdoc -D warnings\n  \
            bench [--quick]       benchmarks: ratios against floors measured in the same run, one table\n  \
+           bench --interchange   the interchange figures only (Rust and Python), full rounds\n  \
            ci                    lint, then test --backend all (what .ci/run runs)\n  \
            python-test           build the wheel into .venv and run tests/python only\n  \
            python-install-check  pip install ./crates/python and its sdist into a fresh venv, use it without NumPy\n  \
@@ -208,8 +210,9 @@ fn main() -> ExitCode {
         ["doubles"] => report(doubles::build()),
         ["minimal-versions"] => report(minimal_versions::check()),
         ["lint"] => lint(),
-        ["bench"] => report(bench::bench(false)),
-        ["bench", "--quick"] => report(bench::bench(true)),
+        ["bench"] => report(bench::bench(bench::Run::Full)),
+        ["bench", "--quick"] => report(bench::bench(bench::Run::Quick)),
+        ["bench", "--interchange"] => report(bench::bench(bench::Run::Interchange)),
         ["ci"] => lint() && test(plan::Request { backend: "all", double: false, no_python: false }, false),
         ["python-test"] => report(python::test()),
         ["python-install-check"] => report(python::install_check()),

@@ -11,6 +11,9 @@
 //! with its shape and strides for DLPack; the typed interface for CAI). The figures'
 //! verdicts are in `cargo xtask bench`'s table.
 
+// criterion's macros define undocumented public functions.
+#![allow(missing_docs)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

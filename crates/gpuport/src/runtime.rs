@@ -252,6 +252,8 @@ impl Runtime {
     }
 
     /// Opens a device by selection string (`host`, `cuda:1`, `ext:0`, a plugin's `name:N`).
+    /// The runtime keeps each device it opened (see [`BackendReport::open`]): later calls
+    /// return the same device, and it stays open while the runtime lives.
     pub fn device(&self, spec: &str) -> Result<AnyDevice> {
         let spec = DeviceSpec::parse(spec)?;
         let report = self.report_for(&spec.backend).ok_or_else(|| Error::BackendUnavailable {

@@ -250,6 +250,30 @@ def test_array_interface_and_buffer_protocol_import():
     assert bytes(g) == bytes([1, 2, 3, 4])
 
 
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint32", "float16", "float64", "complex128"])
+def test_array_interface_matches_numpys_and_is_fresh_per_read(dtype):
+    base = np.arange(24).astype(dtype).reshape(4, 6)
+    for view in [base, base[::2, 1::3], base.T, base[:0]]:
+        g = gpuport.from_dlpack(view)
+        ours, theirs = g.__array_interface__, view.__array_interface__
+        assert list(ours) == ["shape", "typestr", "data", "version", "strides", "descr"]
+        assert ours["typestr"] == theirs["typestr"] and ours["descr"] == theirs["descr"]
+        assert ours["shape"] == theirs["shape"] and ours["version"] == 3
+        if g.size:
+            assert ours["data"] == theirs["data"]
+        assert np.asarray(g).tolist() == view.tolist()
+    # A reader may change the dict it got: the next read is untouched.
+    g = gpuport.from_dlpack(base)
+    first = g.__array_interface__
+    first["shape"] = "changed"
+    first["descr"].append(("x", "<f4"))
+    first["extra"] = 1
+    again = g.__array_interface__
+    assert again["shape"] == (4, 6) and again["descr"] == [("", base.dtype.str)] and "extra" not in again
+    with pytest.raises(BufferError, match="typestr"):
+        gpuport.zeros(2, dtype="bfloat16").__array_interface__
+
 class KeywordKeeper:
     """A producer that keeps and mutates the keywords it was given."""
 

@@ -4,6 +4,7 @@
 
 use gpuport::{DType, DTypeCode, Error, Layout, Result};
 
+use crate::entries::{Entry, Key};
 use crate::value::Value;
 
 /// The `stream` entry.
@@ -22,11 +23,16 @@ pub enum CaiStream {
 impl CaiStream {
     /// The entry's value: `None`, `1`, `2` or the handle (never `0`).
     pub fn to_value(self) -> Value {
+        self.entry().to_value()
+    }
+
+    /// The entry, borrowed form.
+    pub fn entry(self) -> Entry<'static> {
         match self {
-            CaiStream::None => Value::None,
-            CaiStream::Legacy => Value::Int(1),
-            CaiStream::PerThread => Value::Int(2),
-            CaiStream::Handle(h) => Value::Int(h as i128),
+            CaiStream::None => Entry::None,
+            CaiStream::Legacy => Entry::Int(1),
+            CaiStream::PerThread => Entry::Int(2),
+            CaiStream::Handle(h) => Entry::Int(h as u64),
         }
     }
 
@@ -203,22 +209,28 @@ impl Interface {
 
     /// The key/value form, as version 3 writes it.
     pub fn to_value(&self) -> Result<Value> {
-        let typestr = self.dtype.to_typestr()?;
-        let ints = |v: &[i128]| Value::Tuple(v.iter().map(|&i| Value::Int(i)).collect());
-        Ok(Value::Dict(vec![
-            ("shape".into(), ints(&self.shape.iter().map(|&e| e as i128).collect::<Vec<_>>())),
-            ("typestr".into(), Value::Str(typestr.clone())),
-            ("data".into(), Value::Tuple(vec![Value::Int(i128::from(self.data)), Value::Bool(self.read_only)])),
-            ("version".into(), Value::Int(i128::from(self.version))),
-            (
-                "strides".into(),
-                match &self.strides {
-                    None => Value::None,
-                    Some(s) => ints(&s.iter().map(|&b| b as i128).collect::<Vec<_>>()),
-                },
-            ),
-            ("descr".into(), Value::List(vec![Value::Tuple(vec![Value::Str(String::new()), Value::Str(typestr)])])),
-            ("stream".into(), self.stream.to_value()),
-        ]))
+        let typestr = self.typestr()?;
+        let entries = self.entries(&typestr).map(|(key, entry)| (key.name().to_owned(), entry.to_value()));
+        Ok(Value::Dict(entries.into()))
+    }
+
+    /// The `typestr` entry (an error for a dtype NumPy has no typestr for).
+    pub fn typestr(&self) -> Result<String> {
+        self.dtype.to_typestr()
+    }
+
+    /// Each entry version 3 writes, in [`Key::ALL`]'s order, borrowed from the interface
+    /// and from its [`typestr`](Interface::typestr): what [`Interface::to_value`]
+    /// collects, and what a binding turns into its own dict without an intermediate form.
+    pub fn entries<'a>(&'a self, typestr: &'a str) -> [(Key, Entry<'a>); Key::ALL.len()] {
+        [
+            (Key::Shape, Entry::Extents(&self.shape)),
+            (Key::Typestr, Entry::Str(typestr)),
+            (Key::Data, Entry::Data { pointer: self.data, read_only: self.read_only }),
+            (Key::Version, Entry::Int(u64::from(self.version))),
+            (Key::Strides, self.strides.as_deref().map_or(Entry::None, Entry::ByteStrides)),
+            (Key::Descr, Entry::Descr(typestr)),
+            (Key::Stream, self.stream.entry()),
+        ]
     }
 }

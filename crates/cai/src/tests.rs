@@ -113,3 +113,18 @@ fn values_print_as_python_does() {
     assert_eq!(t(vec![i(1), Value::Bool(true), Value::None]).to_string(), "(1, True, None)");
     assert_eq!(dict(&[]).get("typestr"), Some(&s("<f4")));
 }
+
+#[test]
+fn entries_come_in_key_order_and_index_their_keys() {
+    for (at, key) in crate::Key::ALL.iter().enumerate() {
+        assert_eq!(*key as usize, at, "{key:?} must index Key::ALL");
+    }
+    let strided = Interface::from_value(&dict(&[("strides", Some(t(vec![i(4), i(8)])))])).unwrap();
+    let typestr = strided.typestr().unwrap();
+    let entries = strided.entries(&typestr);
+    assert_eq!(entries.map(|(key, _)| key), crate::Key::ALL);
+    assert_eq!(entries[crate::Key::Strides as usize].1, crate::Entry::ByteStrides(&[4, 8]));
+    assert_eq!(entries[crate::Key::Descr as usize].1, crate::Entry::Descr("<f4"));
+    // A dtype without a typestr has no entries to write.
+    assert!(Interface { dtype: DType::BF16, ..strided }.typestr().is_err());
+}

@@ -235,7 +235,16 @@ impl DType {
         }
         let bytes = self.bits / 8;
         let order = if bytes == 1 { '|' } else { NATIVE_ORDER };
-        Ok(format!("{order}{kind}{bytes}"))
+        // Written by hand, not with `format!`: an interface dict is built per exchange.
+        let mut typestr = String::with_capacity(5);
+        typestr.push(order);
+        typestr.push(kind);
+        // `bits` is a `u8`: at most two digits.
+        if bytes >= 10 {
+            typestr.push(char::from(b'0' + bytes / 10));
+        }
+        typestr.push(char::from(b'0' + bytes % 10));
+        Ok(typestr)
     }
 
     /// Parses a dtype name as [`fmt::Display`] writes it — NumPy's names (`"float32"`,

@@ -244,7 +244,10 @@ impl PyArray {
     #[getter]
     fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         self.host_only("__array_interface__")?;
-        py.detach(|| self.inner.synchronize()).py()?;
+        // The GIL is let go only when there is work to wait for.
+        if self.inner.has_pending_work().py()? {
+            py.detach(|| self.inner.synchronize()).py()?;
+        }
         cai::array_interface_dict(py, &self.inner)
     }
 

@@ -1,12 +1,14 @@
-//! The CUDA Array Interface's `dict` glue: Python values to and from the neutral key/value
-//! form of `gpuport-cai` (which holds every rule), `Array.__cuda_array_interface__`,
-//! `Array.__array_interface__` (NumPy's host-side sibling), `gpuport.as_array` and
-//! `gpuport.from_cuda_array_interface`.
+//! The CUDA Array Interface's `dict` glue: a Python dict read into the neutral key/value
+//! form of `gpuport-cai` (which holds every rule), a dict built from its typed entries,
+//! `Array.__cuda_array_interface__`, `Array.__array_interface__` (NumPy's host-side
+//! sibling), `gpuport.as_array` and `gpuport.from_cuda_array_interface`.
 
-use gpuport::Array;
-use gpuport_cai::{Interface, Sync, Value};
+use gpuport::{Array, DType};
+use gpuport_cai::{Entry, Interface, Key, Sync, Value};
 use pyo3::exceptions::{PyBufferError, PyNotImplementedError, PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString, PyTuple};
 
 use crate::array::PyArray;
@@ -44,35 +46,99 @@ pub fn to_value(v: &Bound<'_, PyAny>) -> PyResult<Value> {
     })
 }
 
-/// The neutral form as Python values.
-pub fn from_value<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match v {
-        Value::None => py.None().into_bound(py),
-        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
-        Value::Int(i) => i.into_pyobject(py)?.into_any(),
-        Value::Str(s) => PyString::new(py, s).into_any(),
-        Value::Tuple(items) => {
-            PyTuple::new(py, items.iter().map(|i| from_value(py, i)).collect::<PyResult<Vec<_>>>()?)?.into_any()
+/// The dict keys, interned once: a read builds no key string.
+fn key_names(py: Python<'_>) -> &[Py<PyString>; Key::ALL.len()] {
+    static KEYS: PyOnceLock<[Py<PyString>; Key::ALL.len()]> = PyOnceLock::new();
+    KEYS.get_or_init(py, || Key::ALL.map(|k| PyString::intern(py, k.name()).unbind()))
+}
+
+/// A dict with every key version 3 writes (less `skip`) mapped to `None`, made once: a
+/// read copies it (CPython clones the key table, no insertion or resize) and replaces the
+/// values.
+fn template(py: Python<'_>, skip: Option<Key>) -> PyResult<&Py<PyDict>> {
+    static FULL: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+    static NO_STREAM: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+    let cell = match skip {
+        None => &FULL,
+        Some(Key::Stream) => &NO_STREAM,
+        Some(other) => return Err(PyTypeError::new_err(format!("internal: no template without {}", other.name()))),
+    };
+    cell.get_or_try_init(py, || {
+        let d = PyDict::new(py);
+        for key in Key::ALL.into_iter().filter(|&k| Some(k) != skip) {
+            d.set_item(key_names(py)[key as usize].bind(py), py.None())?;
         }
-        Value::List(items) => {
-            PyList::new(py, items.iter().map(|i| from_value(py, i)).collect::<PyResult<Vec<_>>>()?)?.into_any()
-        }
-        Value::Dict(entries) => {
-            let d = PyDict::new(py);
-            for (k, v) in entries {
-                d.set_item(k, from_value(py, v)?)?;
-            }
-            d.into_any()
-        }
-        Value::Other(name) => return Err(PyTypeError::new_err(format!("no Python value for a {name}"))),
+        Ok(d.unbind())
     })
 }
 
-fn dict_of<'py>(py: Python<'py>, value: &Value, drop_keys: &[&str]) -> PyResult<Bound<'py, PyDict>> {
-    let Value::Dict(entries) = value else { return Err(PyTypeError::new_err("internal: not a dict")) };
-    let d = PyDict::new(py);
-    for (k, v) in entries.iter().filter(|(k, _)| !drop_keys.contains(&k.as_str())) {
-        d.set_item(k, from_value(py, v)?)?;
+/// The types whose `typestr` string and `descr` field (`("", typestr)`) are made once.
+const CACHED_TYPES: [DType; 14] = [
+    DType::BOOL,
+    DType::I8,
+    DType::I16,
+    DType::I32,
+    DType::I64,
+    DType::U8,
+    DType::U16,
+    DType::U32,
+    DType::U64,
+    DType::F16,
+    DType::F32,
+    DType::F64,
+    DType::C64,
+    DType::C128,
+];
+
+/// An interface's typestr as a Python string and its `descr` field, cached for NumPy's
+/// scalar types; an error for a type with no typestr.
+fn typestr_objects<'py>(
+    py: Python<'py>,
+    interface: &Interface,
+) -> PyResult<(Bound<'py, PyString>, Bound<'py, PyTuple>)> {
+    static MADE: [PyOnceLock<(Py<PyString>, Py<PyTuple>)>; CACHED_TYPES.len()] =
+        [const { PyOnceLock::new() }; CACHED_TYPES.len()];
+    let make = || -> PyResult<(Py<PyString>, Py<PyTuple>)> {
+        let typestr = PyString::new(py, &interface.typestr().py_exchange()?);
+        let field = PyTuple::new(py, [intern!(py, ""), &typestr])?;
+        Ok((typestr.unbind(), field.unbind()))
+    };
+    let (typestr, field) = match CACHED_TYPES.iter().position(|&d| d == interface.dtype) {
+        Some(at) => {
+            let (typestr, field) = MADE[at].get_or_try_init(py, make)?;
+            (typestr.clone_ref(py), field.clone_ref(py))
+        }
+        None => make()?,
+    };
+    Ok((typestr.into_bound(py), field.into_bound(py)))
+}
+
+/// One entry as a Python value (the typestr's entries are the cached objects).
+fn entry_object<'py>(
+    py: Python<'py>,
+    entry: Entry<'_>,
+    typestr: &Bound<'py, PyString>,
+    field: &Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match entry {
+        Entry::None => py.None().into_bound(py),
+        Entry::Int(i) => i.into_pyobject(py)?.into_any(),
+        Entry::Str(_) => typestr.clone().into_any(),
+        Entry::Extents(e) => PyTuple::new(py, e)?.into_any(),
+        Entry::ByteStrides(s) => PyTuple::new(py, s)?.into_any(),
+        Entry::Data { pointer, read_only } => (pointer, read_only).into_pyobject(py)?.into_any(),
+        Entry::Descr(_) => PyList::new(py, [field])?.into_any(),
+    })
+}
+
+/// The interface's dict, built entry by entry from a template (no intermediate form),
+/// less `skip`.
+fn dict_of<'py>(py: Python<'py>, interface: &Interface, skip: Option<Key>) -> PyResult<Bound<'py, PyDict>> {
+    let (typestr, field) = typestr_objects(py, interface)?;
+    let d = template(py, skip)?.bind(py).copy()?;
+    let keys = key_names(py);
+    for (key, entry) in interface.entries(typestr.to_str()?).into_iter().filter(|&(key, _)| Some(key) != skip) {
+        d.set_item(keys[key as usize].bind(py), entry_object(py, entry, &typestr, &field)?)?;
     }
     Ok(d)
 }
@@ -81,16 +147,14 @@ fn dict_of<'py>(py: Python<'py>, value: &Value, drop_keys: &[&str]) -> PyResult<
 /// the legacy default stream, which the dict names.
 pub fn export_dict<'py>(py: Python<'py>, array: &Array) -> PyResult<Bound<'py, PyDict>> {
     let export = gpuport_cai::export(array).py_exchange()?;
-    let value = export.interface.to_value().py_exchange()?;
-    dict_of(py, &value, &[])
+    dict_of(py, &export.interface, None)
 }
 
 /// `Array.__array_interface__` (the caller has waited for pending work): version 3, no
 /// stream entry.
 pub fn array_interface_dict<'py>(py: Python<'py>, array: &Array) -> PyResult<Bound<'py, PyDict>> {
-    let export = gpuport_cai::export(array).py_exchange()?;
-    let value = export.interface.to_value().map_err(|e| PyBufferError::new_err(e.to_string()))?;
-    dict_of(py, &value, &["stream"])
+    let export = gpuport_cai::export(array).map_err(|e| PyBufferError::new_err(e.to_string()))?;
+    dict_of(py, &export.interface, Some(Key::Stream))
 }
 
 /// Validates an interface dict: a masked array is NotImplementedError, anything else

@@ -20,6 +20,8 @@
 //!   machine without a Rust toolchain (see `gpu_bundle`).
 //! - `rocm-sid-check [--root DIR] [--prepare]` — the ROCm loader against Debian sid's HIP 6 runtime in
 //!   a debootstrapped sid root (see `rocm_sid`).
+//! - `sanitize miri|thread` — the tests of the unsafe and threaded code under Miri or
+//!   ThreadSanitizer (see `sanitize`).
 //!
 //! `test` also builds the Python module's wheel into `.venv` and runs `tests/python` (see
 //! `python`), and builds and tests `examples/port-template`, a device port kept outside the
@@ -34,6 +36,7 @@ mod minimal_versions;
 mod plan;
 mod python;
 mod rocm_sid;
+mod sanitize;
 mod summary;
 
 use std::process::{Command, ExitCode};
@@ -60,7 +63,8 @@ fn usage() -> ExitCode {
            python-test           build the wheel into .venv and run tests/python only\n  \
            python-install-check  pip install ./crates/python and its sdist into a fresh venv, use it without NumPy\n  \
            gpu-bundle [--out DIR] release test binaries, demo, benches and run.sh for a CUDA machine\n  \
-           rocm-sid-check [--root DIR] [--prepare] the ROCm loader against sid's HIP 6 runtime, in a debootstrapped root",
+           rocm-sid-check [--root DIR] [--prepare] the ROCm loader against sid's HIP 6 runtime, in a debootstrapped root\n  \
+           sanitize miri|thread  the unsafe and threaded code's tests under Miri or ThreadSanitizer (nightly)",
         BACKENDS.join("|")
     );
     ExitCode::from(2)
@@ -91,6 +95,14 @@ fn template_cargo(manifest: &str, subcommand: &str, args: &[&str]) -> Command {
 }
 
 /// Runs a command, echoing it; returns whether it succeeded.
+/// `cargo` through rustup's proxy, which reads the `+toolchain` argument (the `CARGO` that
+/// runs xtask is one toolchain's own binary).
+pub(crate) fn rustup_cargo(toolchain: &str) -> Command {
+    let mut cmd = Command::new("cargo");
+    cmd.arg(toolchain).env_remove("RUSTUP_TOOLCHAIN").env_remove("RUSTC");
+    cmd
+}
+
 fn run(mut cmd: Command) -> bool {
     eprintln!("xtask: running {cmd:?}");
     match cmd.status() {
@@ -218,6 +230,8 @@ fn main() -> ExitCode {
         ["python-install-check"] => report(python::install_check()),
         ["gpu-bundle"] => report(gpu_bundle::gpu_bundle(std::path::Path::new(gpu_bundle::DEFAULT_OUT))),
         ["gpu-bundle", "--out", dir] => report(gpu_bundle::gpu_bundle(std::path::Path::new(dir))),
+        ["sanitize", "miri"] => report(sanitize::miri()),
+        ["sanitize", "thread"] => report(sanitize::thread()),
         ["rocm-sid-check", rest @ ..] => {
             let prepare = rest.contains(&"--prepare");
             let root = rest.windows(2).find(|w| w[0] == "--root").map(|w| std::path::Path::new(w[1]));

@@ -13,15 +13,7 @@ use std::path::{Path, PathBuf};
 
 use std::process::Command;
 
-use crate::run;
-
-/// `cargo` through rustup's proxy, which reads the `+toolchain` argument (the `CARGO` that
-/// runs xtask is one toolchain's own binary).
-fn rustup_cargo(toolchain: &str) -> Command {
-    let mut cmd = Command::new("cargo");
-    cmd.arg(toolchain).env_remove("RUSTUP_TOOLCHAIN").env_remove("RUSTC");
-    cmd
-}
+use crate::{run, rustup_cargo};
 
 /// The workspace's `rust-version`, from the root manifest.
 fn rust_version() -> Result<String, String> {

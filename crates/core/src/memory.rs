@@ -9,6 +9,7 @@
 
 use std::any::Any;
 use std::fmt;
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -108,12 +109,26 @@ impl<T: Send + Sync + 'static> KeepAlive for Option<T> {
     }
 }
 
+/// A pointer to a host buffer's first byte that carries the provenance of the allocation
+/// it came from, so that every host pointer into the buffer is derived from it rather than
+/// made from an integer (which tools that track provenance, Miri among them, cannot
+/// follow). Null when gpuport knows the memory only by its address.
+#[derive(Clone, Copy)]
+struct HostBase(*mut u8);
+
+// SAFETY: the pointer is only kept to derive others from; accesses through them are
+// ordered by the buffer's users, exactly as for accesses through its address.
+unsafe impl Send for HostBase {}
+// SAFETY: as above.
+unsafe impl Sync for HostBase {}
+
 /// One allocation: its description, how it is freed, and (last, of any size) what keeps
 /// borrowed memory alive.
 struct Inner<K: ?Sized + KeepAlive = dyn KeepAlive> {
     desc: BufferDesc,
     ownership: Ownership,
     release: Option<Box<dyn Release>>,
+    host_base: HostBase,
     keep_alive: K,
 }
 
@@ -187,9 +202,38 @@ impl Buffer {
     /// `host_accessible` may be true only if `len` bytes at `addr` are readable and
     /// writable by the host for that long.
     pub unsafe fn from_owned(desc: BufferDesc, release: Box<dyn Release>) -> Result<Self> {
+        Self::owned(desc, release, HostBase(std::ptr::null_mut()))
+    }
+
+    /// [`Buffer::from_owned`] for host-accessible memory reached through `base`, a pointer
+    /// to its first byte carrying the allocation's provenance: [`Buffer::host_ptr`] derives
+    /// every pointer from it. `desc.addr` must be `base`'s address and `desc` must say the
+    /// memory is host-accessible.
+    ///
+    /// # Safety
+    /// As for [`Buffer::from_owned`]; `base` is valid for `desc.len` bytes of reads and
+    /// writes until `release` runs.
+    pub unsafe fn from_owned_host(base: NonNull<u8>, desc: BufferDesc, release: Box<dyn Release>) -> Result<Self> {
+        if base.as_ptr().addr() as u64 != desc.addr || !desc.host_accessible {
+            return Err(Error::invalid_argument(format!(
+                "a host buffer at {:p} described as {:#x} ({})",
+                base,
+                desc.addr,
+                if desc.host_accessible { "host-accessible" } else { "not host-accessible" }
+            )));
+        }
+        Self::owned(desc, release, HostBase(base.as_ptr()))
+    }
+
+    fn owned(desc: BufferDesc, release: Box<dyn Release>, host_base: HostBase) -> Result<Self> {
         Self::check_desc(&desc)?;
-        let inner: Arc<Inner> =
-            Arc::new(Inner { desc, ownership: Ownership::Owned, release: Some(release), keep_alive: None::<()> });
+        let inner: Arc<Inner> = Arc::new(Inner {
+            desc,
+            ownership: Ownership::Owned,
+            release: Some(release),
+            host_base,
+            keep_alive: None::<()>,
+        });
         Ok(Buffer { inner })
     }
 
@@ -212,8 +256,13 @@ impl Buffer {
     /// As for [`Buffer::from_borrowed`], with `owner` keeping the memory alive.
     pub unsafe fn from_borrowed_owned_by<K: Send + Sync + 'static>(desc: BufferDesc, owner: K) -> Result<Self> {
         Self::check_desc(&desc)?;
-        let inner: Arc<Inner> =
-            Arc::new(Inner { desc, ownership: Ownership::Borrowed, release: None, keep_alive: Some(owner) });
+        let inner: Arc<Inner> = Arc::new(Inner {
+            desc,
+            ownership: Ownership::Borrowed,
+            release: None,
+            host_base: HostBase(std::ptr::null_mut()),
+            keep_alive: Some(owner),
+        });
         Ok(Buffer { inner })
     }
 
@@ -284,6 +333,13 @@ impl Buffer {
     /// The host pointer for `offset..offset+len`, when the memory is host-accessible and
     /// the range fits. Dereferencing it still needs the caller to order host access after
     /// any queued work that uses the buffer.
+    ///
+    /// Memory gpuport allocated on the host ([`Buffer::from_owned_host`]) gives pointers
+    /// derived from the allocation's own, with its provenance. Memory known only by its
+    /// address — a foreign producer's (DLPack, the CUDA Array Interface), a vendor
+    /// runtime's pinned or managed memory — gives a pointer with the provenance that
+    /// address was exposed with: it came from outside Rust's view, so tools that track
+    /// provenance cannot check accesses through it.
     pub fn host_ptr(&self, offset: usize, len: usize) -> Result<*mut u8> {
         if !self.is_host_accessible() {
             return Err(Error::invalid_argument(format!(
@@ -292,7 +348,14 @@ impl Buffer {
                 self.device()
             )));
         }
-        Ok(self.range_addr(offset, len)? as usize as *mut u8)
+        let addr = self.range_addr(offset, len)?;
+        let base = self.inner.host_base.0;
+        Ok(if base.is_null() {
+            std::ptr::with_exposed_provenance_mut(addr as usize)
+        } else {
+            // In bounds: `range_addr` checked `offset + len` against the length.
+            base.wrapping_add(offset)
+        })
     }
 
     /// Frees the allocation now and returns the backend's error, if any. Fails without
@@ -394,6 +457,49 @@ mod tests {
         assert!(check_copy(&b, 0, &c, 0, 16).is_ok(), "distinct handles are distinct allocations");
         assert!(check_copy(&b, 60, &c, 0, 8).is_err());
         assert!(check_copy(&b, 0, &b, 0, 0).is_ok());
+    }
+
+    #[test]
+    fn host_buffers_hand_out_pointers_derived_from_their_own() {
+        const LAYOUT: std::alloc::Layout = match std::alloc::Layout::from_size_align(64, 8) {
+            Ok(l) => l,
+            Err(_) => panic!("a valid layout"),
+        };
+        /// Frees the block when released, as a host allocator's release does.
+        struct Owns(NonNull<u8>);
+        // SAFETY: the block is plain memory owned by this value.
+        unsafe impl Send for Owns {}
+        // SAFETY: as above; `&Owns` gives no access to it.
+        unsafe impl Sync for Owns {}
+        impl Release for Owns {
+            fn release(&mut self, _addr: u64, _len: usize) -> Result<()> {
+                // SAFETY: allocated below with LAYOUT, released once.
+                unsafe { std::alloc::dealloc(self.0.as_ptr(), LAYOUT) };
+                Ok(())
+            }
+        }
+        // SAFETY: LAYOUT has a non-zero size.
+        let base = NonNull::new(unsafe { std::alloc::alloc_zeroed(LAYOUT) }).expect("64 bytes");
+        let host = |addr: u64| BufferDesc { host_accessible: true, ..desc(addr, 64) };
+        // The address must be the pointer's, and the memory host-accessible.
+        let wrong = base.as_ptr().addr() as u64 + 1;
+        // SAFETY: refused before use.
+        assert!(unsafe { Buffer::from_owned_host(base, host(wrong), Box::new(Counting(Default::default()))) }.is_err());
+        // SAFETY: as above.
+        assert!(unsafe {
+            Buffer::from_owned_host(base, desc(base.as_ptr().addr() as u64, 64), Box::new(Counting(Default::default())))
+        }
+        .is_err());
+        let addr = base.as_ptr().addr() as u64;
+        // SAFETY: 64 readable and writable bytes at `base`, freed by the release.
+        let b = unsafe { Buffer::from_owned_host(base, host(addr), Box::new(Owns(base))) }.unwrap();
+        let p = b.host_ptr(8, 8).unwrap();
+        assert_eq!(p.addr() as u64, addr + 8);
+        // SAFETY: in bounds of the live block; derived from its pointer (which Miri checks
+        // with -Zmiri-strict-provenance).
+        unsafe { p.write(9) };
+        // SAFETY: as above.
+        assert_eq!(unsafe { b.host_ptr(0, 64).unwrap().add(8).read() }, 9);
     }
 
     #[test]

@@ -116,6 +116,21 @@ unsafe fn export(rt: &Runtime, array: &Array, request: &ExportRequest, handles: 
     describe(array, here, version, flags)
 }
 
+/// Element 0 as the export's data pointer: where the host can reach the memory, derived
+/// from the buffer's host pointer (so memory gpuport allocated keeps its provenance for a
+/// consumer in this process); a device address otherwise, which no host code dereferences;
+/// null for a zero-size array.
+fn data_pointer(array: &Array) -> Result<*mut std::ffi::c_void> {
+    if array.numel() == 0 {
+        return Ok(std::ptr::null_mut());
+    }
+    let buffer = array.buffer();
+    if buffer.is_host_accessible() {
+        return Ok(buffer.host_ptr(array.byte_offset(), 0)?.cast());
+    }
+    Ok(std::ptr::without_provenance_mut(array.data_addr() as usize))
+}
+
 /// Packages `array` (on `device`) as it is: the export holds a handle to its allocation,
 /// nothing else of the array.
 fn describe(
@@ -126,7 +141,7 @@ fn describe(
 ) -> Result<ManagedTensor> {
     let dtype = array.dtype();
     let parts = TensorParts {
-        data: if array.numel() == 0 { 0 } else { array.data_addr() },
+        data: data_pointer(array)?,
         device,
         dtype: DLDataType { code: dtype.code() as u8, bits: dtype.bits(), lanes: dtype.lanes() },
         shape: array.shape(),

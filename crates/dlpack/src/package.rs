@@ -16,9 +16,9 @@ use crate::managed::{ManagedTensor, RawManaged};
 /// The descriptor of an export, before packaging.
 #[derive(Debug, Clone, Copy)]
 pub struct TensorParts<'a> {
-    /// Address of element 0 (the pointer already advanced: `byte_offset` is exported as 0,
-    /// since several consumers ignore it); 0 for a zero-size tensor.
-    pub data: u64,
+    /// Element 0 (the pointer already advanced: `byte_offset` is exported as 0, since
+    /// several consumers ignore it); null for a zero-size tensor.
+    pub data: *mut std::ffi::c_void,
     /// Where the memory lives.
     pub device: DLDevice,
     /// Element type.
@@ -142,9 +142,7 @@ fn package_in<T: Managed + 'static, K: Send + 'static, const D: usize>(
     let dims = dims::<D>(parts)?;
     let ndim = parts.shape.len();
     let dl = DLTensor {
-        // An address of the array's allocation, which the keep-alive holds: the integer came
-        // from a pointer the allocator exposed.
-        data: std::ptr::with_exposed_provenance_mut(parts.data as usize),
+        data: parts.data,
         device: parts.device,
         ndim: parts.shape.len() as i32,
         dtype: parts.dtype,

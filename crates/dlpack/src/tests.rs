@@ -170,7 +170,7 @@ fn an_export_holds_its_keep_alive_until_the_deleter_and_describes_the_array() {
     for kind in [Kind::Legacy, Kind::Versioned(DLPACK_VERSION, DlpackFlags::READ_ONLY)] {
         let dropped = Arc::new(AtomicUsize::new(0));
         let parts = TensorParts {
-            data: 0x1000,
+            data: std::ptr::without_provenance_mut(0x1000),
             device: DLDevice { device_type: 2, device_id: 1 },
             dtype: F32,
             shape: &[2, 3],

@@ -24,6 +24,17 @@ pub unsafe fn open_library(
     env_var: &'static str,
 ) -> Result<(Library, String)> {
     let mut tried = Vec::new();
+    // Miri runs no foreign code: `dlopen` is not shimmed, and a vendor runtime could not be
+    // called if it were. Every candidate is reported unloadable, with that reason, so
+    // discovery says the backend is unavailable and everything else runs as on a machine
+    // without the library.
+    if cfg!(miri) {
+        tried.extend(candidates.iter().map(|name| LoadAttempt {
+            name: name.clone(),
+            error: "not loaded under Miri, which cannot run foreign code".into(),
+        }));
+        return Err(Error::LibraryNotFound { backend, tried, env_var });
+    }
     for name in candidates {
         // SAFETY: the caller vouches for the candidates.
         match unsafe { Library::new(name) } {

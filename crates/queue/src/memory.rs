@@ -138,12 +138,15 @@ pub fn host_buffer(
         return unsafe { Buffer::from_borrowed(desc, None) };
     }
     let block = HostAllocation::new(device, bytes, limit)?;
-    let addr = block.ptr() as usize as u64;
+    let base = block.ptr;
+    // Exposed: the address leaves Rust's view (exports hand it to other libraries, and a
+    // consumer in this process may turn it back into a pointer).
+    let addr = base.as_ptr().expose_provenance() as u64;
     registry.insert(addr, bytes, kind, device);
     let desc = BufferDesc { addr, len: bytes, device, memory: kind, host_accessible: true };
-    // SAFETY: `block` is a live allocation of `bytes` bytes, readable and writable by the
-    // host, freed only when the release (which owns it) is dropped.
-    unsafe { Buffer::from_owned(desc, Box::new(Registered { registry, _block: block })) }
+    // SAFETY: `block` is a live allocation of `bytes` bytes at `base`, readable and
+    // writable by the host, freed only when the release (which owns it) is dropped.
+    unsafe { Buffer::from_owned_host(base, desc, Box::new(Registered { registry, _block: block })) }
 }
 
 #[cfg(test)]

@@ -18,6 +18,14 @@ pub struct SendPtr(pub *mut u8);
 // described above; the queue orders the accesses.
 unsafe impl Send for SendPtr {}
 
+impl SendPtr {
+    /// The pointer. (A closure that calls this moves the whole `SendPtr`, which is `Send`;
+    /// one that reads `.0` would capture the bare pointer, which is not.)
+    pub fn get(self) -> *mut u8 {
+        self.0
+    }
+}
+
 /// Work run on the queue's thread; an `Err` becomes the queue's sticky error.
 pub type Work = Box<dyn FnOnce() -> Result<()> + Send + 'static>;
 
@@ -59,9 +67,10 @@ pub(super) enum Op {
 /// `src` and `dst` must be valid for `len` bytes; if they overlap they must be the same
 /// allocation (memmove semantics apply, and the copy is then done on one thread).
 pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
-    const PARALLEL_MIN: usize = 16 << 20;
-    let overlap =
-        (src as usize) < (dst as usize).wrapping_add(len) && (dst as usize) < (src as usize).wrapping_add(len);
+    // Under Miri the threshold is lower, so that the parallel path is checked at sizes
+    // Miri can run in minutes.
+    const PARALLEL_MIN: usize = if cfg!(miri) { 64 << 10 } else { 16 << 20 };
+    let overlap = src.addr() < dst.addr().wrapping_add(len) && dst.addr() < src.addr().wrapping_add(len);
     if len < PARALLEL_MIN || overlap {
         // SAFETY: the caller guarantees both ranges are valid; `copy` allows overlap.
         unsafe { std::ptr::copy(src, dst, len) };
@@ -74,13 +83,14 @@ pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
         return;
     }
     let chunk = len.div_ceil(threads);
-    let (src, dst) = (src as usize, dst as usize);
+    let (src, dst) = (SendPtr(src.cast_mut()), SendPtr(dst));
     std::thread::scope(|s| {
         for start in (0..len).step_by(chunk) {
             let n = chunk.min(len - start);
             s.spawn(move || {
-                // SAFETY: disjoint sub-ranges of valid, non-overlapping ranges.
-                unsafe { std::ptr::copy_nonoverlapping((src + start) as *const u8, (dst + start) as *mut u8, n) };
+                // SAFETY: disjoint sub-ranges of valid, non-overlapping ranges; the pointers
+                // are offset, never rebuilt from integers, so they keep their provenance.
+                unsafe { std::ptr::copy_nonoverlapping(src.get().add(start), dst.get().add(start), n) };
             });
         }
     });

@@ -32,7 +32,12 @@ struct Run {
 const ALL: &[&str] = &["--lib", "--tests"];
 
 /// The conformance harness on the two software backends.
-const CONFORMANCE_ENV: &[(&str, &str)] = &[("GPUPORT_CONFORMANCE_BACKENDS", "host,ext")];
+const CONFORMANCE: Run = Run {
+    package: "gpuport-conformance",
+    args: &["--test", "conformance"],
+    env: &[("GPUPORT_CONFORMANCE_BACKENDS", "host,ext")],
+    strict_provenance: false,
+};
 
 /// What Miri runs: the interchange crates' tests, the queue kit, the host and ext
 /// backends, and the conformance suite on `host` and `ext`.
@@ -43,12 +48,7 @@ const MIRI_RUNS: &[Run] = &[
     Run { package: "gpuport-cai", args: ALL, env: &[], strict_provenance: false },
     Run { package: "gpuport-host", args: ALL, env: &[], strict_provenance: false },
     Run { package: "gpuport-ext", args: ALL, env: &[], strict_provenance: false },
-    Run {
-        package: "gpuport-conformance",
-        args: &["--test", "conformance"],
-        env: CONFORMANCE_ENV,
-        strict_provenance: false,
-    },
+    CONFORMANCE,
 ];
 
 /// What ThreadSanitizer runs: every test crate that runs threads.
@@ -59,12 +59,7 @@ const THREAD_RUNS: &[Run] = &[
     Run { package: "gpuport-ext", args: ALL, env: &[], strict_provenance: false },
     Run { package: "gpuport-dlpack", args: ALL, env: &[], strict_provenance: false },
     Run { package: "gpuport-cai", args: ALL, env: &[], strict_provenance: false },
-    Run {
-        package: "gpuport-conformance",
-        args: &["--test", "conformance"],
-        env: CONFORMANCE_ENV,
-        strict_provenance: false,
-    },
+    CONFORMANCE,
 ];
 
 /// Miri's flags for every run:

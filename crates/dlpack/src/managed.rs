@@ -122,7 +122,13 @@ impl Drop for ManagedTensor {
                 let deleter = unsafe { p.as_ref() }.deleter;
                 if let Some(deleter) = deleter {
                     // SAFETY: as above.
-                    unsafe { deleter(p.as_ptr()) }
+                    unsafe { deleter(p.as_ptr()) };
+                    // The deliberate bug behind `deliberate-double-delete`.
+                    #[cfg(feature = "deliberate-double-delete")]
+                    // SAFETY: not safe, on purpose: the tensor was already given back.
+                    unsafe {
+                        deleter(p.as_ptr())
+                    };
                 }
             }
         }

@@ -204,6 +204,12 @@ impl WorkQueue {
     /// them, or the caller must wait for the copy (e.g. with [`WorkQueue::synchronize`])
     /// before the memory goes away. Overlapping ranges must be in one allocation.
     pub unsafe fn copy(&self, src: *const u8, dst: *mut u8, len: usize, keep: [Option<Buffer>; 2]) -> Result<()> {
+        // The deliberate bug behind `deliberate-early-free`: the buffers are let go at once.
+        #[cfg(feature = "deliberate-early-free")]
+        let keep: [Option<Buffer>; 2] = {
+            drop(keep);
+            [None, None]
+        };
         self.push(Op::Copy(Box::new(CopyOp { src: SendPtr(src as *mut u8), dst: SendPtr(dst), len, _keep: keep })))
     }
 

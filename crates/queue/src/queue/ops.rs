@@ -104,12 +104,19 @@ pub(super) fn run(op: Op, state: &QueueCore) {
     let announce = match op {
         Op::Copy(op) => {
             let CopyOp { src, dst, len, _keep } = *op;
+            // The deliberate bug behind `deliberate-race`: counted complete and announced
+            // first, so a waiter goes on while the bytes are still being written.
+            #[cfg(feature = "deliberate-race")]
+            state.complete_with(|| ());
             // SAFETY: the enqueuer checked both ranges and keeps the memory alive (see
             // SendPtr).
             unsafe { copy_bytes(src.0, dst.0, len) };
             // Released before the op counts as complete: after a synchronize, no clone
             // of the op's buffers is left on the worker (`Buffer::free` can succeed).
             drop(_keep);
+            #[cfg(feature = "deliberate-race")]
+            return;
+            #[cfg(not(feature = "deliberate-race"))]
             None
         }
         Op::Fill(op) => {

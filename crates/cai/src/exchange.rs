@@ -112,7 +112,9 @@ pub unsafe fn import<K: Send + std::marker::Sync + 'static>(
         let (dev, attrs) = owner_of(rt, interface.data)?;
         (dev, attrs.memory, attrs.host_accessible)
     };
-    let at = ForeignElements { element0: interface.data, memory, host_accessible };
+    // An address by the protocol's definition (an integer in a dict): host pointers into
+    // the array are made from it with the provenance it was exposed with.
+    let at = ForeignElements { element0: interface.data, memory, host_accessible, pointer: None };
     // SAFETY: the caller promises live memory kept alive by `owner`, which the array holds.
     let mut array = unsafe { Array::from_foreign(&dev, at, interface.dtype, layout, owner) }?;
     if interface.read_only {

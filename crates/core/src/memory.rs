@@ -122,6 +122,22 @@ unsafe impl Send for HostBase {}
 // SAFETY: as above.
 unsafe impl Sync for HostBase {}
 
+impl HostBase {
+    /// `base`, once it is checked to be where `desc` says the memory starts and `desc`
+    /// says the host may reach it.
+    fn checked(base: NonNull<u8>, desc: &BufferDesc) -> Result<HostBase> {
+        if base.as_ptr().addr() as u64 != desc.addr || !desc.host_accessible {
+            return Err(Error::invalid_argument(format!(
+                "a host buffer at {:p} described as {:#x} ({})",
+                base,
+                desc.addr,
+                if desc.host_accessible { "host-accessible" } else { "not host-accessible" }
+            )));
+        }
+        Ok(HostBase(base.as_ptr()))
+    }
+}
+
 /// One allocation: its description, how it is freed, and (last, of any size) what keeps
 /// borrowed memory alive.
 struct Inner<K: ?Sized + KeepAlive = dyn KeepAlive> {
@@ -214,15 +230,7 @@ impl Buffer {
     /// As for [`Buffer::from_owned`]; `base` is valid for `desc.len` bytes of reads and
     /// writes until `release` runs.
     pub unsafe fn from_owned_host(base: NonNull<u8>, desc: BufferDesc, release: Box<dyn Release>) -> Result<Self> {
-        if base.as_ptr().addr() as u64 != desc.addr || !desc.host_accessible {
-            return Err(Error::invalid_argument(format!(
-                "a host buffer at {:p} described as {:#x} ({})",
-                base,
-                desc.addr,
-                if desc.host_accessible { "host-accessible" } else { "not host-accessible" }
-            )));
-        }
-        Self::owned(desc, release, HostBase(base.as_ptr()))
+        Self::owned(desc, release, HostBase::checked(base, &desc)?)
     }
 
     fn owned(desc: BufferDesc, release: Box<dyn Release>, host_base: HostBase) -> Result<Self> {
@@ -255,14 +263,31 @@ impl Buffer {
     /// # Safety
     /// As for [`Buffer::from_borrowed`], with `owner` keeping the memory alive.
     pub unsafe fn from_borrowed_owned_by<K: Send + Sync + 'static>(desc: BufferDesc, owner: K) -> Result<Self> {
+        Self::borrowed(desc, owner, HostBase(std::ptr::null_mut()))
+    }
+
+    /// [`Buffer::from_borrowed_owned_by`] for host-accessible memory the producer handed
+    /// over as a pointer (DLPack's `data`, a buffer-protocol view's `buf`) rather than as an
+    /// address: [`Buffer::host_ptr`] derives every pointer from `base`, keeping the
+    /// provenance it came with. `desc.addr` must be `base`'s address and `desc` must say
+    /// the memory is host-accessible.
+    ///
+    /// # Safety
+    /// As for [`Buffer::from_borrowed`]; `base` is valid for `desc.len` bytes while
+    /// `owner` lives.
+    pub unsafe fn from_borrowed_host_owned_by<K: Send + Sync + 'static>(
+        base: NonNull<u8>,
+        desc: BufferDesc,
+        owner: K,
+    ) -> Result<Self> {
+        let host_base = HostBase::checked(base, &desc)?;
+        Self::borrowed(desc, owner, host_base)
+    }
+
+    fn borrowed<K: Send + Sync + 'static>(desc: BufferDesc, owner: K, host_base: HostBase) -> Result<Self> {
         Self::check_desc(&desc)?;
-        let inner: Arc<Inner> = Arc::new(Inner {
-            desc,
-            ownership: Ownership::Borrowed,
-            release: None,
-            host_base: HostBase(std::ptr::null_mut()),
-            keep_alive: Some(owner),
-        });
+        let inner: Arc<Inner> =
+            Arc::new(Inner { desc, ownership: Ownership::Borrowed, release: None, host_base, keep_alive: Some(owner) });
         Ok(Buffer { inner })
     }
 

@@ -25,6 +25,9 @@ pub struct Validated {
     pub element0: usize,
     /// The producer's flags (none for a legacy tensor).
     pub flags: DlpackFlags,
+    /// Element 0 as a pointer derived from the producer's `data` (null for a zero-size
+    /// tensor): host memory imported within one process keeps its provenance.
+    pub element0_ptr: *mut u8,
 }
 
 fn bad(what: impl Into<String>) -> Error {
@@ -69,7 +72,8 @@ pub fn validate(tensor: &ManagedTensor) -> Result<Validated> {
     let span = layout.span(itemsize)?;
     let flags = tensor.flags();
     if layout.numel() == 0 {
-        return Ok(Validated { device: t.device, dtype, layout, start: 0, len: 0, element0: 0, flags });
+        let element0_ptr = std::ptr::null_mut();
+        return Ok(Validated { device: t.device, dtype, layout, start: 0, len: 0, element0: 0, flags, element0_ptr });
     }
     if t.data.is_null() {
         return Err(bad(format!("NULL data for a tensor of {} elements", layout.numel())));
@@ -79,7 +83,11 @@ pub fn validate(tensor: &ManagedTensor) -> Result<Validated> {
     let start = element0.checked_add_signed(span.start as i64).ok_or_else(overflow)?;
     let end = element0.checked_add_signed(span.end as i64).ok_or_else(overflow)?;
     let len = usize::try_from(end - start).map_err(|_| overflow())?;
-    Ok(Validated { device: t.device, dtype, layout, start, len, element0: (element0 - start) as usize, flags })
+    // Offset, not rebuilt from the sum above (wrapping: a device address is never
+    // dereferenced here, and the checks above already refused what would overflow).
+    let element0_ptr = t.data.cast::<u8>().wrapping_add(t.byte_offset as usize);
+    let element0 = (element0 - start) as usize;
+    Ok(Validated { device: t.device, dtype, layout, start, len, element0, flags, element0_ptr })
 }
 
 /// What the consumer asked `from_dlpack` for.
@@ -128,6 +136,7 @@ pub fn from_dlpack_with<K: Send + Sync + 'static>(
         element0: v.start + v.element0 as u64,
         memory: resolved.memory,
         host_accessible: resolved.memory != MemoryKind::Device,
+        pointer: std::ptr::NonNull::new(v.element0_ptr),
     };
     // SAFETY: the validated descriptor covers exactly the memory the tensor describes, on
     // that device; the tensor (and so the memory) lives as long as the buffer, which owns

@@ -204,16 +204,15 @@ fn a_cpu_export_is_ready_on_return() {
     let (tx, rx) = std::sync::mpsc::channel();
     let (rt2, a2) = (runtime(), a.clone());
     std::thread::spawn(move || {
-        let tensor = export(&rt2, &a2, ExportRequest::default());
-        let _ = tx.send(tensor.map(|t| t.dl_tensor().data as u64));
+        let _ = tx.send(export(&rt2, &a2, ExportRequest::default()));
     });
     assert!(rx.recv_timeout(Duration::from_millis(50)).is_err(), "a CPU export returned before its data was written");
     gate.open();
-    let data_ptr = rx.recv_timeout(Duration::from_secs(30)).unwrap().unwrap();
-    // SAFETY: the host array lives here, and the export said its data is ready.
-    let seen = unsafe { std::slice::from_raw_parts(data_ptr as *const u32, 256) };
+    let tensor = rx.recv_timeout(Duration::from_secs(30)).unwrap().unwrap();
+    // SAFETY: the export holds the host array's memory, and said its data is ready.
+    let seen = unsafe { std::slice::from_raw_parts(tensor.dl_tensor().data as *const u32, 256) };
     assert_eq!(seen, &data[..]);
-    drop(a);
+    drop((tensor, a));
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::ops::{Bound, RangeBounds};
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 use gpuport_core::{
@@ -29,6 +30,11 @@ pub struct ForeignElements {
     pub memory: MemoryKind,
     /// Whether the host may dereference it.
     pub host_accessible: bool,
+    /// Element 0 as a pointer, where the producer handed one over (DLPack's `data`, a
+    /// buffer-protocol view's `buf`) rather than an address (the CUDA Array Interface):
+    /// host pointers into the array are then derived from it and keep its provenance.
+    /// `None` for an address, which host pointers are then made from (exposed provenance).
+    pub pointer: Option<NonNull<u8>>,
 }
 
 /// An n-dimensional array on any device.
@@ -167,9 +173,21 @@ impl Array {
             memory: at.memory,
             host_accessible: at.host_accessible,
         };
+        // The pointer to the lowest byte, derived from the producer's (element 0 less the
+        // bytes below it), where there is one and the host may use it.
+        let base = at
+            .pointer
+            .filter(|_| at.host_accessible && len > 0)
+            .and_then(|p| NonNull::new(p.as_ptr().wrapping_sub(element0)));
         // SAFETY: `desc` covers exactly the bytes the layout reaches, which the caller
-        // promises live while `keep` (held by the buffer) lives.
-        let buffer = unsafe { Buffer::from_borrowed_owned_by(desc, keep) }?;
+        // promises live while `keep` (held by the buffer) lives; `base`, where given,
+        // points at the first of them (checked against `desc`).
+        let buffer = unsafe {
+            match base {
+                Some(base) => Buffer::from_borrowed_host_owned_by(base, desc, keep),
+                None => Buffer::from_borrowed_owned_by(desc, keep),
+            }
+        }?;
         // The buffer was cut to the layout's span from element 0: the elements fit it.
         Ok(Self::over(device, buffer, element0, dtype, layout))
     }

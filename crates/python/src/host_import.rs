@@ -28,16 +28,19 @@ impl Drop for HeldView {
     }
 }
 
-/// An array over host memory whose element 0 is at `addr`, kept alive by `keep`.
+/// An array over host memory whose element 0 is at `addr` — reached through `pointer`
+/// where the exporter handed one over (see [`ForeignElements::pointer`]) — kept alive by
+/// `keep`.
 fn host_array(
     addr: u64,
+    pointer: Option<std::ptr::NonNull<u8>>,
     dtype: DType,
     layout: Layout,
     read_only: bool,
     keep: impl Send + Sync + 'static,
 ) -> gpuport::Result<Array> {
     let host = runtime().device("host")?;
-    let at = ForeignElements { element0: addr, memory: MemoryKind::Host, host_accessible: true };
+    let at = ForeignElements { element0: addr, memory: MemoryKind::Host, host_accessible: true, pointer };
     // SAFETY: the exporter keeps the memory valid while `keep` (which holds it) lives.
     let array = unsafe { Array::from_foreign(&host, at, dtype, layout, keep) }?;
     Ok(if read_only { array.to_read_only() } else { array })
@@ -79,8 +82,8 @@ fn by_buffer(obj: &Bound<'_, PyAny>) -> PyResult<Array> {
     };
     let layout =
         Layout::from_byte_strides(&shape, &strides, itemsize).map_err(|e| PyBufferError::new_err(e.to_string()))?;
-    let (addr, read_only) = (v.buf as u64, v.readonly != 0);
-    host_array(addr, dtype, layout, read_only, PyOwner::new(held)).py()
+    let (addr, pointer, read_only) = (v.buf.addr() as u64, std::ptr::NonNull::new(v.buf.cast::<u8>()), v.readonly != 0);
+    host_array(addr, pointer, dtype, layout, read_only, PyOwner::new(held)).py()
 }
 
 /// Through `__array_interface__` (version 3; the `data` entry a `(pointer, read_only)` pair).
@@ -88,7 +91,8 @@ fn by_array_interface(obj: &Bound<'_, PyAny>, desc: &Bound<'_, PyAny>) -> PyResu
     let interface = cai::parse_interface(desc, "__array_interface__")?;
     let layout = interface.layout().py()?;
     let keep = PyOwner::new(obj.clone().unbind());
-    host_array(interface.data, interface.dtype, layout, interface.read_only, keep).py()
+    // An address in a dict: no pointer to keep the provenance of.
+    host_array(interface.data, None, interface.dtype, layout, interface.read_only, keep).py()
 }
 
 /// A zero-copy host array over `obj`'s memory, if it exports it by the buffer protocol or

@@ -1,9 +1,11 @@
 """Shared helpers for gpuport's Python tests (run by `cargo xtask test`, or
 `.venv/bin/python -m pytest tests/python` after `cargo xtask python-wheel`)."""
 
+import atexit
 import ctypes
 import gc
 import os
+import sys
 
 import pytest
 
@@ -133,6 +135,11 @@ class ForeignTensor:
         return _capsule_new(ctypes.addressof(self.managed), self.name, None)
 
 
+# Set when the tests run against the module built with AddressSanitizer (its runtime is
+# preloaded into the interpreter).
+UNDER_ADDRESS_SANITIZER = "libasan" in os.environ.get("LD_PRELOAD", "")
+
+
 def rss_bytes() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -141,3 +148,23 @@ def rss_bytes() -> int:
 def collect():
     for _ in range(3):
         gc.collect()
+
+
+# Under AddressSanitizer (`cargo xtask sanitize address`, which sets this variable), the
+# leak check runs once, when the interpreter starts to exit: after every test and after
+# pytest's own frames are gone, but before Python tears its objects down. Neither end
+# works: LeakSanitizer's own check at exit sees Python's objects, which it never frees on
+# purpose, and a check inside the session sees the locals of the frames still running,
+# which CPython keeps on a stack it maps itself, outside the memory the checker scans. A
+# leak (memory nothing reaches any more) ends the process with status 1.
+def _leak_check_at_exit():
+    gc.collect()
+    if ctypes.CDLL(None).__lsan_do_recoverable_leak_check() != 0:
+        sys.stdout.flush()
+        sys.stderr.write("LeakSanitizer: memory nothing reaches any more (the report is above)\n")
+        sys.stderr.flush()
+        os._exit(1)
+
+
+if os.environ.get("GPUPORT_LSAN_AT_EXIT") == "1":
+    atexit.register(_leak_check_at_exit)

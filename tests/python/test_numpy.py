@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import gpuport
-from conftest import capsule_name, collect, legacy_of, rss_bytes, versioned_of
+from conftest import UNDER_ADDRESS_SANITIZER, capsule_name, collect, legacy_of, rss_bytes, versioned_of
 
 IS_COPIED = 1 << 1
 READ_ONLY = 1 << 0
@@ -211,6 +211,10 @@ def test_reference_counts_return_to_start():
     assert sys.getrefcount(mine) == before
 
 
+# AddressSanitizer holds freed memory back in a quarantine (so a later use of it is
+# caught), which grows the process by design; under it, its leak check at the end of the
+# session is the stronger test of the same promise.
+@pytest.mark.skipif(UNDER_ADDRESS_SANITIZER, reason="AddressSanitizer's quarantine keeps freed memory")
 def test_many_exchanges_do_not_grow_memory():
     src = np.arange(64, dtype=np.float32)
     mine = gpuport.zeros(64)

@@ -59,49 +59,106 @@ fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("target"))
 }
 
-/// Where a double's library is put.
-pub(crate) fn library(d: &Double) -> PathBuf {
-    target_dir().join("driver-doubles").join(d.name).join(d.file)
+/// Where a build of the doubles lives: the folder cargo leaves the libraries in, and the
+/// folder they are copied to under their vendors' names (`ROOT/NAME/FILE`) with the
+/// validation layer's report files beside them. The plain build and ThreadSanitizer's
+/// instrumented one each have their own.
+pub(crate) struct Place {
+    built: PathBuf,
+    root: PathBuf,
 }
 
-/// Builds every double into `target/driver-doubles/NAME/`.
-pub(crate) fn build() -> Result<(), String> {
-    for d in DOUBLES {
-        let mut cmd = cargo();
-        cmd.args(["build", "-q", "-p", d.package]);
+impl Place {
+    /// The plain debug build: `target/debug` into `target/driver-doubles`.
+    pub(crate) fn plain() -> Place {
+        Place { built: target_dir().join("debug"), root: target_dir().join("driver-doubles") }
+    }
+
+    /// A build whose libraries cargo leaves in `built`, copied into `root`.
+    pub(crate) fn new(built: PathBuf, root: PathBuf) -> Place {
+        Place { built, root }
+    }
+
+    /// Where double `d`'s library is put (absolute: test binaries run in their own crate's
+    /// folder).
+    pub(crate) fn library(&self, d: &Double) -> PathBuf {
+        absolute(self.root.join(d.name).join(d.file))
+    }
+
+    /// The validation layer's report file for runs on double `d`.
+    fn report(&self, d: &Double) -> PathBuf {
+        absolute(self.root.join(format!("{}-report.txt", d.name)))
+    }
+
+    /// Builds double `d` with `cargo` (a `cargo` command with the toolchain and environment
+    /// of this place's build; `build -q -p PACKAGE`, then `args`, are added) and copies it
+    /// into place.
+    pub(crate) fn build(&self, d: &Double, mut cargo: Command, args: &[&str]) -> Result<(), String> {
+        cargo.args(["build", "-q", "-p", d.package]).args(args);
         if !d.features.is_empty() {
-            cmd.args(["--features", &d.features.join(",")]);
+            cargo.args(["--features", &d.features.join(",")]);
         }
-        if !run(cmd) {
+        if !run(cargo) {
             return Err(format!("building the {} double failed", d.name));
         }
-        let built = target_dir().join("debug").join(format!("lib{}.so", d.package.replace('-', "_")));
-        let dest = library(d);
+        let built = self.built.join(format!("lib{}.so", d.package.replace('-', "_")));
+        let dest = self.library(d);
         std::fs::create_dir_all(dest.parent().unwrap_or(Path::new(".")))
             .and_then(|_| std::fs::copy(&built, &dest))
             .map_err(|e| format!("copying {} to {}: {e}", built.display(), dest.display()))?;
         eprintln!("xtask: {} double at {}", d.name, dest.display());
+        Ok(())
     }
-    Ok(())
+
+    /// The environment of a run on double `d`: its library — and the other vendor's double
+    /// too (the CUDA double beside the HIP ones, ROCm 6 beside CUDA), so that paths between
+    /// the two backends run — its report file, and the backend under test. The report file
+    /// is emptied: what it holds afterwards is this run's.
+    pub(crate) fn env(&self, d: &Double) -> Vec<(&'static str, OsString)> {
+        let other = if d.backend == "cuda" { &DOUBLES[1] } else { &DOUBLES[0] };
+        vec![
+            (other.env, self.library(other).into_os_string()),
+            (d.env, self.library(d).into_os_string()),
+            ("GPUPORT_DOUBLE_REPORT", self.report(d).into_os_string()),
+            ("GPUPORT_CONFORMANCE_BACKENDS", d.backend.into()),
+        ]
+    }
+
+    /// Empties double `d`'s report file before a run.
+    pub(crate) fn clear_report(&self, d: &Double) {
+        let _ = std::fs::remove_file(self.report(d));
+    }
+
+    /// Whether double `d`'s validation layer reported nothing since [`Place::clear_report`];
+    /// prints the reports when it did.
+    pub(crate) fn no_violation(&self, d: &Double) -> bool {
+        match std::fs::read_to_string(self.report(d)) {
+            Ok(text) if !text.trim().is_empty() => {
+                let n = text.lines().count();
+                eprintln!("xtask: the {} double reported {n} violation(s):\n{text}", d.name);
+                false
+            }
+            _ => {
+                println!("xtask: the {} double reported no violation", d.name);
+                true
+            }
+        }
+    }
 }
 
-/// The environment of a run on double `d`: its library — and the other vendor's double
-/// too (the CUDA double beside the HIP ones, ROCm 6 beside CUDA), so that paths between
-/// the two backends run — its report file, and the backend under test.
-fn double_env(d: &Double, report: &Path) -> Vec<(&'static str, OsString)> {
-    let absolute = |d: &Double| std::path::absolute(library(d)).unwrap_or_else(|_| library(d)).into_os_string();
-    let other = if d.backend == "cuda" { &DOUBLES[1] } else { &DOUBLES[0] };
-    vec![
-        (other.env, absolute(other)),
-        (d.env, absolute(d)),
-        ("GPUPORT_DOUBLE_REPORT", report.as_os_str().to_owned()),
-        ("GPUPORT_CONFORMANCE_BACKENDS", d.backend.into()),
-    ]
+fn absolute(path: PathBuf) -> PathBuf {
+    std::path::absolute(&path).unwrap_or(path)
 }
 
-/// A command with the double loaded (see [`double_env`]).
-fn with_double(mut cmd: Command, d: &Double, report: &Path) -> Command {
-    cmd.envs(double_env(d, report));
+/// Builds every double into `target/driver-doubles/NAME/`.
+pub(crate) fn build() -> Result<(), String> {
+    let place = Place::plain();
+    DOUBLES.iter().try_for_each(|d| place.build(d, cargo(), &[]))
+}
+
+/// A command with the double loaded (see [`Place::env`]).
+fn with_double(mut cmd: Command, d: &Double) -> Command {
+    cmd.envs(Place::plain().env(d));
     cmd.env_remove("GPUPORT_BACKENDS");
     cmd
 }
@@ -125,16 +182,14 @@ pub(crate) fn device_tests(backend: &str) -> Vec<(String, Command)> {
 /// mutants and the fault-injection tests. Fails
 /// on a failed test and on any validation report.
 pub(crate) fn test_on(d: &Double, tally: &mut Tally, python: bool) -> bool {
-    // Absolute: test binaries run in their own crate's folder.
-    let report = target_dir().join("driver-doubles").join(format!("{}-report.txt", d.name));
-    let report = std::path::absolute(&report).unwrap_or(report);
-    let _ = std::fs::remove_file(&report);
-    println!("\nxtask: the {} backend on the {} double ({})", d.backend, d.name, library(d).display());
+    let place = Place::plain();
+    place.clear_report(d);
+    println!("\nxtask: the {} backend on the {} double ({})", d.backend, d.name, place.library(d).display());
     let mut conformance = cargo();
     conformance.args(["test", "-p", "gpuport-conformance", "--test", "conformance"]);
-    let mut ok = run_tests(with_double(conformance, d, &report), tally);
+    let mut ok = run_tests(with_double(conformance, d), tally);
     for (_, cmd) in device_tests(d.backend) {
-        ok &= run_tests(with_double(cmd, d, &report), tally);
+        ok &= run_tests(with_double(cmd, d), tally);
     }
     // A double built with features (ROCm 5.2) checks its own version's answers; the
     // default builds' tests run with the workspace.
@@ -150,16 +205,16 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally, python: bool) -> bool {
         let mut mutants = cargo();
         mutants.args(["test", "-p", "gpuport-mutants", "--test", "mutation_check", "--", "--ignored"]);
         mutants.arg(format!("driver/{}/", d.backend));
-        ok &= run_tests(with_double(mutants, d, &report), tally);
+        ok &= run_tests(with_double(mutants, d), tally);
     }
     // One process per injected fault (tests/faults).
     let mut faults = cargo();
     faults.args(["test", "-p", "gpuport-faults", "--test", "faults"]);
-    ok &= run_tests(with_double(faults, d, &report), tally);
+    ok &= run_tests(with_double(faults, d), tally);
     // The Python module's own tests on this backend's arrays (the wheel is installed by
     // the caller). The interpreter does not free what it holds at exit, so the double's
     // exit check is off for it; every other check stays on.
-    let mut env = double_env(d, &report);
+    let mut env = place.env(d);
     env.push(("GPUPORT_DOUBLE_LEAK_CHECK", "0".into()));
     let env: Vec<(&str, &std::ffi::OsStr)> = env.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
     let files: &[&str] = if d.backend == "cuda" {
@@ -176,16 +231,9 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally, python: bool) -> bool {
     } else {
         tally.note_python(true);
     }
-    match std::fs::read_to_string(&report) {
-        Ok(text) if !text.trim().is_empty() => {
-            let n = text.lines().count();
-            eprintln!("xtask: the {} double reported {n} violation(s):\n{text}", d.name);
-            tally.failed += 1;
-            false
-        }
-        _ => {
-            println!("xtask: the {} double reported no violation", d.name);
-            ok
-        }
+    if !place.no_violation(d) {
+        tally.failed += 1;
+        ok = false;
     }
+    ok
 }

@@ -20,8 +20,10 @@
 //!   machine without a Rust toolchain (see `gpu_bundle`).
 //! - `rocm-sid-check [--root DIR] [--prepare]` — the ROCm loader against Debian sid's HIP 6 runtime in
 //!   a debootstrapped sid root (see `rocm_sid`).
-//! - `sanitize miri|thread` — the tests of the unsafe and threaded code under Miri or
-//!   ThreadSanitizer (see `sanitize`).
+//! - `sanitize miri|thread|address` — the tests of the unsafe and threaded code under Miri
+//!   or ThreadSanitizer, the Python module's under AddressSanitizer (see `sanitize`);
+//!   `sanitize bugs` — deliberate bugs (a race, an early free, a double delete), each of
+//!   which its checker must report; `sanitize ci` — the part of these CI runs.
 //!
 //! `test` also builds the Python module's wheel into `.venv` and runs `tests/python` (see
 //! `python`), and builds and tests `examples/port-template`, a device port kept outside the
@@ -64,7 +66,10 @@ fn usage() -> ExitCode {
            python-install-check  pip install ./crates/python and its sdist into a fresh venv, use it without NumPy\n  \
            gpu-bundle [--out DIR] release test binaries, demo, benches and run.sh for a CUDA machine\n  \
            rocm-sid-check [--root DIR] [--prepare] the ROCm loader against sid's HIP 6 runtime, in a debootstrapped root\n  \
-           sanitize miri|thread  the unsafe and threaded code's tests under Miri or ThreadSanitizer (nightly)",
+           sanitize miri|thread  the unsafe and threaded code's tests under Miri or ThreadSanitizer (nightly)\n  \
+           sanitize address      the Python module built with AddressSanitizer, its tests run with leak detection\n  \
+           sanitize bugs         deliberate bugs, each of which its checker must report\n  \
+           sanitize ci           CI's part: Miri on the queue kit and interchange, ThreadSanitizer on the devices and doubles, their bugs",
         BACKENDS.join("|")
     );
     ExitCode::from(2)
@@ -232,6 +237,9 @@ fn main() -> ExitCode {
         ["gpu-bundle", "--out", dir] => report(gpu_bundle::gpu_bundle(std::path::Path::new(dir))),
         ["sanitize", "miri"] => report(sanitize::miri()),
         ["sanitize", "thread"] => report(sanitize::thread()),
+        ["sanitize", "bugs"] => report(sanitize::bugs()),
+        ["sanitize", "address"] => report(sanitize::address()),
+        ["sanitize", "ci"] => report(sanitize::ci()),
         ["rocm-sid-check", rest @ ..] => {
             let prepare = rest.contains(&"--prepare");
             let root = rest.windows(2).find(|w| w[0] == "--root").map(|w| std::path::Path::new(w[1]));

@@ -157,16 +157,37 @@ pub fn install() -> Result<(), String> {
     status(install)
 }
 
+/// The folder the installed wheel put the `gpuport` package in (inside `.venv`).
+pub fn installed_package() -> Result<PathBuf, String> {
+    let out = Command::new(venv_bin("python"))
+        .args(["-c", "import importlib.util as u; print(u.find_spec('gpuport').submodule_search_locations[0])"])
+        .env_remove("PYTHONPATH")
+        .output()
+        .map_err(|e| format!("could not ask .venv's Python where gpuport is: {e}"))?;
+    let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    if out.status.success() && path.is_dir() {
+        Ok(path)
+    } else {
+        Err(format!("gpuport is not installed in {VENV}: {}", String::from_utf8_lossy(&out.stderr).trim()))
+    }
+}
+
 /// pytest over `paths` with the installed wheel; `env` is set for the run.
 pub fn pytest(paths: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Result<(), String> {
-    let mut pytest = Command::new(venv_bin("python"));
-    pytest.args(["-m", "pytest", "-q", "-p", "no:cacheprovider"]).args(paths);
-    // Discovery must see every backend the tests use (the ext plugin, the host).
-    pytest.env_remove("GPUPORT_BACKENDS");
+    let mut pytest = pytest_command(paths);
     for (k, v) in env {
         pytest.env(k, v);
     }
     status(pytest)
+}
+
+/// The command that runs pytest over `paths` with `.venv`'s interpreter.
+pub fn pytest_command(paths: &[&str]) -> Command {
+    let mut pytest = Command::new(venv_bin("python"));
+    pytest.args(["-m", "pytest", "-q", "-p", "no:cacheprovider"]).args(paths);
+    // Discovery must see every backend the tests use (the ext plugin, the host).
+    pytest.env_remove("GPUPORT_BACKENDS");
+    pytest
 }
 
 /// Builds the wheel, installs it into `.venv` and runs pytest over `tests/python`.

@@ -295,6 +295,8 @@ impl PyArray {
         unsafe {
             let base = dims.cast::<isize>();
             (*view).obj = slf.into_any().into_ptr();
+            // Exposed provenance: the consumer is CPython code reaching the memory by
+            // address (gpuport's own host memory was exposed when it was allocated).
             (*view).buf = std::ptr::with_exposed_provenance_mut(a.data_addr() as usize);
             (*view).len = a.nbytes() as isize;
             (*view).readonly = c_int::from(a.is_read_only());

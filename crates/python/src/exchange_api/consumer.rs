@@ -40,6 +40,8 @@ pub fn table_of(ty: &Bound<'_, PyType>) -> PyResult<Option<&'static DLPackExchan
         }
         let addr = known.extract::<usize>()?;
         // SAFETY: an address this function found and cached: a process-lifetime table.
+        // Exposed provenance: the cache holds the address as a Python integer (caching
+        // it exposed it); the table is another library's static data.
         return Ok(Some(unsafe { &*ptr::with_exposed_provenance::<DLPackExchangeAPI>(addr) }));
     }
     let found = find_table(ty)?;
@@ -60,6 +62,7 @@ fn find_table(ty: &Bound<'_, PyType>) -> PyResult<Option<&'static DLPackExchange
     }
     if header.is_null() {
         if let Ok(addr) = ty.getattr("__c_dlpack_exchange_api__").and_then(|a| a.extract::<usize>()) {
+            // Exposed provenance: the producer publishes its table as an integer address.
             header = ptr::with_exposed_provenance(addr);
         }
     }

@@ -176,6 +176,9 @@ fn borrowed_dltensor(a: &Array) -> PyResult<DLTensor> {
     const _: () = assert!(size_of::<usize>() == size_of::<i64>(), "the borrowed DLTensor needs 64-bit usize");
     let device = gpuport_dlpack::dl_device_of(a).py_exchange()?;
     let d = a.dtype();
+    // Exposed provenance: the address goes to a foreign consumer, which reaches it through
+    // its own code (device memory is never dereferenced here; host memory gpuport
+    // allocated was exposed when it was allocated).
     Ok(DLTensor {
         data: if a.numel() == 0 { ptr::null_mut() } else { ptr::with_exposed_provenance_mut(a.data_addr() as usize) },
         device,
@@ -205,7 +208,8 @@ unsafe extern "C" fn current_work_stream(device_type: i32, device_id: i32, out: 
             } else {
                 0 // stream-less devices: NULL
             };
-            // SAFETY: `out` is the caller's non-NULL slot.
+            // SAFETY: `out` is the caller's non-NULL slot. A stream handle is an opaque
+            // vendor value the caller never dereferences as memory of ours.
             unsafe { *out = ptr::with_exposed_provenance_mut(stream) };
             0
         },

@@ -4,9 +4,20 @@ use bitflags::bitflags;
 
 bitflags! {
     /// Stream creation flags (mirroring `CU_STREAM_*` / `hipStream*`).
+    ///
+    /// Every backend keeps CUDA's and ROCm's rule for the legacy default stream
+    /// (`DefaultStream::Legacy`). A stream created without `NON_BLOCKING` (and a
+    /// per-thread default stream) is a *blocking* stream: work queued on it waits for the
+    /// work queued earlier on the legacy default stream, and work queued on the legacy
+    /// default stream waits for the work queued earlier on every blocking stream of the
+    /// device. A `NON_BLOCKING` stream never synchronizes implicitly, and blocking streams
+    /// do not wait for each other. Libraries that order their streams explicitly (with
+    /// events) create them `NON_BLOCKING`, so an unrelated use of the legacy stream cannot
+    /// serialize them.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
     pub struct StreamFlags: u32 {
-        /// The stream does not synchronize implicitly with the legacy default stream.
+        /// The stream does not synchronize implicitly with the legacy default stream
+        /// (see [`StreamFlags`] for the rule a stream without it follows).
         const NON_BLOCKING = 1 << 0;
     }
 }

@@ -5,7 +5,8 @@
 //!
 //! - [`WorkQueue`]: an ordered asynchronous queue, drained by a thread of a process-wide
 //!   elastic pool while it has work (no thread per stream); errors of queued work are kept
-//!   for the next `synchronize`;
+//!   for the next `synchronize`; [`ImplicitSync`]: the legacy default stream's implicit
+//!   synchronisation with blocking streams, as on CUDA and ROCm;
 //! - [`affinity`]: `GPUPORT_WORKER_CPUS`, the pool threads' placement;
 //! - [`EventState`] / [`QueueEvent`]: real completion markers with generations and
 //!   timestamps, raw handles and ownership;
@@ -44,7 +45,7 @@ pub use event::{EventState, QueueEvent};
 pub use kernels::{register_kernel, HostKernelArgs, HostKernelFn};
 pub use lazy::LazyStream;
 pub use port::QueueStreamPort;
-pub use queue::{copy_bytes, synchronize_all, QueueTracker, SendPtr, Work, WorkQueue};
+pub use queue::{copy_bytes, synchronize_all, ImplicitRole, ImplicitSync, QueueTracker, SendPtr, Work, WorkQueue};
 pub use queue_device::QueueDevice;
 pub use stream::{host_range, host_translator, QueueStream, Translate};
 

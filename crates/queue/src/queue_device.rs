@@ -1,6 +1,7 @@
 //! The part of `gpuport_core::Device` every software device shares, written once: its
 //! queues (for a device-wide synchronize that also waits for dropped streams' work), its
-//! legacy default stream (created on first use, handed out as borrowed handles), streams
+//! legacy default stream (created on first use, handed out as borrowed handles, and
+//! synchronising implicitly with the device's blocking streams as on CUDA), streams
 //! created and wrapped, events, the synchronous memset ordered after the legacy stream,
 //! and registered-kernel modules. A port keeps a `QueueDevice` and forwards to it; what is
 //! its own — memory, device facts, peers, per-thread default streams where it has them —
@@ -9,6 +10,8 @@
 //! The port's stream type `S` wraps a [`QueueStream`]: the methods that make streams take
 //! `wrap`, the port's constructor from a queue stream (a newtype's constructor, or one
 //! that adds the port's own state).
+
+use std::sync::Arc;
 
 use gpuport_core::{
     Buffer, DefaultStream, DeviceId, Error, EventFlags, Kernel, Module, ModuleImage, Result, StreamFlags,
@@ -19,6 +22,7 @@ use crate::event::QueueEvent;
 use crate::kernels;
 use crate::lazy::LazyStream;
 use crate::port::QueueStreamPort;
+use crate::queue::{ImplicitRole, ImplicitSync};
 use crate::stream::QueueStream;
 
 /// What one software device shares among its handles (keep it in an `Arc`).
@@ -26,12 +30,13 @@ pub struct QueueDevice<S> {
     id: DeviceId,
     queues: DeviceQueues,
     legacy: LazyStream<S>,
+    implicit: Arc<ImplicitSync>,
 }
 
 impl<S> QueueDevice<S> {
     /// The shared part of device `id`, with no stream yet.
     pub fn new(id: DeviceId) -> Self {
-        QueueDevice { id, queues: DeviceQueues::default(), legacy: LazyStream::new() }
+        QueueDevice { id, queues: DeviceQueues::default(), legacy: LazyStream::new(), implicit: Arc::default() }
     }
 
     /// The device.
@@ -43,6 +48,23 @@ impl<S> QueueDevice<S> {
     /// each one here).
     pub fn queues(&self) -> &DeviceQueues {
         &self.queues
+    }
+
+    /// The part a stream created with `flags` takes in the device's implicit
+    /// synchronisation with its legacy default stream (for a port that makes its queue
+    /// streams itself): blocking without `StreamFlags::NON_BLOCKING`, else none.
+    pub fn stream_role(&self, flags: StreamFlags) -> ImplicitRole {
+        if flags.contains(StreamFlags::NON_BLOCKING) {
+            ImplicitRole::Independent
+        } else {
+            ImplicitRole::Blocking(self.implicit.clone())
+        }
+    }
+
+    /// The part the device's legacy default stream takes (for a port that makes it
+    /// itself): it follows every blocking stream.
+    pub fn legacy_role(&self) -> ImplicitRole {
+        ImplicitRole::Legacy(self.implicit.clone())
     }
 
     /// `InvalidArgument` unless `stream_device` is this device (a stream given to
@@ -86,8 +108,15 @@ impl<S> QueueDevice<S> {
 
 impl<S: QueueStreamPort + Clone> QueueDevice<S> {
     /// `Device::create_stream`: a new queue, tracked by the device, wrapped by `wrap`.
+    /// Without `StreamFlags::NON_BLOCKING` it is a blocking stream: its work waits for the
+    /// legacy default stream's earlier work, and the legacy stream's work waits for its
+    /// earlier work, as on CUDA and ROCm.
     pub fn create_stream(&self, flags: StreamFlags, wrap: impl FnOnce(QueueStream) -> S) -> Result<S> {
-        let queue = QueueStream::create(self.id, flags)?;
+        self.make_stream(flags, self.stream_role(flags), wrap)
+    }
+
+    fn make_stream(&self, flags: StreamFlags, role: ImplicitRole, wrap: impl FnOnce(QueueStream) -> S) -> Result<S> {
+        let queue = QueueStream::create(self.id, flags, role)?;
         self.queues.track(&queue);
         Ok(wrap(queue))
     }
@@ -100,7 +129,7 @@ impl<S: QueueStreamPort + Clone> QueueDevice<S> {
 
     /// The legacy default stream, created on first use; a borrowed handle to it.
     pub fn legacy_stream(&self, wrap: impl Fn(QueueStream) -> S) -> Result<S> {
-        let owned = self.legacy.get_or_create(|| self.create_stream(StreamFlags::empty(), &wrap))?;
+        let owned = self.legacy.get_or_create(|| self.make_stream(StreamFlags::empty(), self.legacy_role(), &wrap))?;
         Ok(wrap(owned.queue().to_borrowed()))
     }
 

@@ -13,7 +13,7 @@ use gpuport_core::{
 use crate::event::QueueEvent;
 use crate::handles::{HandleRegistry, OwnerGuard};
 use crate::kernels::{translate_args, HostKernel};
-use crate::queue::{copy_bytes, WorkQueue};
+use crate::queue::{copy_bytes, ImplicitRole, WorkQueue};
 
 /// How a backend turns `len` bytes at `offset` of a buffer into a host pointer for its
 /// worker, checking the range and that the buffer is memory it may touch.
@@ -62,10 +62,12 @@ pub fn host_range(buffer: &Buffer, offset: usize, len: usize, operation: &'stati
 }
 
 impl QueueStream {
-    /// A new owned stream of `device`, with its own worker.
-    pub fn create(device: DeviceId, flags: StreamFlags) -> Result<Self> {
+    /// A new owned stream of `device`, taking `role` in the device's implicit
+    /// synchronisation with its legacy default stream ([`QueueDevice`](crate::QueueDevice)
+    /// gives every stream it makes the role its flags call for).
+    pub fn create(device: DeviceId, flags: StreamFlags, role: ImplicitRole) -> Result<Self> {
         let raw = STREAMS.reserve();
-        let queue = WorkQueue::new(format!("stream {raw:#x} on {device}"))?;
+        let queue = WorkQueue::with_role(format!("stream {raw:#x} on {device}"), role)?;
         let inner = Arc::new(StreamCore { queue, device, flags });
         STREAMS.register(raw, &inner);
         let owner = OwnerGuard::new(&STREAMS, raw, inner.clone(), StreamCore::destroy);

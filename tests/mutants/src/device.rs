@@ -8,7 +8,7 @@ use gpuport_core::{
 };
 use gpuport_queue::kernels::{self, HostKernel};
 use gpuport_queue::memory::{host_buffer, PointerRegistry};
-use gpuport_queue::{host_translator, LazyStream, QueueDevice, QueueStream};
+use gpuport_queue::{host_translator, ImplicitRole, LazyStream, QueueDevice, QueueStream};
 
 use crate::flaw;
 use crate::stream::{MutantEvent, MutantStream, StreamInner};
@@ -57,12 +57,20 @@ impl<const F: u8> MutantDevice<F> {
         MutantDevice(shared.clone())
     }
 
-    fn new_stream(&self, flags: StreamFlags) -> Result<Arc<StreamInner>> {
-        let main = QueueStream::create(self.0.queue.id(), flags)?;
+    /// A new stream: the legacy default stream when `legacy`, else one created with
+    /// `flags`.
+    fn new_stream(&self, flags: StreamFlags, legacy: bool) -> Result<Arc<StreamInner>> {
+        let role = match F {
+            flaw::NO_IMPLICIT_SYNC => ImplicitRole::Independent,
+            _ if legacy => self.0.queue.legacy_role(),
+            flaw::ALL_STREAMS_BLOCKING => self.0.queue.stream_role(StreamFlags::empty()),
+            _ => self.0.queue.stream_role(flags),
+        };
+        let main = QueueStream::create(self.0.queue.id(), flags, role.clone())?;
         self.0.queue.queues().track(&main);
         // The out-of-order mutant runs each stream on two queues in turn.
         let second = if F == flaw::OUT_OF_ORDER {
-            let second = QueueStream::create(self.0.queue.id(), flags)?;
+            let second = QueueStream::create(self.0.queue.id(), flags, role)?;
             self.0.queue.queues().track(&second);
             Some(second)
         } else {
@@ -112,11 +120,11 @@ impl<const F: u8> Device for MutantDevice<F> {
         Err(Error::unsupported(kind::<F>(), "managed memory"))
     }
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
-        let legacy = self.0.legacy.get_or_create(|| self.new_stream(StreamFlags::empty()))?;
+        let legacy = self.0.legacy.get_or_create(|| self.new_stream(StreamFlags::empty(), true))?;
         legacy.main().memset_blocking(dst, offset, len, value, host_translator("memset"))
     }
     fn create_stream(&self, flags: StreamFlags, _priority: i32) -> Result<MutantStream<F>> {
-        Ok(MutantStream::new(self.new_stream(flags)?))
+        Ok(MutantStream::new(self.new_stream(flags, false)?))
     }
     fn stream_priority_range(&self) -> Result<(i32, i32)> {
         Ok((0, 0))
@@ -124,7 +132,7 @@ impl<const F: u8> Device for MutantDevice<F> {
     fn default_stream(&self, which: DefaultStream) -> Result<MutantStream<F>> {
         match which {
             DefaultStream::Legacy => {
-                let legacy = self.0.legacy.get_or_create(|| self.new_stream(StreamFlags::empty()))?;
+                let legacy = self.0.legacy.get_or_create(|| self.new_stream(StreamFlags::empty(), true))?;
                 Ok(MutantStream::new(Arc::new(legacy.to_borrowed())))
             }
             DefaultStream::PerThread => Err(Error::unsupported(kind::<F>(), "per-thread default streams")),

@@ -94,13 +94,23 @@ pub const MUTANTS: &[Mutant] = &[
         breaks: "a wrapped event claims to own its event",
         caught_by: "handles::foreign_event_not_destroyed",
     },
+    Mutant {
+        name: "mut-no-implicit-sync",
+        breaks: "streams created without NON_BLOCKING do not synchronize with the legacy default stream",
+        caught_by: "implicit::blocking_stream_waits_for_legacy",
+    },
+    Mutant {
+        name: "mut-all-streams-blocking",
+        breaks: "NON_BLOCKING is ignored: every created stream synchronizes with the legacy default stream",
+        caught_by: "implicit::non_blocking_and_blocking_streams_are_independent",
+    },
 ];
 
 /// A flaw of the driver doubles (`GPUPORT_DOUBLE_MUTANT=name`) and the conformance case
 /// that must fail for it when the CUDA or ROCm backend runs on the mutated double. The
 /// flaws are the port mutants' where a vendor port delegates the rule to its driver: a
-/// wait, a query, a synchronize, a copy's source, a stream's order, a timing, pointer
-/// facts. The rest (callback panics, foreign modules, borrowed handles, dropped streams'
+/// wait, a query, a synchronize, a copy's source, a stream's order, the legacy stream's
+/// implicit synchronisation, a timing, pointer facts. The rest (callback panics, foreign modules, borrowed handles, dropped streams'
 /// errors) are gpuport's own code and have no driver counterpart.
 #[derive(Debug, Clone, Copy)]
 pub struct DriverMutant {
@@ -119,6 +129,11 @@ pub const DRIVER_MUTANTS: &[DriverMutant] = &[
     DriverMutant { flaw: "out-of-order", caught_by: "ordering::one_stream_in_order" },
     DriverMutant { flaw: "fake-elapsed", caught_by: "events::elapsed_time" },
     DriverMutant { flaw: "unknown-pointers", caught_by: "memory::pointer_attributes" },
+    DriverMutant { flaw: "no-implicit-sync", caught_by: "implicit::blocking_stream_waits_for_legacy" },
+    DriverMutant {
+        flaw: "all-streams-blocking",
+        caught_by: "implicit::non_blocking_and_blocking_streams_are_independent",
+    },
 ];
 
 /// The flaws, as the indices the types are instantiated with.
@@ -135,6 +150,8 @@ pub(crate) mod flaw {
     pub const FAKE_ELAPSED: u8 = 10;
     pub const WRONG_ATTRIBUTES: u8 = 11;
     pub const OWNED_WRAPPED_EVENT: u8 = 12;
+    pub const NO_IMPLICIT_SYNC: u8 = 13;
+    pub const ALL_STREAMS_BLOCKING: u8 = 14;
 }
 
 /// The backend of mutant `F`.
@@ -222,6 +239,14 @@ macro_rules! with_mutant {
             }
             12 => {
                 let $b = $crate::MutantBackend::<12>;
+                Some($body)
+            }
+            13 => {
+                let $b = $crate::MutantBackend::<13>;
+                Some($body)
+            }
+            14 => {
+                let $b = $crate::MutantBackend::<14>;
                 Some($body)
             }
             _ => None,

@@ -14,6 +14,7 @@
 //! when a waiter's target is reached. The two counters live on separate cache lines.
 
 mod drain;
+mod implicit;
 mod ops;
 mod tracker;
 
@@ -25,6 +26,7 @@ use gpuport_core::{Buffer, Error, HostCallback, Result};
 
 use crate::event::EventState;
 use crate::wait::{current_queue, lock, spin_until, Signal};
+pub use implicit::{ImplicitRole, ImplicitSync};
 pub use ops::{copy_bytes, SendPtr, Work};
 use ops::{CopyOp, FillOp, Op};
 use tracker::Failure;
@@ -134,12 +136,19 @@ impl QueueCore {
 pub struct WorkQueue {
     tx: Sender<Op>,
     state: Arc<QueueCore>,
+    role: ImplicitRole,
 }
 
 impl WorkQueue {
     /// A new, empty queue; `name` appears in errors. No thread is started: the pool lends
     /// one while the queue has work.
     pub fn new(name: String) -> Result<Self> {
+        Self::with_role(name, ImplicitRole::Independent)
+    }
+
+    /// A new, empty queue taking `role` in its device's implicit synchronisation with the
+    /// legacy default stream.
+    pub fn with_role(name: String, role: ImplicitRole) -> Result<Self> {
         let (tx, rx) = channel::<Op>();
         let state = Arc::new(QueueCore {
             name,
@@ -153,7 +162,8 @@ impl WorkQueue {
             inbox: Padded(Mutex::new(Inbox { rx, received: 0 })),
             scheduled: AtomicBool::new(false),
         });
-        Ok(WorkQueue { tx, state })
+        role.join(&state);
+        Ok(WorkQueue { tx, state, role })
     }
 
     /// The queue's name.
@@ -179,7 +189,19 @@ impl WorkQueue {
         self.push_unchecked(op)
     }
 
+    /// Queues `op` behind the implicit predecessors' pending work.
     fn push_unchecked(&self, op: Op) -> Result<()> {
+        let mut followed = Ok(());
+        self.role.predecessors(|queue, target| {
+            if followed.is_ok() {
+                followed = self.send(Op::Follow(queue.clone(), target));
+            }
+        });
+        followed?;
+        self.send(op)
+    }
+
+    fn send(&self, op: Op) -> Result<()> {
         self.state.submitted.fetch_add(1, Ordering::SeqCst);
         if self.tx.send(op).is_err() {
             // The receiver lives in the state this handle holds: unreachable, kept for safety.
@@ -240,8 +262,10 @@ impl WorkQueue {
             return None;
         }
         // Claimed: no drainer runs until it is released. Anything submitted and not
-        // completed is waiting for a drainer: then the operation must queue behind it.
-        let idle = state.completed.load(Ordering::SeqCst) == state.submitted.load(Ordering::SeqCst);
+        // completed is waiting for a drainer, and an implicit predecessor's pending work
+        // must run first: then the operation must queue behind them.
+        let idle = state.completed.load(Ordering::SeqCst) == state.submitted.load(Ordering::SeqCst)
+            && !self.role.has_pending_predecessor();
         let result = idle.then(f);
         state.scheduled.store(false, Ordering::SeqCst);
         fence(Ordering::SeqCst);

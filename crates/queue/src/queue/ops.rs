@@ -1,7 +1,7 @@
 //! The operations a queue carries and how its drainer runs one.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use gpuport_core::{Buffer, HostCallback, Result};
 
@@ -58,6 +58,10 @@ pub(super) enum Op {
     /// A host callback, run as given (no second box around it).
     Callback(HostCallback),
     Signal(Arc<Signal>),
+    /// Waits until another queue has completed this many operations: the legacy default
+    /// stream's implicit synchronisation (see `implicit`). Weak: a queue nobody holds any
+    /// more has finished its work.
+    Follow(Weak<QueueCore>, u64),
 }
 
 /// Copies `len` bytes, splitting large copies across threads: one thread does not reach
@@ -128,6 +132,16 @@ pub(super) fn run(op: Op, state: &QueueCore) {
         }
         Op::Wait(event, generation) => {
             event.wait_for(generation);
+            None
+        }
+        Op::Follow(queue, target) => {
+            if let Some(queue) = queue.upgrade() {
+                // Never this queue's own worker (a queue does not follow itself), so the
+                // wait is not refused; kept as the queue's error if it ever were.
+                if let Err(err) = queue.wait_until(target, "the implicit synchronisation") {
+                    state.fail(err.to_string());
+                }
+            }
             None
         }
         Op::Run(work) => {

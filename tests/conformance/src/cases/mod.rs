@@ -14,6 +14,7 @@ mod device;
 mod errors;
 mod events;
 mod handles;
+mod implicit;
 mod kernels;
 mod memory;
 mod ordering;
@@ -37,6 +38,26 @@ pub const CASES: &[Case] = &[
     Case { name: "ordering::host_callbacks_in_order", run: ordering::host_callbacks_in_order, needs: &[] },
     Case { name: "ordering::stream_query", run: ordering::stream_query, needs: &[] },
     Case { name: "ordering::default_streams", run: ordering::default_streams, needs: &[] },
+    Case {
+        name: "implicit::blocking_stream_waits_for_legacy",
+        run: implicit::blocking_stream_waits_for_legacy,
+        needs: &[],
+    },
+    Case {
+        name: "implicit::legacy_waits_for_blocking_streams",
+        run: implicit::legacy_waits_for_blocking_streams,
+        needs: &[],
+    },
+    Case {
+        name: "implicit::blocking_host_reads_and_writes_wait_for_legacy",
+        run: implicit::blocking_host_reads_and_writes_wait_for_legacy,
+        needs: &[],
+    },
+    Case {
+        name: "implicit::non_blocking_and_blocking_streams_are_independent",
+        run: implicit::non_blocking_and_blocking_streams_are_independent,
+        needs: &[],
+    },
     Case { name: "events::query_before_and_after", run: events::query_before_and_after, needs: &[] },
     Case { name: "events::elapsed_time", run: events::elapsed_time, needs: &[] },
     Case { name: "events::timing_disabled", run: events::timing_disabled, needs: &[] },

@@ -765,6 +765,7 @@ impl Machine {
         let mut st = lock(&self.state);
         let (ctx, device, shared) = self.current_with_fault(cx, &mut st)?;
         let id = st.id();
+        let blocking = blocking || self.mutated(Mutation::AllStreamsBlocking);
         let core = StreamCore::new(id, ctx, device, StreamKind::Created { blocking }, shared);
         spawn_worker(core.clone(), self.machine_ref());
         st.streams.insert(id, StreamEntry { core, origin: origin(cx) });
@@ -792,6 +793,9 @@ impl Machine {
     /// The operations a new operation on `core` must wait for, with the clock joins the
     /// legacy stream's implicit synchronisation makes.
     fn implicit_waits(&self, st: &mut State, core: &Arc<StreamCore>) -> Vec<(Arc<StreamCore>, u64)> {
+        if self.mutated(Mutation::NoImplicitSync) {
+            return Vec::new();
+        }
         let ctx = &st.contexts[&core.ctx];
         let others: Vec<Arc<StreamCore>> = match core.kind {
             StreamKind::Legacy => st

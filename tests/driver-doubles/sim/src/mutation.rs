@@ -29,6 +29,10 @@ pub enum Mutation {
     FakeElapsed,
     /// Pointer attributes know no address (every pointer is unregistered host memory).
     UnknownPointers,
+    /// The legacy default stream and blocking streams do not wait for each other's work.
+    NoImplicitSync,
+    /// Stream creation ignores the non-blocking flag: every created stream is blocking.
+    AllStreamsBlocking,
 }
 
 /// Every flaw with its name (as `GPUPORT_DOUBLE_MUTANT` takes it) and what it breaks.
@@ -40,6 +44,12 @@ pub const MUTATIONS: &[(Mutation, &str, &str)] = &[
     (Mutation::OutOfOrder, "out-of-order", "a stream runs its queued work newest first"),
     (Mutation::FakeElapsed, "fake-elapsed", "elapsed time between events is 1 ms, unmeasured"),
     (Mutation::UnknownPointers, "unknown-pointers", "pointer attributes know no address"),
+    (Mutation::NoImplicitSync, "no-implicit-sync", "the legacy stream and blocking streams do not wait for each other"),
+    (
+        Mutation::AllStreamsBlocking,
+        "all-streams-blocking",
+        "the non-blocking flag is ignored: every stream is blocking",
+    ),
 ];
 
 impl Mutation {

@@ -61,16 +61,23 @@ pub unsafe fn image_bytes<'a>(image: *const u8) -> Result<&'a [u8]> {
     if image.is_null() {
         return Err(Error::InvalidValue);
     }
-    // SAFETY: every image kind has at least 8 bytes: a PTX text is read as a C string
-    // below only after its first bytes were found to be text.
+    // Whether the image starts with `magic`, read one byte at a time and no further than
+    // the first byte that differs: a text image (shorter than any magic, perhaps) differs
+    // at its terminating NUL at the latest, as no magic holds a NUL.
+    let starts_with = |magic: &[u8]| {
+        // SAFETY: each byte read is at or before the first one that differs from `magic`,
+        // so within the image whatever its kind (see above).
+        magic.iter().enumerate().all(|(i, m)| unsafe { *image.add(i) } == *m)
+    };
+    // SAFETY: used only once `starts_with` has recognised a binary image, whose headers
+    // are at least this long.
     let head = |at: usize, n: usize| unsafe { std::slice::from_raw_parts(image.add(at), n) };
     let u16_at = |at: usize| u16::from_le_bytes([head(at, 2)[0], head(at, 2)[1]]) as usize;
     let u64_at = |at: usize| {
         let b = head(at, 8);
         u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]) as usize
     };
-    let first = head(0, 4);
-    let len = if first == b"\x7fELF" {
+    let len = if starts_with(b"\x7fELF") {
         let (phoff, phentsize, phnum) = (u64_at(0x20), u16_at(0x36), u16_at(0x38));
         let (shoff, shentsize, shnum) = (u64_at(0x28), u16_at(0x3A), u16_at(0x3C));
         let mut end = (phoff + phentsize * phnum).max(shoff + shentsize * shnum).max(64);
@@ -82,9 +89,9 @@ pub unsafe fn image_bytes<'a>(image: *const u8) -> Result<&'a [u8]> {
             }
         }
         end
-    } else if u32::from_le_bytes([first[0], first[1], first[2], first[3]]) == crate::image::FATBIN_MAGIC {
+    } else if starts_with(&crate::image::FATBIN_MAGIC.to_le_bytes()) {
         u16_at(6) + u64_at(8)
-    } else if head(0, crate::image::BUNDLE_MAGIC.len()) == crate::image::BUNDLE_MAGIC {
+    } else if starts_with(crate::image::BUNDLE_MAGIC) {
         let count = u64_at(24);
         let (mut at, mut end) = (32, 32);
         for _ in 0..count.min(4096) {
@@ -155,4 +162,22 @@ macro_rules! export_c {
             }
         )*
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::image_bytes;
+
+    /// A text image shorter than every binary magic is read to its NUL and no further:
+    /// each image lives in an allocation of exactly its size, so a read past it is one
+    /// Miri (and, when the bytes after it are freed, ThreadSanitizer) reports.
+    #[test]
+    fn short_text_images_are_read_no_further_than_their_end() {
+        for text in [&b"\0"[..], b"a\0", b"\x7fEL\0", b"__CLANG_OFFLOAD\0", b"not ptx at all\0"] {
+            let image: Box<[u8]> = text.into();
+            // SAFETY: a NUL-terminated text, alive for the call.
+            let bytes = unsafe { image_bytes(image.as_ptr()) }.unwrap();
+            assert_eq!(bytes, &text[..text.len() - 1]);
+        }
+    }
 }

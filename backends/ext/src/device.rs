@@ -111,13 +111,17 @@ impl Device for ExtDevice {
         }
         Err(Error::unsupported(crate::KIND, "peer access (ext devices have no direct link)"))
     }
+    /// What the backend knows about `addr`, whichever ext device owns it: the devices'
+    /// address ranges are disjoint (one address space, as CUDA's unified addressing), so
+    /// every device answers for every device's memory and pinned memory.
     fn pointer_attributes(&self, addr: u64) -> Result<PointerAttributes> {
-        let a = self.space().attributes(addr);
-        if a.device.is_some() {
-            return Ok(a);
+        for space in self.shared.spaces.iter() {
+            let a = space.attributes(addr);
+            if a.device.is_some() {
+                return Ok(a);
+            }
         }
-        let pinned = PINNED.attributes(addr);
-        Ok(if pinned.device == Some(self.id) { pinned } else { PointerAttributes::unregistered() })
+        Ok(PINNED.attributes(addr))
     }
     fn load_module(&self, image: ModuleImage<'_>) -> Result<Module> {
         self.queue().load_module(image)

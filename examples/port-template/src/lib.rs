@@ -1,8 +1,10 @@
 //! # gpuport-port-template
 //!
-//! A minimal, honest gpuport device: one device (`tmpl:0`) whose memory is the CPU's,
-//! whose streams are ordered queues with worker threads and whose events are real
-//! completion markers — all from `gpuport-queue`. It follows `docs/porting.md` step by
+//! A minimal, honest gpuport device: two devices (`tmpl:0`, `tmpl:1`) whose memory is the
+//! CPU's, whose streams are ordered queues with worker threads and whose events are real
+//! completion markers — all from `gpuport-queue`. Two, so that the conformance suite's
+//! cases about peers, copies between devices, every device's facts and waits across
+//! devices run on it (a port with one device skips them, with the reason). It follows `docs/porting.md` step by
 //! step; copy it and replace each piece with your hardware's.
 
 use std::sync::{Arc, OnceLock};
@@ -20,6 +22,9 @@ pub const KIND: BackendKind = BackendKind::Plugin("tmpl");
 
 /// The most one allocation may take: this template's "device memory" (1 GiB).
 const CAPACITY: u64 = 1 << 30;
+
+/// How many devices the backend presents. A real port asks its runtime.
+pub const DEVICE_COUNT: u32 = 2;
 
 /// Every live allocation of the device, so `pointer_attributes` can answer.
 static MEMORY: PointerRegistry = PointerRegistry::new();
@@ -45,13 +50,11 @@ impl Backend for TemplateBackend {
         format!("{} {}", env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))
     }
     fn devices(&self) -> Result<Vec<DeviceInfo>> {
-        Ok(vec![TemplateDevice::shared().info()?])
+        (0..DEVICE_COUNT).map(|ordinal| self.open(ordinal)?.info()).collect()
     }
     fn open(&self, ordinal: u32) -> Result<TemplateDevice> {
-        if ordinal != 0 {
-            return Err(Error::DeviceNotFound { device: DeviceId::new(KIND, ordinal), count: 1 });
-        }
-        Ok(TemplateDevice::shared())
+        TemplateDevice::shared(ordinal)
+            .ok_or(Error::DeviceNotFound { device: DeviceId::new(KIND, ordinal), count: DEVICE_COUNT })
     }
 }
 
@@ -62,9 +65,13 @@ impl Backend for TemplateBackend {
 pub struct TemplateDevice(Arc<QueueDevice<TemplateStream>>);
 
 impl TemplateDevice {
-    fn shared() -> Self {
-        static DEVICE: OnceLock<TemplateDevice> = OnceLock::new();
-        DEVICE.get_or_init(|| TemplateDevice(Arc::new(QueueDevice::new(DeviceId::new(KIND, 0))))).clone()
+    /// The one shared state of device `ordinal` (every `open` of it hands out a clone);
+    /// `None` past the last device.
+    fn shared(ordinal: u32) -> Option<Self> {
+        static DEVICES: [OnceLock<TemplateDevice>; DEVICE_COUNT as usize] =
+            [const { OnceLock::new() }; DEVICE_COUNT as usize];
+        let slot = DEVICES.get(ordinal as usize)?;
+        Some(slot.get_or_init(|| TemplateDevice(Arc::new(QueueDevice::new(DeviceId::new(KIND, ordinal))))).clone())
     }
 }
 
@@ -77,7 +84,7 @@ impl Device for TemplateDevice {
     fn info(&self) -> Result<DeviceInfo> {
         Ok(DeviceInfo {
             id: self.0.id(),
-            name: "gpuport port template".into(),
+            name: format!("gpuport port template, device {}", self.0.id().ordinal),
             total_memory: CAPACITY,
             compute_capability: None,
             arch: Some(std::env::consts::ARCH.into()),
@@ -125,7 +132,7 @@ impl Device for TemplateDevice {
         self.0.synchronize()
     }
     fn can_access_peer(&self, _peer: &Self) -> Result<bool> {
-        Ok(true) // one device
+        Ok(true) // every device's memory is the CPU's: each reaches the other's
     }
     fn enable_peer_access(&self, _peer: &Self) -> Result<()> {
         Ok(())

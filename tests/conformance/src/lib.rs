@@ -70,6 +70,9 @@ pub struct Target {
     pub backend: String,
     /// Its devices (at least one; peer tests use the first two).
     pub devices: Vec<AnyDevice>,
+    /// The facts of each device as the backend listed them at discovery
+    /// (`Backend::devices`), in ordinal order.
+    pub listed: Vec<gpuport::DeviceInfo>,
     /// The fill kernel in this backend's format, if it has one.
     pub kernel: Option<TestKernel>,
     /// Devices of *other* backends, for mismatch tests.
@@ -241,10 +244,11 @@ pub fn open_target(rt: &Runtime, backend: &str, kernel: Option<TestKernel>) -> R
     let report = rt.report_for(backend).ok_or_else(|| {
         format!("backend `{backend}` is not known to this runtime (known: {})", Runtime::known_names().join(", "))
     })?;
-    let count = match &report.status {
-        gpuport::BackendStatus::Available { devices, .. } => devices.len(),
+    let listed = match &report.status {
+        gpuport::BackendStatus::Available { devices, .. } => devices.clone(),
         gpuport::BackendStatus::Unavailable(err) => return Err(format!("{backend} is unavailable: {err}")),
     };
+    let count = listed.len();
     let devices = (0..count)
         .map(|i| rt.device(&format!("{backend}:{i}")))
         .collect::<Result<Vec<_>, _>>()
@@ -261,7 +265,16 @@ pub fn open_target(rt: &Runtime, backend: &str, kernel: Option<TestKernel>) -> R
     let checked_handles = matches!(unsafe { devices[0].wrap_event(UNKNOWN_HANDLE) }, Err(Error::InvalidHandle { .. }));
     let image = registered_fill_kernel().image;
     let foreign_modules = foreign.iter().chain(devices.iter().skip(1)).any(|d| d.load_module(image).is_ok());
-    Ok(Target { backend: backend.to_owned(), devices, kernel, foreign, alloc_async, checked_handles, foreign_modules })
+    Ok(Target {
+        backend: backend.to_owned(),
+        devices,
+        listed,
+        kernel,
+        foreign,
+        alloc_async,
+        checked_handles,
+        foreign_modules,
+    })
 }
 
 /// A raw handle value no backend gives out (high, odd, never a valid pointer to an

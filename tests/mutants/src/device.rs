@@ -17,6 +17,9 @@ use crate::{MutantBackend, MUTANTS};
 /// The most one allocation may take (1 GiB).
 const CAPACITY: u64 = 1 << 30;
 
+/// Devices per mutant: two, so the cases about several devices run on them.
+pub(crate) const DEVICE_COUNT: u32 = 2;
+
 /// Every live allocation of every mutant device, for `pointer_attributes`.
 static MEMORY: PointerRegistry = PointerRegistry::new();
 
@@ -44,17 +47,20 @@ pub(crate) struct Shared {
 pub struct MutantDevice<const F: u8>(Arc<Shared>);
 
 impl<const F: u8> MutantDevice<F> {
-    pub(crate) fn shared() -> Self {
+    /// Device `ordinal` of mutant `F`; `None` past the last.
+    pub(crate) fn shared(ordinal: u32) -> Option<Self> {
         // A static in a generic function is one for every `F`: index it by `F`.
-        static DEVICES: [OnceLock<Arc<Shared>>; MUTANTS.len()] = [const { OnceLock::new() }; MUTANTS.len()];
-        let shared = DEVICES[F as usize].get_or_init(|| {
+        static DEVICES: [[OnceLock<Arc<Shared>>; DEVICE_COUNT as usize]; MUTANTS.len()] =
+            [const { [const { OnceLock::new() }; DEVICE_COUNT as usize] }; MUTANTS.len()];
+        let slot = DEVICES[F as usize].get(ordinal as usize)?;
+        let shared = slot.get_or_init(|| {
             Arc::new(Shared {
-                queue: QueueDevice::new(id::<F>(0)),
+                queue: QueueDevice::new(id::<F>(ordinal)),
                 streams: Mutex::default(),
                 legacy: LazyStream::new(),
             })
         });
-        MutantDevice(shared.clone())
+        Some(MutantDevice(shared.clone()))
     }
 
     /// A new stream: the legacy default stream when `legacy`, else one created with
@@ -95,8 +101,10 @@ impl<const F: u8> Device for MutantDevice<F> {
         self.0.queue.id()
     }
     fn info(&self) -> Result<DeviceInfo> {
+        // The flawed device answers with the first device's facts, whichever it is.
+        let id = if F == flaw::FACTS_OF_FIRST_DEVICE { id::<F>(0) } else { self.0.queue.id() };
         Ok(DeviceInfo {
-            id: self.0.queue.id(),
+            id,
             name: format!("gpuport mutant that breaks a rule: {}", MUTANTS[F as usize].breaks),
             total_memory: CAPACITY,
             compute_capability: None,
@@ -153,6 +161,10 @@ impl<const F: u8> Device for MutantDevice<F> {
         match F {
             flaw::SYNC_AT_ONCE => Ok(()),
             flaw::LOST_DROPPED_ERRORS => self.synchronize_live_streams(),
+            // Waits for every device's streams, not only its own.
+            flaw::SYNC_EVERY_DEVICE => {
+                (0..DEVICE_COUNT).filter_map(Self::shared).try_for_each(|d| d.0.queue.synchronize())
+            }
             _ => self.0.queue.synchronize(),
         }
     }

@@ -104,6 +104,21 @@ pub const MUTANTS: &[Mutant] = &[
         breaks: "NON_BLOCKING is ignored: every created stream synchronizes with the legacy default stream",
         caught_by: "implicit::non_blocking_and_blocking_streams_are_independent",
     },
+    Mutant {
+        name: "mut-sync-every-device",
+        breaks: "Device::synchronize waits for every device's streams, not only its own",
+        caught_by: "devices::synchronize_is_per_device",
+    },
+    Mutant {
+        name: "mut-facts-of-first-device",
+        breaks: "every device answers DeviceInfo with the first device's facts",
+        caught_by: "devices::facts_of_every_device",
+    },
+    Mutant {
+        name: "mut-no-wait-across-devices",
+        breaks: "Stream::wait ignores an event recorded on another device",
+        caught_by: "devices::wait_across_devices",
+    },
 ];
 
 /// A flaw of the driver doubles (`GPUPORT_DOUBLE_MUTANT=name`) and the conformance case
@@ -152,6 +167,9 @@ pub(crate) mod flaw {
     pub const OWNED_WRAPPED_EVENT: u8 = 12;
     pub const NO_IMPLICIT_SYNC: u8 = 13;
     pub const ALL_STREAMS_BLOCKING: u8 = 14;
+    pub const SYNC_EVERY_DEVICE: u8 = 15;
+    pub const FACTS_OF_FIRST_DEVICE: u8 = 16;
+    pub const NO_WAIT_ACROSS_DEVICES: u8 = 17;
 }
 
 /// The backend of mutant `F`.
@@ -173,13 +191,11 @@ impl<const F: u8> Backend for MutantBackend<F> {
         format!("gpuport-mutants {} ({})", env!("CARGO_PKG_VERSION"), MUTANTS[F as usize].breaks)
     }
     fn devices(&self) -> Result<Vec<DeviceInfo>> {
-        Ok(vec![gpuport_core::Device::info(&MutantDevice::<F>::shared())?])
+        (0..device::DEVICE_COUNT).map(|ordinal| gpuport_core::Device::info(&self.open(ordinal)?)).collect()
     }
     fn open(&self, ordinal: u32) -> Result<MutantDevice<F>> {
-        if ordinal != 0 {
-            return Err(Error::DeviceNotFound { device: device::id::<F>(ordinal), count: 1 });
-        }
-        Ok(MutantDevice::shared())
+        MutantDevice::shared(ordinal)
+            .ok_or(Error::DeviceNotFound { device: device::id::<F>(ordinal), count: device::DEVICE_COUNT })
     }
 }
 
@@ -247,6 +263,18 @@ macro_rules! with_mutant {
             }
             14 => {
                 let $b = $crate::MutantBackend::<14>;
+                Some($body)
+            }
+            15 => {
+                let $b = $crate::MutantBackend::<15>;
+                Some($body)
+            }
+            16 => {
+                let $b = $crate::MutantBackend::<16>;
+                Some($body)
+            }
+            17 => {
+                let $b = $crate::MutantBackend::<17>;
                 Some($body)
             }
             _ => None,

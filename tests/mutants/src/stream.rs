@@ -110,6 +110,10 @@ impl<const F: u8> Stream for MutantStream<F> {
         if F == flaw::NOOP_WAIT {
             return Ok(());
         }
+        // Ignores an event of another device.
+        if F == flaw::NO_WAIT_ACROSS_DEVICES && event.queue.device_id() != self.0.main().device_id() {
+            return Ok(());
+        }
         self.0.next().wait(&event.queue)
     }
     fn host_callback(&self, f: HostCallback) -> Result<()> {

@@ -9,40 +9,18 @@
 //! opens. "Does not wait" is checked by finishing the later work while the gate is still
 //! closed: a port that waits cannot.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use gpuport::{AnyDevice, AnyStream, Buffer, DefaultStream, Error, StreamFlags};
 
-use super::{read_all, stream, Gate, OpenOnDrop};
+use super::{finishes_within, held, read_all, stream, Gate, OpenOnDrop, FINISHES_WITHIN, HELD_FOR};
 use crate::{ensure, Failure, Outcome, Target};
 
 const N: usize = 4096;
 
-/// How long a stream that should be held must stay pending: a port that does not hold it
-/// finishes a 4 KiB copy far sooner, so it fails every time.
-const HELD_FOR: Duration = Duration::from_millis(100);
-
 /// A stream created without `NON_BLOCKING`.
 fn blocking(dev: &AnyDevice) -> Result<AnyStream, Failure> {
     Ok(dev.create_stream(StreamFlags::empty(), 0)?)
-}
-
-/// How long work that must not wait may take while the gate is closed: generous for a
-/// 4 KiB memset on a loaded machine, and short enough that a port that waits fails soon.
-const FINISHES_WITHIN: Duration = Duration::from_secs(5);
-
-/// Whether `s` finishes its work within `limit`, polling (it returns as soon as it has).
-fn finishes_within(s: &AnyStream, limit: Duration) -> Result<bool, Failure> {
-    let start = Instant::now();
-    loop {
-        if s.query()? {
-            return Ok(true);
-        }
-        if start.elapsed() >= limit {
-            return Ok(false);
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
 }
 
 /// Two buffers of `N` bytes, `earlier` holding 0x11 and `later` 0x00, written and
@@ -128,21 +106,6 @@ pub fn non_blocking_and_blocking_streams_are_independent(t: &Target) -> Outcome 
     check_does_not_wait(&nb, &legacy, dev, "the legacy default stream behind a NON_BLOCKING stream")?;
     check_does_not_wait(&b1, &nb, dev, "a NON_BLOCKING stream behind a blocking stream")?;
     check_does_not_wait(&b1, &b2, dev, "a blocking stream behind another blocking stream")
-}
-
-/// `f` run on a thread of its own: `Err` if it returns within [`HELD_FOR`] (it should be
-/// held); else the receiver its result arrives on once it returns.
-fn held<T: Send + 'static>(
-    f: impl FnOnce() -> gpuport::Result<T> + Send + 'static,
-) -> Result<std::sync::mpsc::Receiver<gpuport::Result<T>>, ()> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    match rx.recv_timeout(HELD_FOR) {
-        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Ok(rx),
-        _ => Err(()),
-    }
 }
 
 /// A blocking stream's host read and host write (which a port may run at once on the

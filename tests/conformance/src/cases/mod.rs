@@ -1,7 +1,7 @@
 //! The cases, by group. Every case is written once against `AnyDevice`/`AnyStream`.
 
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use gpuport::{AnyDevice, AnyStream, Buffer, StreamFlags};
 
@@ -11,6 +11,7 @@ mod arrays;
 mod concurrency;
 mod copies;
 mod device;
+mod devices;
 mod errors;
 mod events;
 mod handles;
@@ -31,6 +32,13 @@ pub const CASES: &[Case] = &[
     Case { name: "copies::every_copy_kind", run: copies::every_copy_kind, needs: &[] },
     Case { name: "copies::large_copy", run: copies::large_copy, needs: &[] },
     Case { name: "copies::peer_copy", run: copies::peer_copy, needs: &[Need::TwoDevices] },
+    Case { name: "devices::facts_of_every_device", run: devices::facts_of_every_device, needs: &[] },
+    Case { name: "devices::wait_across_devices", run: devices::wait_across_devices, needs: &[Need::TwoDevices] },
+    Case {
+        name: "devices::synchronize_is_per_device",
+        run: devices::synchronize_is_per_device,
+        needs: &[Need::TwoDevices],
+    },
     Case { name: "copies::bad_ranges_are_errors", run: copies::bad_ranges, needs: &[] },
     Case { name: "ordering::one_stream_in_order", run: ordering::one_stream_in_order, needs: &[] },
     Case { name: "ordering::cross_stream_event", run: ordering::cross_stream_event, needs: &[] },
@@ -176,5 +184,42 @@ pub(crate) fn within<T: Send + 'static>(
     match rx.recv_timeout(Duration::from_secs(30)) {
         Ok(result) => Ok(result?),
         Err(_) => Err(Failure::new(format!("{what} did not return within 30 s"))),
+    }
+}
+
+/// How long work that must be held must stay pending: a port that does not hold it
+/// finishes a small copy or memset far sooner, so it fails every time.
+pub(crate) const HELD_FOR: Duration = Duration::from_millis(100);
+
+/// How long work that must not wait may take while the gate is closed: generous for a
+/// 4 KiB memset on a loaded machine, and short enough that a port that waits fails soon.
+pub(crate) const FINISHES_WITHIN: Duration = Duration::from_secs(5);
+
+/// Whether `s` finishes its work within `limit`, polling (it returns as soon as it has).
+pub(crate) fn finishes_within(s: &AnyStream, limit: Duration) -> Result<bool, Failure> {
+    let start = Instant::now();
+    loop {
+        if s.query()? {
+            return Ok(true);
+        }
+        if start.elapsed() >= limit {
+            return Ok(false);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// `f` run on a thread of its own: `Err` if it returns within [`HELD_FOR`] (it should be
+/// held); else the receiver its result arrives on once it returns.
+pub(crate) fn held<T: Send + 'static>(
+    f: impl FnOnce() -> gpuport::Result<T> + Send + 'static,
+) -> Result<std::sync::mpsc::Receiver<gpuport::Result<T>>, ()> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(HELD_FOR) {
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Ok(rx),
+        _ => Err(()),
     }
 }

@@ -1,0 +1,104 @@
+//! More than one device: every device's facts, waits across devices, and what is per
+//! device (a device-wide synchronize).
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use gpuport::EventFlags;
+
+use super::{finishes_within, held, pattern, read_all, stream, Gate, OpenOnDrop, FINISHES_WITHIN, HELD_FOR};
+use crate::{ensure, Failure, Outcome, Target};
+
+/// Every device, not only the first, gives its own facts: its id and ordinal, the facts
+/// the backend listed for it at discovery, and the owner of its memory.
+pub fn facts_of_every_device(t: &Target) -> Outcome {
+    ensure!(
+        t.listed.len() == t.devices.len(),
+        "the backend listed {} devices and {} opened",
+        t.listed.len(),
+        t.devices.len()
+    );
+    for (ordinal, (dev, listed)) in t.devices.iter().zip(&t.listed).enumerate() {
+        let id = dev.id();
+        ensure!(id.ordinal as usize == ordinal, "device {ordinal} says it is {id}");
+        let info = dev.info()?;
+        ensure!(info.id == id, "{id}'s facts name {}", info.id);
+        ensure!(
+            info == *listed,
+            "{id}'s facts differ from those listed at discovery:\n  now:    {info:?}\n  listed: {listed:?}"
+        );
+        let b = dev.alloc(4096)?;
+        ensure!(b.device() == id, "a buffer allocated on {id} says it is {}'s", b.device());
+        // Every device of the backend answers for the memory of each (one address space,
+        // as CUDA's unified addressing has).
+        for asker in &t.devices {
+            let a = asker.pointer_attributes(b.addr() + 100)?;
+            ensure!(a.device == Some(id), "{} says {id}'s memory is {:?}'s", asker.id(), a.device);
+        }
+    }
+    Ok(())
+}
+
+/// A stream of one device waits for an event recorded on another device's stream: its
+/// later work is held while the event's work is, and sees that work's bytes.
+pub fn wait_across_devices(t: &Target) -> Outcome {
+    let (d0, d1) = (&t.devices[0], &t.devices[1]);
+    let (s0, s1) = (stream(d0)?, stream(d1)?);
+    if d1.can_access_peer(d0)? {
+        d1.enable_peer_access(d0)?;
+    }
+    let n = 1 << 16;
+    let (src, mid, dst) = (d0.alloc(n)?, d0.alloc(n)?, d1.alloc(n)?);
+    let data = pattern(n, 23);
+    s0.write(&data, &src, 0)?;
+    let gate = Gate::default();
+    let _open = OpenOnDrop(gate.clone());
+    let ev = d0.create_event(EventFlags::DISABLE_TIMING)?;
+    gate.block(&s0)?;
+    s0.copy(&src, 0, &mid, 0, n)?;
+    s0.record(&ev)?;
+    s1.wait(&ev)?;
+    s1.copy(&mid, 0, &dst, 0, n)?;
+    ensure!(
+        !finishes_within(&s1, HELD_FOR)?,
+        "{}'s stream finished while the {} event it waits on could not have completed",
+        d1.id(),
+        d0.id()
+    );
+    gate.open();
+    s1.synchronize()?;
+    ensure!(read_all(&s1, &dst)? == data, "{}'s stream did not see {}'s work it waited for", d1.id(), d0.id());
+    Ok(())
+}
+
+/// `Device::synchronize` waits for its own device's work only: it returns while another
+/// device's stream is held, and the held device's own synchronize does not.
+pub fn synchronize_is_per_device(t: &Target) -> Outcome {
+    let (d0, d1) = (&t.devices[0], &t.devices[1]);
+    let s0 = stream(d0)?;
+    let b = d0.alloc(4096)?;
+    let gate = Gate::default();
+    let _open = OpenOnDrop(gate.clone());
+    gate.block(&s0)?;
+    s0.memset(&b, 0, 4096, 0x3C)?;
+    let (tx, rx) = mpsc::channel();
+    let other = d1.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(other.synchronize());
+    });
+    match rx.recv_timeout(FINISHES_WITHIN) {
+        Ok(result) => result?,
+        Err(_) => {
+            return Err(Failure::new(format!("{}'s Device::synchronize waited for {}'s held stream", d1.id(), d0.id())))
+        }
+    }
+    let own = d0.clone();
+    let Ok(rx) = held(move || own.synchronize()) else {
+        return Err(Failure::new(format!("{}'s Device::synchronize returned while its stream was held", d0.id())));
+    };
+    gate.open();
+    rx.recv_timeout(Duration::from_secs(30))
+        .map_err(|_| Failure::new(format!("{}'s Device::synchronize never returned", d0.id())))??;
+    ensure!(read_all(&stream(d0)?, &b)? == vec![0x3C; 4096], "the held memset is missing after the synchronize");
+    Ok(())
+}

@@ -119,6 +119,11 @@ pub const MUTANTS: &[Mutant] = &[
         breaks: "Stream::wait ignores an event recorded on another device",
         caught_by: "devices::wait_across_devices",
     },
+    Mutant {
+        name: "mut-copy-drops-buffers",
+        breaks: "a queued copy does not keep its buffers: memory its caller drops is freed while it waits",
+        caught_by: "lifetimes::queued_work_keeps_its_buffers",
+    },
 ];
 
 /// A flaw of the driver doubles (`GPUPORT_DOUBLE_MUTANT=name`) and the conformance case
@@ -170,6 +175,7 @@ pub(crate) mod flaw {
     pub const SYNC_EVERY_DEVICE: u8 = 15;
     pub const FACTS_OF_FIRST_DEVICE: u8 = 16;
     pub const NO_WAIT_ACROSS_DEVICES: u8 = 17;
+    pub const COPY_DROPS_BUFFERS: u8 = 18;
 }
 
 /// The backend of mutant `F`.
@@ -275,6 +281,10 @@ macro_rules! with_mutant {
             }
             17 => {
                 let $b = $crate::MutantBackend::<17>;
+                Some($body)
+            }
+            18 => {
+                let $b = $crate::MutantBackend::<18>;
                 Some($body)
             }
             _ => None,

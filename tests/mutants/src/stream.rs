@@ -91,6 +91,17 @@ impl<const F: u8> Stream for MutantStream<F> {
         0
     }
     fn copy(&self, src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<()> {
+        if F == flaw::COPY_DROPS_BUFFERS {
+            gpuport_core::check_copy(src, src_offset, dst, dst_offset, len)?;
+            let s = host_translator("copy")(src, src_offset, len)?;
+            let d = host_translator("copy")(dst, dst_offset, len)?;
+            // SAFETY: the flaw: the ranges were checked, but the copy keeps neither buffer,
+            // so memory its caller drops goes back to the queue kit while the copy waits.
+            // The case that catches it uses blocks of 64 KiB, which the kit's cache keeps
+            // allocated and hands out again: the copy then reads and writes another
+            // buffer's bytes (what the case sees), never memory returned to the system.
+            return unsafe { self.0.next().queue().copy(s, d, len, [None, None]) };
+        }
         let src_offset = if F == flaw::COPY_IGNORES_OFFSET { 0 } else { src_offset };
         self.0.next().copy(src, src_offset, dst, dst_offset, len, host_translator("copy"))
     }

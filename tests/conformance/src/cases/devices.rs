@@ -1,10 +1,10 @@
-//! More than one device: every device's facts, waits across devices, and what is per
-//! device (a device-wide synchronize).
+//! Every device's facts, its streams' and events' facts, waits across devices, and what is
+//! per device (a device-wide synchronize).
 
 use std::sync::mpsc;
 use std::time::Duration;
 
-use gpuport::EventFlags;
+use gpuport::{DefaultStream, EventFlags, StreamFlags};
 
 use super::{finishes_within, held, pattern, read_all, stream, Gate, OpenOnDrop, FINISHES_WITHIN, HELD_FOR};
 use crate::{ensure, Failure, Outcome, Target};
@@ -100,5 +100,37 @@ pub fn synchronize_is_per_device(t: &Target) -> Outcome {
     rx.recv_timeout(Duration::from_secs(30))
         .map_err(|_| Failure::new(format!("{}'s Device::synchronize never returned", d0.id())))??;
     ensure!(read_all(&stream(d0)?, &b)? == vec![0x3C; 4096], "the held memset is missing after the synchronize");
+    Ok(())
+}
+
+/// On every device, every stream and event reports its device and the flags it was
+/// created with, and a stream's priority is clamped into the device's range (one inside
+/// it is kept as given).
+pub fn stream_and_event_facts(t: &Target) -> Outcome {
+    for dev in &t.devices {
+        let id = dev.id();
+        let (least, greatest) = dev.stream_priority_range()?;
+        let (lo, hi) = (least.min(greatest), least.max(greatest));
+        for flags in [StreamFlags::empty(), StreamFlags::NON_BLOCKING] {
+            for asked in [least, greatest, lo.saturating_sub(100), hi.saturating_add(100)] {
+                let s = dev.create_stream(flags, asked)?;
+                ensure!(s.device_id() == id, "a stream created on {id} says it is {}'s", s.device_id());
+                ensure!(s.flags() == flags, "a stream created on {id} with {flags:?} reports {:?}", s.flags());
+                let expect = asked.clamp(lo, hi);
+                ensure!(
+                    s.priority() == expect,
+                    "priority {asked} on {id} (range {least}..{greatest}) became {}, not {expect}",
+                    s.priority()
+                );
+            }
+        }
+        let legacy = dev.default_stream(DefaultStream::Legacy)?;
+        ensure!(legacy.device_id() == id, "{id}'s legacy default stream says it is {}'s", legacy.device_id());
+        for flags in [EventFlags::empty(), EventFlags::DISABLE_TIMING, EventFlags::BLOCKING_SYNC] {
+            let e = dev.create_event(flags)?;
+            ensure!(e.device_id() == id, "an event created on {id} says it is {}'s", e.device_id());
+            ensure!(e.flags() == flags, "an event created on {id} with {flags:?} reports {:?}", e.flags());
+        }
+    }
     Ok(())
 }

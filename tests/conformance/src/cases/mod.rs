@@ -17,6 +17,7 @@ mod events;
 mod handles;
 mod implicit;
 mod kernels;
+mod lifetimes;
 mod memory;
 mod ordering;
 
@@ -33,6 +34,7 @@ pub const CASES: &[Case] = &[
     Case { name: "copies::large_copy", run: copies::large_copy, needs: &[] },
     Case { name: "copies::peer_copy", run: copies::peer_copy, needs: &[Need::TwoDevices] },
     Case { name: "devices::facts_of_every_device", run: devices::facts_of_every_device, needs: &[] },
+    Case { name: "devices::stream_and_event_facts", run: devices::stream_and_event_facts, needs: &[] },
     Case { name: "devices::wait_across_devices", run: devices::wait_across_devices, needs: &[Need::TwoDevices] },
     Case {
         name: "devices::synchronize_is_per_device",
@@ -40,6 +42,11 @@ pub const CASES: &[Case] = &[
         needs: &[Need::TwoDevices],
     },
     Case { name: "copies::bad_ranges_are_errors", run: copies::bad_ranges, needs: &[] },
+    Case {
+        name: "lifetimes::queued_work_keeps_its_buffers",
+        run: lifetimes::queued_work_keeps_its_buffers,
+        needs: &[],
+    },
     Case { name: "ordering::one_stream_in_order", run: ordering::one_stream_in_order, needs: &[] },
     Case { name: "ordering::cross_stream_event", run: ordering::cross_stream_event, needs: &[] },
     Case { name: "ordering::without_wait_streams_overlap", run: ordering::without_wait_streams_overlap, needs: &[] },

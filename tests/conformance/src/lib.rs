@@ -73,6 +73,9 @@ pub struct Target {
     /// The facts of each device as the backend listed them at discovery
     /// (`Backend::devices`), in ordinal order.
     pub listed: Vec<gpuport::DeviceInfo>,
+    /// What opening the ordinal after the last device gave: the error, or `None` when a
+    /// device opened.
+    pub past_last_device: Option<Error>,
     /// The fill kernel in this backend's format, if it has one.
     pub kernel: Option<TestKernel>,
     /// Devices of *other* backends, for mismatch tests.
@@ -249,6 +252,7 @@ pub fn open_target(rt: &Runtime, backend: &str, kernel: Option<TestKernel>) -> R
         gpuport::BackendStatus::Unavailable(err) => return Err(format!("{backend} is unavailable: {err}")),
     };
     let count = listed.len();
+    let past_last_device = rt.device(&format!("{backend}:{count}")).err();
     let devices = (0..count)
         .map(|i| rt.device(&format!("{backend}:{i}")))
         .collect::<Result<Vec<_>, _>>()
@@ -269,6 +273,7 @@ pub fn open_target(rt: &Runtime, backend: &str, kernel: Option<TestKernel>) -> R
         backend: backend.to_owned(),
         devices,
         listed,
+        past_last_device,
         kernel,
         foreign,
         alloc_async,

@@ -4,14 +4,22 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use gpuport::{DefaultStream, EventFlags, StreamFlags};
+use gpuport::{DefaultStream, Error, EventFlags, StreamFlags};
 
 use super::{finishes_within, held, pattern, read_all, stream, Gate, OpenOnDrop, FINISHES_WITHIN, HELD_FOR};
 use crate::{ensure, Failure, Outcome, Target};
 
 /// Every device, not only the first, gives its own facts: its id and ordinal, the facts
-/// the backend listed for it at discovery, and the owner of its memory.
+/// the backend listed for it at discovery, and the owner of its memory; the ordinal after
+/// the last device is `DeviceNotFound`.
 pub fn facts_of_every_device(t: &Target) -> Outcome {
+    ensure!(
+        matches!(t.past_last_device, Some(Error::DeviceNotFound { .. })),
+        "opening {}:{} (past the last device) gave {:?}, not DeviceNotFound",
+        t.backend,
+        t.devices.len(),
+        t.past_last_device
+    );
     ensure!(
         t.listed.len() == t.devices.len(),
         "the backend listed {} devices and {} opened",

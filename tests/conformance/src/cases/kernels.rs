@@ -1,6 +1,6 @@
 use gpuport::{Error, KernelArg, LaunchConfig};
 
-use super::{read_all, stream};
+use super::stream;
 use crate::{ensure, ensure_err, Outcome, Target};
 
 pub fn launch_fill(t: &Target) -> Outcome {
@@ -11,12 +11,12 @@ pub fn launch_fill(t: &Target) -> Outcome {
     let s = stream(dev)?;
     let n = 1000u32;
     let b = dev.alloc(4 * n as usize)?;
+    s.write_slice(&vec![0u32; n as usize], &b, 0)?;
     let cfg = LaunchConfig::for_items(n, 128)?;
     s.launch(&fill, &cfg, &[KernelArg::buffer(&b), KernelArg::scalar(n), KernelArg::scalar(0xDEAD_BEEFu32)])?;
     // Ordered after the launch on the same stream.
     s.launch(&fill, &cfg, &[KernelArg::buffer(&b), KernelArg::scalar(10u32), KernelArg::scalar(7u32)])?;
-    let bytes = read_all(&s, &b)?;
-    let words: Vec<u32> = bytes.chunks_exact(4).map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]])).collect();
+    let words = s.read_vec::<u32>(&b, 0, n as usize)?;
     ensure!(words[..10].iter().all(|&w| w == 7), "the second launch did not run after the first");
     ensure!(words[10..].iter().all(|&w| w == 0xDEAD_BEEF), "the first launch did not fill the buffer");
     Ok(())

@@ -124,6 +124,16 @@ pub const MUTANTS: &[Mutant] = &[
         breaks: "a queued copy does not keep its buffers: memory its caller drops is freed while it waits",
         caught_by: "lifetimes::queued_work_keeps_its_buffers",
     },
+    Mutant {
+        name: "mut-fill-overruns",
+        breaks: "Stream::memset of an odd length sets one byte past the range",
+        caught_by: "ranges::every_path_at_every_size",
+    },
+    Mutant {
+        name: "mut-large-write-at-zero",
+        breaks: "Stream::write of more than 64 KiB ignores the destination offset",
+        caught_by: "ranges::every_path_at_every_size",
+    },
 ];
 
 /// A flaw of the driver doubles (`GPUPORT_DOUBLE_MUTANT=name`) and the conformance case
@@ -176,6 +186,8 @@ pub(crate) mod flaw {
     pub const FACTS_OF_FIRST_DEVICE: u8 = 16;
     pub const NO_WAIT_ACROSS_DEVICES: u8 = 17;
     pub const COPY_DROPS_BUFFERS: u8 = 18;
+    pub const FILL_OVERRUNS: u8 = 19;
+    pub const LARGE_WRITE_AT_ZERO: u8 = 20;
 }
 
 /// The backend of mutant `F`.
@@ -285,6 +297,14 @@ macro_rules! with_mutant {
             }
             18 => {
                 let $b = $crate::MutantBackend::<18>;
+                Some($body)
+            }
+            19 => {
+                let $b = $crate::MutantBackend::<19>;
+                Some($body)
+            }
+            20 => {
+                let $b = $crate::MutantBackend::<20>;
                 Some($body)
             }
             _ => None,

@@ -106,9 +106,13 @@ impl<const F: u8> Stream for MutantStream<F> {
         self.0.next().copy(src, src_offset, dst, dst_offset, len, host_translator("copy"))
     }
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
+        // Rounds an odd length up to even where the buffer has room: one byte too many.
+        let len = if F == flaw::FILL_OVERRUNS && len % 2 == 1 && offset + len < dst.len() { len + 1 } else { len };
         self.0.next().memset(dst, offset, len, value, host_translator("memset"))
     }
     fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize) -> Result<()> {
+        // A large write (a fast path of its own, say) forgets the destination offset.
+        let dst_offset = if F == flaw::LARGE_WRITE_AT_ZERO && src.len() > 64 << 10 { 0 } else { dst_offset };
         self.0.next().write(src, dst, dst_offset, host_translator("write"))
     }
     fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8]) -> Result<()> {

@@ -20,6 +20,7 @@ mod kernels;
 mod lifetimes;
 mod memory;
 mod ordering;
+mod ranges;
 
 /// Every case of the suite.
 pub const CASES: &[Case] = &[
@@ -42,6 +43,7 @@ pub const CASES: &[Case] = &[
         needs: &[Need::TwoDevices],
     },
     Case { name: "copies::bad_ranges_are_errors", run: copies::bad_ranges, needs: &[] },
+    Case { name: "ranges::every_path_at_every_size", run: ranges::every_path_at_every_size, needs: &[] },
     Case {
         name: "lifetimes::queued_work_keeps_its_buffers",
         run: lifetimes::queued_work_keeps_its_buffers,

@@ -2,7 +2,7 @@
 //!
 //! - `test --backend host|cuda|rocm|ext|all` — the workspace's tests plus the conformance
 //!   suite against that backend. A backend named explicitly that is unavailable fails the
-//!   run with its reason; `all` runs every available backend and lists the others, then
+//!   run at once with its reason (nothing else runs); `all` runs every available backend and lists the others, then
 //!   the CUDA and ROCm backends on their driver doubles (see `doubles`).
 //! - `test --backend cuda|rocm --double` — that backend's conformance run and device
 //!   tests on its driver double(s) only, failing on any validation report.
@@ -134,6 +134,13 @@ fn test(request: plan::Request<'_>, print_only: bool) -> bool {
         print!("{}", plan.describe());
         return true;
     }
+    if !request.double && request.backend != "all" && !backend_available(request.backend) {
+        eprintln!(
+            "xtask: backend `{0}` is unavailable here (`{0}::available` above gives the reason); nothing else ran",
+            request.backend
+        );
+        return false;
+    }
     let mut tally = Tally::default();
     let mut ok = true;
     let mut doubles_built = true;
@@ -172,6 +179,18 @@ fn test(request: plan::Request<'_>, print_only: bool) -> bool {
         );
     }
     ok
+}
+
+/// Whether `backend` can run here: the conformance harness's `BACKEND::available` trial,
+/// alone, before anything else is built or run, so a machine without the backend's device
+/// says so at once, with the reason.
+fn backend_available(backend: &str) -> bool {
+    let mut cmd = cargo();
+    cmd.args(["test", "-q", "-p", "gpuport-conformance", "--test", "conformance", "--", "--exact"])
+        .arg(format!("{backend}::available"))
+        .env("GPUPORT_CONFORMANCE_BACKENDS", backend)
+        .env_remove("GPUPORT_BACKENDS");
+    run(cmd)
 }
 
 fn lint() -> bool {

@@ -20,6 +20,9 @@
 //!   machine without a Rust toolchain (see `gpu_bundle`).
 //! - `rocm-sid-check [--root DIR] [--prepare]` — the ROCm loader against Debian sid's HIP 6 runtime in
 //!   a debootstrapped sid root (see `rocm_sid`).
+//! - `mutants [--template queue|vendor] [--shard K/N]` — cargo-mutants over the port
+//!   templates with the conformance suite as their test; every survivor must be explained
+//!   in `docs/conformance-rules.md` (see `mutants`).
 //! - `sanitize miri|thread|address` — the tests of the unsafe and threaded code under Miri
 //!   or ThreadSanitizer, the Python module's under AddressSanitizer (see `sanitize`);
 //!   `sanitize bugs` — deliberate bugs (a race, an early free, a double delete), each of
@@ -35,6 +38,7 @@ mod doubles;
 mod env_table;
 mod gpu_bundle;
 mod minimal_versions;
+mod mutants;
 mod plan;
 mod python;
 mod rocm_sid;
@@ -66,6 +70,7 @@ fn usage() -> ExitCode {
            python-install-check  pip install ./crates/python and its sdist into a fresh venv, use it without NumPy\n  \
            gpu-bundle [--out DIR] release test binaries, demo, benches and run.sh for a CUDA machine\n  \
            rocm-sid-check [--root DIR] [--prepare] the ROCm loader against sid's HIP 6 runtime, in a debootstrapped root\n  \
+           mutants [--template queue|vendor] [--shard K/N] cargo-mutants over the port templates, the suite as their test\n  \
            sanitize miri|thread  the unsafe and threaded code's tests under Miri or ThreadSanitizer (nightly)\n  \
            sanitize address      the Python module built with AddressSanitizer, its tests run with leak detection\n  \
            sanitize bugs         deliberate bugs, each of which its checker must report\n  \
@@ -259,6 +264,10 @@ fn main() -> ExitCode {
         ["sanitize", "bugs"] => report(sanitize::bugs()),
         ["sanitize", "address"] => report(sanitize::address()),
         ["sanitize", "ci"] => report(sanitize::ci()),
+        ["mutants", rest @ ..] => {
+            let value = |flag: &str| rest.windows(2).find(|w| w[0] == flag).map(|w| w[1]);
+            report(mutants::mutants(value("--template"), value("--shard")))
+        }
         ["rocm-sid-check", rest @ ..] => {
             let prepare = rest.contains(&"--prepare");
             let root = rest.windows(2).find(|w| w[0] == "--root").map(|w| std::path::Path::new(w[1]));

@@ -70,6 +70,8 @@ pub struct Target {
     pub backend: String,
     /// Its devices (at least one; peer tests use the first two).
     pub devices: Vec<AnyDevice>,
+    /// The backend's version text (`Backend::version`), as discovery reported it.
+    pub version: String,
     /// The facts of each device as the backend listed them at discovery
     /// (`Backend::devices`), in ordinal order.
     pub listed: Vec<gpuport::DeviceInfo>,
@@ -247,8 +249,8 @@ pub fn open_target(rt: &Runtime, backend: &str, kernel: Option<TestKernel>) -> R
     let report = rt.report_for(backend).ok_or_else(|| {
         format!("backend `{backend}` is not known to this runtime (known: {})", Runtime::known_names().join(", "))
     })?;
-    let listed = match &report.status {
-        gpuport::BackendStatus::Available { devices, .. } => devices.clone(),
+    let (version, listed) = match &report.status {
+        gpuport::BackendStatus::Available { version, devices } => (version.clone(), devices.clone()),
         gpuport::BackendStatus::Unavailable(err) => return Err(format!("{backend} is unavailable: {err}")),
     };
     let count = listed.len();
@@ -272,6 +274,7 @@ pub fn open_target(rt: &Runtime, backend: &str, kernel: Option<TestKernel>) -> R
     Ok(Target {
         backend: backend.to_owned(),
         devices,
+        version,
         listed,
         past_last_device,
         kernel,

@@ -11,8 +11,9 @@ use crate::{ensure, Failure, Outcome, Target};
 
 /// Every device, not only the first, gives its own facts: its id and ordinal, the facts
 /// the backend listed for it at discovery, and the owner of its memory; the ordinal after
-/// the last device is `DeviceNotFound`.
+/// the last device is `DeviceNotFound`; the backend gives a version.
 pub fn facts_of_every_device(t: &Target) -> Outcome {
+    ensure!(!t.version.trim().is_empty(), "{} gives no version text", t.backend);
     ensure!(
         matches!(t.past_last_device, Some(Error::DeviceNotFound { .. })),
         "opening {}:{} (past the last device) gave {:?}, not DeviceNotFound",

@@ -38,9 +38,14 @@ fn listed(out: &Path, file: &str) -> Result<Vec<String>, String> {
 }
 
 /// The survivors `docs/conformance-rules.md` explains for `template`: rows of its
-/// "Surviving mutants" table, `| template | \`mutant\` | why |`.
+/// "Surviving mutants" table, `| template | \`mutant\` | why |` (a `|` inside the mutant
+/// written `\|`, as tables need).
 fn explained(template: &str) -> Result<BTreeSet<String>, String> {
     let page = std::fs::read_to_string(RULES).map_err(|e| format!("reading {RULES}: {e}"))?;
+    explained_in(&page, template)
+}
+
+fn explained_in(page: &str, template: &str) -> Result<BTreeSet<String>, String> {
     let Some(section) = page.split("\n## Surviving mutants").nth(1) else {
         return Err(format!("{RULES} has no \"Surviving mutants\" section"));
     };
@@ -48,8 +53,9 @@ fn explained(template: &str) -> Result<BTreeSet<String>, String> {
     Ok(section
         .lines()
         .filter_map(|l| {
-            let cells: Vec<&str> = l.trim().trim_matches('|').split('|').map(str::trim).collect();
-            (cells.len() == 3 && cells[0] == template).then(|| cells[1].trim_matches('`').to_owned())
+            let (name, rest) = l.trim().strip_prefix('|')?.split_once('|')?;
+            let (mutant, _why) = rest.trim().strip_prefix('`')?.split_once("` |")?;
+            (name.trim() == template).then(|| mutant.replace("\\|", "|"))
         })
         .collect())
 }
@@ -150,7 +156,17 @@ pub fn mutants(template: Option<&str>, shard: Option<&str>) -> Result<(), String
 
 #[cfg(test)]
 mod tests {
-    use super::key;
+    use super::{explained_in, key};
+
+    #[test]
+    fn survivors_are_read_from_their_table_only() {
+        let page = "## Before\n| queue | `not this` | no |\n## Surviving mutants\n\n| Template | Mutant | Why |\n\
+                    | --- | --- | --- |\n| queue | `src/lib.rs: replace \\|\\| with && in f` | why |\n\
+                    | vendor | `src/x.rs: other` | why |\n## After\n| queue | `nor this` | no |\n";
+        let queue = explained_in(page, "queue").unwrap();
+        assert_eq!(queue.into_iter().collect::<Vec<_>>(), vec!["src/lib.rs: replace || with && in f".to_owned()]);
+        assert!(explained_in("no such section", "queue").is_err());
+    }
 
     #[test]
     fn a_mutant_is_known_without_its_position() {

@@ -32,6 +32,8 @@ pub fn facts_of_every_device(t: &Target) -> Outcome {
         ensure!(id.ordinal as usize == ordinal, "device {ordinal} says it is {id}");
         let info = dev.info()?;
         ensure!(info.id == id, "{id}'s facts name {}", info.id);
+        ensure!(!info.name.trim().is_empty(), "{id} gives no name");
+        ensure!(info.multiprocessors != Some(0), "{id} says it has no compute units");
         ensure!(
             info == *listed,
             "{id}'s facts differ from those listed at discovery:\n  now:    {info:?}\n  listed: {listed:?}"

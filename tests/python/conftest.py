@@ -154,7 +154,7 @@ def collect():
 # leak check runs once, when the interpreter starts to exit: after every test and after
 # pytest's own frames are gone, but before Python tears its objects down. Neither end
 # works: LeakSanitizer's own check at exit sees Python's objects, which it never frees on
-# purpose, and a check inside the session sees the locals of the frames still running,
+# purpose, and a check while pytest still runs sees the locals of the frames still running,
 # which CPython keeps on a stack it maps itself, outside the memory the checker scans. A
 # leak (memory nothing reaches any more) ends the process with status 1.
 def _leak_check_at_exit():

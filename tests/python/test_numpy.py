@@ -212,8 +212,8 @@ def test_reference_counts_return_to_start():
 
 
 # AddressSanitizer holds freed memory back in a quarantine (so a later use of it is
-# caught), which grows the process by design; under it, its leak check at the end of the
-# session is the stronger test of the same promise.
+# caught), which grows the process by design; under it, its leak check when the tests
+# have run is the stronger test of the same promise.
 @pytest.mark.skipif(UNDER_ADDRESS_SANITIZER, reason="AddressSanitizer's quarantine keeps freed memory")
 def test_many_exchanges_do_not_grow_memory():
     src = np.arange(64, dtype=np.float32)

@@ -22,7 +22,9 @@
 //!   a debootstrapped sid root (see `rocm_sid`).
 //! - `mutants [--template queue|vendor] [--shard K/N]` — cargo-mutants over the port
 //!   templates with the conformance suite as their test; every survivor must be explained
-//!   in `docs/conformance-rules.md` (see `mutants`).
+//!   in `docs/conformance-rules.md`, and a full run records every mutant's outcome (see
+//!   `mutants`); `mutants --sample N [--seed S]` re-runs N recorded caught mutants of each
+//!   template without cargo-mutants (CI's run).
 //! - `sanitize miri|thread|address` — the tests of the unsafe and threaded code under Miri
 //!   or ThreadSanitizer, the Python module's under AddressSanitizer (see `sanitize`);
 //!   `sanitize bugs` — deliberate bugs (a race, an early free, a double delete), each of
@@ -71,6 +73,7 @@ fn usage() -> ExitCode {
            gpu-bundle [--out DIR] release test binaries, demo, benches and run.sh for a CUDA machine\n  \
            rocm-sid-check [--root DIR] [--prepare] the ROCm loader against sid's HIP 6 runtime, in a debootstrapped root\n  \
            mutants [--template queue|vendor] [--shard K/N] cargo-mutants over the port templates, the suite as their test\n  \
+           mutants --sample N [--seed S] N recorded caught mutants of each template, re-run without cargo-mutants\n  \
            sanitize miri|thread  the unsafe and threaded code's tests under Miri or ThreadSanitizer (nightly)\n  \
            sanitize address      the Python module built with AddressSanitizer, its tests run with leak detection\n  \
            sanitize bugs         deliberate bugs, each of which its checker must report\n  \
@@ -266,7 +269,12 @@ fn main() -> ExitCode {
         ["sanitize", "ci"] => report(sanitize::ci()),
         ["mutants", rest @ ..] => {
             let value = |flag: &str| rest.windows(2).find(|w| w[0] == flag).map(|w| w[1]);
-            report(mutants::mutants(value("--template"), value("--shard")))
+            match (value("--sample").map(str::parse::<usize>), value("--seed").map(str::parse::<u64>)) {
+                (Some(Ok(count)), Some(Ok(seed))) => report(mutants::sample(value("--template"), count, Some(seed))),
+                (Some(Ok(count)), None) => report(mutants::sample(value("--template"), count, None)),
+                (None, None) => report(mutants::mutants(value("--template"), value("--shard"))),
+                _ => return usage(),
+            }
         }
         ["rocm-sid-check", rest @ ..] => {
             let prepare = rest.contains(&"--prepare");

@@ -87,6 +87,11 @@ impl<const F: u8> MutantDevice<F> {
         Ok(inner)
     }
 
+    /// The legacy default stream, made on first use.
+    pub(crate) fn legacy(&self) -> Result<Arc<StreamInner>> {
+        self.0.legacy.get_or_create(|| self.new_stream(StreamFlags::empty(), true))
+    }
+
     fn synchronize_live_streams(&self) -> Result<()> {
         let live: Vec<Arc<StreamInner>> =
             self.0.streams.lock().unwrap_or_else(|p| p.into_inner()).iter().filter_map(Weak::upgrade).collect();
@@ -115,6 +120,9 @@ impl<const F: u8> Device for MutantDevice<F> {
         })
     }
     fn alloc(&self, bytes: usize) -> Result<Buffer> {
+        if F == flaw::OVERSIZE_INVALID_ARGUMENT && bytes as u64 > CAPACITY {
+            return Err(Error::invalid_argument(format!("{bytes} bytes is more than the device holds")));
+        }
         host_buffer(&MEMORY, self.0.queue.id(), bytes, MemoryKind::Device, CAPACITY)
     }
     fn alloc_async(&self, bytes: usize, stream: &MutantStream<F>) -> Result<Buffer> {
@@ -122,14 +130,19 @@ impl<const F: u8> Device for MutantDevice<F> {
         self.alloc(bytes)
     }
     fn alloc_pinned(&self, bytes: usize, _flags: HostAllocFlags) -> Result<Buffer> {
-        host_buffer(&MEMORY, self.0.queue.id(), bytes, MemoryKind::PinnedHost, CAPACITY)
+        let memory = if F == flaw::PINNED_AS_DEVICE_MEMORY { MemoryKind::Device } else { MemoryKind::PinnedHost };
+        host_buffer(&MEMORY, self.0.queue.id(), bytes, memory, CAPACITY)
     }
     fn alloc_managed(&self, _bytes: usize) -> Result<Buffer> {
         Err(Error::unsupported(kind::<F>(), "managed memory"))
     }
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
-        let legacy = self.0.legacy.get_or_create(|| self.new_stream(StreamFlags::empty(), true))?;
-        legacy.main().memset_blocking(dst, offset, len, value, host_translator("memset"))
+        if F == flaw::DEVICE_MEMSET_UNORDERED {
+            // A stream of its own, ordered after nothing.
+            let own = QueueStream::create(self.0.queue.id(), StreamFlags::NON_BLOCKING, ImplicitRole::Independent)?;
+            return own.memset_blocking(dst, offset, len, value, host_translator("memset"));
+        }
+        self.legacy()?.main().memset_blocking(dst, offset, len, value, host_translator("memset"))
     }
     fn create_stream(&self, flags: StreamFlags, _priority: i32) -> Result<MutantStream<F>> {
         Ok(MutantStream::new(self.new_stream(flags, false)?))
@@ -139,10 +152,7 @@ impl<const F: u8> Device for MutantDevice<F> {
     }
     fn default_stream(&self, which: DefaultStream) -> Result<MutantStream<F>> {
         match which {
-            DefaultStream::Legacy => {
-                let legacy = self.0.legacy.get_or_create(|| self.new_stream(StreamFlags::empty(), true))?;
-                Ok(MutantStream::new(Arc::new(legacy.to_borrowed())))
-            }
+            DefaultStream::Legacy => Ok(MutantStream::new(Arc::new(self.legacy()?.to_borrowed()))),
             DefaultStream::PerThread => Err(Error::unsupported(kind::<F>(), "per-thread default streams")),
         }
     }
@@ -152,10 +162,14 @@ impl<const F: u8> Device for MutantDevice<F> {
         Ok(MutantStream::new(Arc::new(StreamInner::new(wrapped, None, F == flaw::WRAPPED_STREAM_DESTROYED))))
     }
     fn create_event(&self, flags: EventFlags) -> Result<MutantEvent<F>> {
-        Ok(MutantEvent::new(self.0.queue.create_event(flags)?, false))
+        // The flawed port times every event, reporting the flags it was asked for.
+        let made = if F == flaw::UNTIMED_EVENTS_TIME { flags - EventFlags::DISABLE_TIMING } else { flags };
+        Ok(MutantEvent::new(self.0.queue.create_event(made)?, flags, false))
     }
     unsafe fn wrap_event(&self, raw: usize) -> Result<MutantEvent<F>> {
-        Ok(MutantEvent::new(self.0.queue.wrap_event(raw)?, F == flaw::OWNED_WRAPPED_EVENT))
+        let event = self.0.queue.wrap_event(raw)?;
+        let flags = event.flags();
+        Ok(MutantEvent::new(event, flags, F == flaw::OWNED_WRAPPED_EVENT))
     }
     fn synchronize(&self) -> Result<()> {
         match F {
@@ -178,7 +192,11 @@ impl<const F: u8> Device for MutantDevice<F> {
         if F == flaw::WRONG_ATTRIBUTES {
             return Ok(PointerAttributes::unregistered());
         }
-        Ok(MEMORY.attributes(addr))
+        let attributes = MEMORY.attributes(addr);
+        if F == flaw::ATTRIBUTES_OWN_DEVICE_ONLY && attributes.device != Some(self.id()) {
+            return Ok(PointerAttributes::unregistered());
+        }
+        Ok(attributes)
     }
     fn load_module(&self, image: ModuleImage<'_>) -> Result<Module> {
         self.0.queue.load_module(image)

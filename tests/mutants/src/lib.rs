@@ -133,6 +133,80 @@ pub const MUTANTS: &[Mutant] = &[
         name: "mut-large-write-at-zero",
         breaks: "Stream::write of more than 64 KiB ignores the destination offset",
         caught_by: "ranges::every_path_at_every_size",
+    },    Mutant {
+        name: "mut-open-wraps-around",
+        breaks: "Backend::open of an ordinal past the last device opens ordinal modulo the count",
+        caught_by: "devices::facts_of_every_device",
+    },
+    Mutant {
+        name: "mut-devices-reversed",
+        breaks: "Backend::devices lists the devices last first",
+        caught_by: "devices::facts_of_every_device",
+    },
+    Mutant {
+        name: "mut-oversize-invalid-argument",
+        breaks: "Device::alloc of more than the device holds is InvalidArgument, not OutOfMemory",
+        caught_by: "memory::absurd_sizes_are_out_of_memory",
+    },
+    Mutant {
+        name: "mut-pinned-as-device-memory",
+        breaks: "Device::alloc_pinned hands out memory described as device memory",
+        caught_by: "memory::pinned_and_managed",
+    },
+    Mutant {
+        name: "mut-device-memset-unordered",
+        breaks: "Device::memset runs at once on a stream of its own, not after the legacy default stream's work",
+        caught_by: "device::memset_ordered_after_legacy_stream",
+    },
+    Mutant {
+        name: "mut-stream-flags-lost",
+        breaks: "Stream::flags reports no flags, whatever the stream was created with",
+        caught_by: "devices::stream_and_event_facts",
+    },
+    Mutant {
+        name: "mut-unrecorded-event-pending",
+        breaks: "Event::query of a never-recorded event says its work is still pending",
+        caught_by: "events::query_before_and_after",
+    },
+    Mutant {
+        name: "mut-elapsed-zero-before-done",
+        breaks: "Event::elapsed_ms before the events complete answers 0 ms instead of NotReady",
+        caught_by: "events::elapsed_time",
+    },
+    Mutant {
+        name: "mut-untimed-events-time",
+        breaks: "an event created with DISABLE_TIMING still measures time",
+        caught_by: "events::timing_disabled",
+    },
+    Mutant {
+        name: "mut-wait-for-latest-record",
+        breaks: "Stream::wait waits, when it runs, for the event's latest record, not the one current when it was queued",
+        caught_by: "events::rerecord_waits_for_earlier_record",
+    },
+    Mutant {
+        name: "mut-stream-error-kept",
+        breaks: "Stream::synchronize reports its stream's error but never clears it",
+        caught_by: "errors::host_callback_panic_is_reported",
+    },
+    Mutant {
+        name: "mut-attributes-own-device-only",
+        breaks: "Device::pointer_attributes knows only its own device's memory",
+        caught_by: "devices::facts_of_every_device",
+    },
+    Mutant {
+        name: "mut-peer-copy-on-legacy-stream",
+        breaks: "a copy between devices runs on the destination device's legacy default stream, not on the stream it was queued on",
+        caught_by: "copies::peer_copy",
+    },
+    Mutant {
+        name: "mut-read-past-end-clamped",
+        breaks: "Stream::read past the buffer's end reads the bytes there are instead of failing",
+        caught_by: "copies::bad_ranges_are_errors",
+    },
+    Mutant {
+        name: "mut-zero-grid-noop",
+        breaks: "Stream::launch of an empty grid is accepted as nothing to do instead of refused",
+        caught_by: "kernels::bad_launches",
     },
 ];
 
@@ -188,6 +262,21 @@ pub(crate) mod flaw {
     pub const COPY_DROPS_BUFFERS: u8 = 18;
     pub const FILL_OVERRUNS: u8 = 19;
     pub const LARGE_WRITE_AT_ZERO: u8 = 20;
+    pub const OPEN_WRAPS_AROUND: u8 = 21;
+    pub const DEVICES_REVERSED: u8 = 22;
+    pub const OVERSIZE_INVALID_ARGUMENT: u8 = 23;
+    pub const PINNED_AS_DEVICE_MEMORY: u8 = 24;
+    pub const DEVICE_MEMSET_UNORDERED: u8 = 25;
+    pub const STREAM_FLAGS_LOST: u8 = 26;
+    pub const UNRECORDED_EVENT_PENDING: u8 = 27;
+    pub const ELAPSED_ZERO_BEFORE_DONE: u8 = 28;
+    pub const UNTIMED_EVENTS_TIME: u8 = 29;
+    pub const WAIT_FOR_LATEST_RECORD: u8 = 30;
+    pub const STREAM_ERROR_KEPT: u8 = 31;
+    pub const ATTRIBUTES_OWN_DEVICE_ONLY: u8 = 32;
+    pub const PEER_COPY_ON_LEGACY_STREAM: u8 = 33;
+    pub const READ_PAST_END_CLAMPED: u8 = 34;
+    pub const ZERO_GRID_NOOP: u8 = 35;
 }
 
 /// The backend of mutant `F`.
@@ -209,9 +298,15 @@ impl<const F: u8> Backend for MutantBackend<F> {
         format!("gpuport-mutants {} ({})", env!("CARGO_PKG_VERSION"), MUTANTS[F as usize].breaks)
     }
     fn devices(&self) -> Result<Vec<DeviceInfo>> {
-        (0..device::DEVICE_COUNT).map(|ordinal| gpuport_core::Device::info(&self.open(ordinal)?)).collect()
+        let info = |ordinal| gpuport_core::Device::info(&self.open(ordinal)?);
+        if F == flaw::DEVICES_REVERSED {
+            return (0..device::DEVICE_COUNT).rev().map(info).collect();
+        }
+        (0..device::DEVICE_COUNT).map(info).collect()
     }
     fn open(&self, ordinal: u32) -> Result<MutantDevice<F>> {
+        // The flawed port opens a device for any ordinal, wrapping around.
+        let ordinal = if F == flaw::OPEN_WRAPS_AROUND { ordinal % device::DEVICE_COUNT } else { ordinal };
         MutantDevice::shared(ordinal)
             .ok_or(Error::DeviceNotFound { device: device::id::<F>(ordinal), count: device::DEVICE_COUNT })
     }
@@ -222,92 +317,44 @@ impl<const F: u8> Backend for MutantBackend<F> {
 #[macro_export]
 macro_rules! with_mutant {
     ($index:expr, |$b:ident| $body:expr) => {
+        $crate::with_mutant!(@each $index, $b, $body;
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35)
+    };
+    (@each $index:expr, $b:ident, $body:expr; $($n:literal)*) => {
         match $index {
-            0 => {
-                let $b = $crate::MutantBackend::<0>;
+            $($n => {
+                let $b = $crate::MutantBackend::<$n>;
                 Some($body)
-            }
-            1 => {
-                let $b = $crate::MutantBackend::<1>;
-                Some($body)
-            }
-            2 => {
-                let $b = $crate::MutantBackend::<2>;
-                Some($body)
-            }
-            3 => {
-                let $b = $crate::MutantBackend::<3>;
-                Some($body)
-            }
-            4 => {
-                let $b = $crate::MutantBackend::<4>;
-                Some($body)
-            }
-            5 => {
-                let $b = $crate::MutantBackend::<5>;
-                Some($body)
-            }
-            6 => {
-                let $b = $crate::MutantBackend::<6>;
-                Some($body)
-            }
-            7 => {
-                let $b = $crate::MutantBackend::<7>;
-                Some($body)
-            }
-            8 => {
-                let $b = $crate::MutantBackend::<8>;
-                Some($body)
-            }
-            9 => {
-                let $b = $crate::MutantBackend::<9>;
-                Some($body)
-            }
-            10 => {
-                let $b = $crate::MutantBackend::<10>;
-                Some($body)
-            }
-            11 => {
-                let $b = $crate::MutantBackend::<11>;
-                Some($body)
-            }
-            12 => {
-                let $b = $crate::MutantBackend::<12>;
-                Some($body)
-            }
-            13 => {
-                let $b = $crate::MutantBackend::<13>;
-                Some($body)
-            }
-            14 => {
-                let $b = $crate::MutantBackend::<14>;
-                Some($body)
-            }
-            15 => {
-                let $b = $crate::MutantBackend::<15>;
-                Some($body)
-            }
-            16 => {
-                let $b = $crate::MutantBackend::<16>;
-                Some($body)
-            }
-            17 => {
-                let $b = $crate::MutantBackend::<17>;
-                Some($body)
-            }
-            18 => {
-                let $b = $crate::MutantBackend::<18>;
-                Some($body)
-            }
-            19 => {
-                let $b = $crate::MutantBackend::<19>;
-                Some($body)
-            }
-            20 => {
-                let $b = $crate::MutantBackend::<20>;
-                Some($body)
-            }
+            })*
             _ => None,
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MUTANTS;
+
+    #[test]
+    fn every_mutant_has_a_backend_type_and_no_other_index_does() {
+        for (index, mutant) in MUTANTS.iter().enumerate() {
+            let version = with_mutant!(index, |b| gpuport_core::Backend::version(&b));
+            assert!(version.is_some_and(|v| v.contains(mutant.breaks)), "mutant {index}");
+        }
+        assert!(
+            with_mutant!(MUTANTS.len(), |b| gpuport_core::Backend::version(&b)).is_none(),
+            "an index past the list"
+        );
+    }
+
+    #[test]
+    fn names_and_cases_are_distinct_and_well_formed() {
+        let mut names: Vec<&str> = MUTANTS.iter().map(|m| m.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), MUTANTS.len(), "two mutants share a name");
+        for m in &MUTANTS[1..] {
+            assert!(m.name.starts_with("mut-") && m.caught_by.contains("::"), "{m:?}");
+        }
+    }
 }

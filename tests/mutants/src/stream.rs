@@ -3,15 +3,15 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use gpuport_core::{
-    Buffer, DeviceId, Event, EventFlags, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result, Stream,
-    StreamFlags,
+    Buffer, DeviceId, Error, Event, EventFlags, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result,
+    Stream, StreamFlags,
 };
 use gpuport_queue::{host_translator, QueueEvent, QueueStream};
 
-use crate::{flaw, MutantBackend};
+use crate::{flaw, MutantBackend, MutantDevice};
 
 /// One stream: its queue, a second queue for the out-of-order mutant, and whether
 /// dropping it destroys the queue (the flawed wrapper).
@@ -20,11 +20,13 @@ pub(crate) struct StreamInner {
     second: Option<QueueStream>,
     turn: AtomicUsize,
     destroy_on_drop: bool,
+    /// The error the flawed synchronize keeps reporting.
+    kept_error: Mutex<Option<Error>>,
 }
 
 impl StreamInner {
     pub(crate) fn new(main: QueueStream, second: Option<QueueStream>, destroy_on_drop: bool) -> Self {
-        StreamInner { main, second, turn: AtomicUsize::new(0), destroy_on_drop }
+        StreamInner { main, second, turn: AtomicUsize::new(0), destroy_on_drop, kept_error: Mutex::default() }
     }
 
     pub(crate) fn main(&self) -> &QueueStream {
@@ -45,7 +47,7 @@ impl StreamInner {
 
     pub(crate) fn to_borrowed(&self) -> StreamInner {
         let second = self.second.as_ref().map(QueueStream::to_borrowed);
-        StreamInner { main: self.main.to_borrowed(), second, turn: AtomicUsize::new(0), destroy_on_drop: false }
+        StreamInner::new(self.main.to_borrowed(), second, false)
     }
 }
 
@@ -85,6 +87,9 @@ impl<const F: u8> Stream for MutantStream<F> {
         self.0.main().raw_handle()
     }
     fn flags(&self) -> StreamFlags {
+        if F == flaw::STREAM_FLAGS_LOST {
+            return StreamFlags::empty();
+        }
         self.0.main().flags()
     }
     fn priority(&self) -> i32 {
@@ -103,6 +108,12 @@ impl<const F: u8> Stream for MutantStream<F> {
             return unsafe { self.0.next().queue().copy(s, d, len, [None, None]) };
         }
         let src_offset = if F == flaw::COPY_IGNORES_OFFSET { 0 } else { src_offset };
+        if F == flaw::PEER_COPY_ON_LEGACY_STREAM && src.device() != dst.device() {
+            // Queued on the destination device's legacy default stream instead.
+            let device = MutantDevice::<F>::shared(dst.device().ordinal)
+                .ok_or_else(|| Error::invalid_argument("a copy to another backend's memory"))?;
+            return device.legacy()?.main().copy(src, src_offset, dst, dst_offset, len, host_translator("copy"));
+        }
         self.0.next().copy(src, src_offset, dst, dst_offset, len, host_translator("copy"))
     }
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
@@ -115,7 +126,12 @@ impl<const F: u8> Stream for MutantStream<F> {
         let dst_offset = if F == flaw::LARGE_WRITE_AT_ZERO && src.len() > 64 << 10 { 0 } else { dst_offset };
         self.0.next().write(src, dst, dst_offset, host_translator("write"))
     }
-    fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8]) -> Result<()> {
+    fn read(&self, src: &Buffer, src_offset: usize, mut dst: &mut [u8]) -> Result<()> {
+        if F == flaw::READ_PAST_END_CLAMPED {
+            // Reads what there is instead of refusing a range past the end.
+            let there = src.len().saturating_sub(src_offset).min(dst.len());
+            dst = &mut dst[..there];
+        }
         self.0.next().read(src, src_offset, dst, host_translator("read"))
     }
     fn record(&self, event: &MutantEvent<F>) -> Result<()> {
@@ -129,6 +145,14 @@ impl<const F: u8> Stream for MutantStream<F> {
         if F == flaw::NO_WAIT_ACROSS_DEVICES && event.queue.device_id() != self.0.main().device_id() {
             return Ok(());
         }
+        if F == flaw::WAIT_FOR_LATEST_RECORD {
+            // Looks at the event only when the wait runs: whatever record is latest then.
+            event.queue.query()?; // a destroyed event is still refused
+            let event = event.queue.clone();
+            return self.0.next().host_callback(Box::new(move || {
+                let _ = event.synchronize();
+            }));
+        }
         self.0.next().wait(&event.queue)
     }
     fn host_callback(&self, f: HostCallback) -> Result<()> {
@@ -140,6 +164,9 @@ impl<const F: u8> Stream for MutantStream<F> {
         self.0.next().host_callback(f)
     }
     fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
+        if F == flaw::ZERO_GRID_NOOP && (config.grid.contains(&0) || config.block.contains(&0)) {
+            return Ok(());
+        }
         self.0.next().launch(kernel, config, args, host_translator("launch"))
     }
     fn query(&self) -> Result<bool> {
@@ -149,25 +176,36 @@ impl<const F: u8> Stream for MutantStream<F> {
         self.0.all().try_fold(true, |done, q| Ok(done && q.query()?))
     }
     fn synchronize(&self) -> Result<()> {
-        self.0.all().try_for_each(QueueStream::synchronize)
+        let kept = self.0.kept_error.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(error) = kept {
+            return Err(error);
+        }
+        let result = self.0.all().try_for_each(QueueStream::synchronize);
+        if let (Err(error), flaw::STREAM_ERROR_KEPT) = (&result, F) {
+            // Reported, and kept: every later synchronize reports it again.
+            *self.0.kept_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(error.clone());
+        }
+        result
     }
 }
 
 /// An event of mutant `F`.
 pub struct MutantEvent<const F: u8> {
     queue: QueueEvent,
+    /// The flags it was created with (the timing mutant's queue event has others).
+    flags: EventFlags,
     claims_ownership: bool,
 }
 
 impl<const F: u8> Clone for MutantEvent<F> {
     fn clone(&self) -> Self {
-        MutantEvent { queue: self.queue.clone(), claims_ownership: self.claims_ownership }
+        MutantEvent { queue: self.queue.clone(), flags: self.flags, claims_ownership: self.claims_ownership }
     }
 }
 
 impl<const F: u8> MutantEvent<F> {
-    pub(crate) fn new(queue: QueueEvent, claims_ownership: bool) -> Self {
-        MutantEvent { queue, claims_ownership }
+    pub(crate) fn new(queue: QueueEvent, flags: EventFlags, claims_ownership: bool) -> Self {
+        MutantEvent { queue, flags, claims_ownership }
     }
 }
 
@@ -187,11 +225,14 @@ impl<const F: u8> Event for MutantEvent<F> {
         self.queue.raw_handle()
     }
     fn flags(&self) -> EventFlags {
-        self.queue.flags()
+        self.flags
     }
     fn query(&self) -> Result<bool> {
         if F == flaw::QUERY_ALWAYS_DONE {
             return Ok(true);
+        }
+        if F == flaw::UNRECORDED_EVENT_PENDING && self.queue.state().recorded_generation() == 0 {
+            return Ok(false);
         }
         self.queue.query()
     }
@@ -202,6 +243,9 @@ impl<const F: u8> Event for MutantEvent<F> {
         if F == flaw::FAKE_ELAPSED {
             return Ok(1.0);
         }
-        self.queue.elapsed_ms(&end.queue)
+        match self.queue.elapsed_ms(&end.queue) {
+            Err(Error::NotReady { .. }) if F == flaw::ELAPSED_ZERO_BEFORE_DONE => Ok(0.0),
+            result => result,
+        }
     }
 }

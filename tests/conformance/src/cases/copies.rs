@@ -1,6 +1,6 @@
-use gpuport::{AnyDevice, Buffer, Error, HostAllocFlags};
+use gpuport::{AnyDevice, Buffer, DefaultStream, Error, HostAllocFlags};
 
-use super::{pattern, read_all, stream};
+use super::{pattern, read_all, stream, Gate, OpenOnDrop};
 use crate::{ensure, ensure_err, Failure, Outcome, Target};
 
 pub fn memset_odd_ranges(t: &Target) -> Outcome {
@@ -101,9 +101,18 @@ pub fn peer_copy(t: &Target) -> Outcome {
         d0.enable_peer_access(d1)?;
         d0.enable_peer_access(d1)?; // idempotent
     }
+    // The copy is work of the stream it was queued on: with both devices' legacy default
+    // streams held behind a gate, it has run once its own stream has finished — wherever
+    // else a port might misplace it, it would still be held.
+    let gate = Gate::default();
+    let _open = OpenOnDrop(gate.clone());
+    let legacy = [d0.default_stream(DefaultStream::Legacy)?, d1.default_stream(DefaultStream::Legacy)?];
+    legacy.iter().try_for_each(|l| gate.block(l))?;
     s0.copy(&a, 0, &b, 0, n)?;
     s0.synchronize()?;
     ensure!(read_all(&s1, &b)? == data, "peer copy {} -> {} differs", d0.id(), d1.id());
+    gate.open();
+    legacy.iter().try_for_each(|l| l.synchronize())?;
     s1.copy(&b, 1, &a, 0, n - 1)?;
     s1.synchronize()?;
     ensure!(read_all(&s0, &a)?[..n - 1] == data[1..], "peer copy {} -> {} differs", d1.id(), d0.id());

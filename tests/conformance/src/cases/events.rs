@@ -2,7 +2,7 @@ use std::time::Duration;
 
 use gpuport::{Error, EventFlags};
 
-use super::{pattern, read_all, stream, Gate, OpenOnDrop};
+use super::{finishes_within, pattern, read_all, stream, Gate, OpenOnDrop, FINISHES_WITHIN};
 use crate::{ensure, ensure_err, Outcome, Target};
 
 pub fn query_before_and_after(t: &Target) -> Outcome {
@@ -75,13 +75,23 @@ pub fn rerecord(t: &Target) -> Outcome {
     a.write(&data, &src, 0)?;
     let ev = dev.create_event(EventFlags::empty())?;
     a.record(&ev)?; // completes at once (nothing blocks A yet)
+                    // B's wait is held behind a gate of its own, so it runs only after the re-record
+                    // below: a port that looks at the event when the wait runs, not when it is queued,
+                    // then waits for the later record.
+    let b_gate = Gate::default();
+    let _open_b = OpenOnDrop(b_gate.clone());
+    b_gate.block(&b)?;
     b.wait(&ev)?;
     let gate = Gate::default();
     let _open = OpenOnDrop(gate.clone());
     gate.block(&a)?;
     a.record(&ev)?; // re-recorded behind the gate
     b.copy(&src, 0, &dst, 0, n)?;
-    b.synchronize()?; // must not wait for the second record
+    b_gate.open();
+    ensure!(
+        finishes_within(&b, FINISHES_WITHIN)?,
+        "a wait queued before the event was recorded again waited for the later record"
+    );
     ensure!(read_all(&b, &dst)? == data, "copy after the wait is wrong");
     ensure!(!ev.query()?, "the re-recorded event completed early");
     gate.open();

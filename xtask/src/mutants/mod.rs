@@ -10,6 +10,16 @@
 //! Each template's mutants are built in place, in a target folder of their own shared
 //! between mutants, so that only the template itself is rebuilt each time. `--shard K/N` runs the
 //! K-th of N slices (cargo-mutants' sharding), for a run split over time or machines.
+//!
+//! A full run (no `--shard`) also writes the template's record (`record`): every mutant
+//! with its outcome, checked in, from which `--sample N` (`sample`) re-runs N caught
+//! mutants of each template without cargo-mutants — CI's run — and which tells when a
+//! template changed after its last full run.
+
+mod record;
+mod sample;
+
+pub use sample::sample;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -85,6 +95,24 @@ struct Tally {
     unviable: usize,
 }
 
+/// The tool's name and version, as the record names them.
+fn tool_version() -> String {
+    let mut probe = cargo();
+    probe.args(["mutants", "--version"]);
+    probe.output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned()).unwrap_or_default()
+}
+
+/// Writes the template's record from the finished full run whose output is `out`.
+fn write_record(name: &str, dir: &str, out: &Path) -> Result<(), String> {
+    let record = record::from_run(Path::new(dir), out)?;
+    let path = Path::new(record::DIR).join(format!("{name}.txt"));
+    std::fs::create_dir_all(record::DIR).map_err(|e| format!("creating {}: {e}", record::DIR))?;
+    std::fs::write(&path, record.to_text(name, &tool_version()))
+        .map_err(|e| format!("writing {}: {e}", path.display()))?;
+    eprintln!("xtask: recorded {} mutants of the {name} template in {}", record.mutants.len(), path.display());
+    Ok(())
+}
+
 /// Runs cargo-mutants over one template; returns its counts and the survivors nobody
 /// explained.
 fn mutate(name: &str, dir: &str, shard: Option<&str>) -> Result<(Tally, Vec<String>), String> {
@@ -117,6 +145,9 @@ fn mutate(name: &str, dir: &str, shard: Option<&str>) -> Result<(Tally, Vec<Stri
         timeout: listed(&out, "timeout.txt")?.len(),
         unviable: listed(&out, "unviable.txt")?.len(),
     };
+    if shard.is_none() {
+        write_record(name, dir, &out)?;
+    }
     Ok((tally, unexplained))
 }
 

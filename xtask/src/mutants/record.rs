@@ -1,0 +1,286 @@
+//! The record of a template's mutants: every mutant cargo-mutants generated in the last
+//! full run of `cargo xtask mutants`, with where it changes the template, what it writes
+//! there and how the suite did against it. It is checked in
+//! (`tests/mutants/recorded/<template>.txt`) so that CI can re-run a sample of the caught
+//! mutants without cargo-mutants (`--sample`), and so that a change to a template that
+//! was not followed by a fresh full run is noticed: the record names a hash of the
+//! template's sources, and each mutant a hash of the text it replaces.
+//!
+//! One line per mutant, tab-separated: outcome, file, `line:col-line:col` (cargo-mutants'
+//! span: lines and columns counted from 1, in characters, end exclusive), the hash of the
+//! replaced text, the replacement (`\\`, tab and newline escaped), cargo-mutants' name.
+
+use std::path::Path;
+
+/// Where the records live, one file per template.
+pub const DIR: &str = "tests/mutants/recorded";
+
+/// How the conformance suite did against one mutant in the full run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Caught,
+    Timeout,
+    Missed,
+    Unviable,
+}
+
+impl Outcome {
+    /// Every outcome with the name cargo-mutants gives its list (`caught.txt`, …) and the
+    /// record uses.
+    pub const ALL: [(Outcome, &'static str); 4] = [
+        (Outcome::Caught, "caught"),
+        (Outcome::Timeout, "timeout"),
+        (Outcome::Missed, "missed"),
+        (Outcome::Unviable, "unviable"),
+    ];
+
+    fn name(self) -> &'static str {
+        Self::ALL.iter().find(|(o, _)| *o == self).map(|(_, n)| *n).unwrap_or("?")
+    }
+
+    fn parse(name: &str) -> Option<Self> {
+        Self::ALL.iter().find(|(_, n)| *n == name).map(|(o, _)| *o)
+    }
+}
+
+/// A position in a source file: line and column counted from 1, in characters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pos {
+    pub line: usize,
+    pub column: usize,
+}
+
+/// One recorded mutant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mutant {
+    pub outcome: Outcome,
+    /// The file, relative to the template's folder.
+    pub file: String,
+    pub start: Pos,
+    /// Exclusive.
+    pub end: Pos,
+    /// Hash of the text between `start` and `end` when recorded.
+    pub replaced: u64,
+    pub replacement: String,
+    /// cargo-mutants' name, `file:line:col: replace … with …`.
+    pub name: String,
+}
+
+/// A template's record.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Record {
+    /// Hash of the template's sources (every `.rs` file under `src/`) when recorded.
+    pub sources: u64,
+    pub mutants: Vec<Mutant>,
+}
+
+/// FNV-1a, 64 bits: a stable hash with no dependency (not for security: it only tells a
+/// changed text from the recorded one).
+pub fn hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// The hash of a template's sources: every `.rs` file under `src/`, by relative path, in
+/// path order.
+pub fn hash_sources(dir: &Path) -> Result<u64, String> {
+    let mut files = Vec::new();
+    collect_rs(&dir.join("src"), &mut files)?;
+    files.sort();
+    let mut all = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(dir).unwrap_or(&file);
+        all.extend_from_slice(rel.to_string_lossy().as_bytes());
+        all.push(0);
+        all.extend(std::fs::read(&file).map_err(|e| format!("reading {}: {e}", file.display()))?);
+        all.push(0);
+    }
+    Ok(hash(&all))
+}
+
+fn collect_rs(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> Result<(), String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("reading {}: {e}", dir.display()))?;
+    for entry in entries {
+        let path = entry.map_err(|e| format!("reading {}: {e}", dir.display()))?.path();
+        if path.is_dir() {
+            collect_rs(&path, out)?;
+        } else if path.extension().is_some_and(|x| x == "rs") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// The byte range of `start..end` in `text`, or `None` where the text is shorter.
+pub fn byte_range(text: &str, start: Pos, end: Pos) -> Option<std::ops::Range<usize>> {
+    let offset = |p: Pos| -> Option<usize> {
+        let line_start = if p.line == 1 { 0 } else { text.match_indices('\n').nth(p.line.checked_sub(2)?)?.0 + 1 };
+        let line = text[line_start..].split('\n').next()?;
+        // The column may point just past the line's last character (an exclusive end).
+        let within = line.char_indices().map(|(i, _)| i).chain([line.len()]).nth(p.column.checked_sub(1)?)?;
+        Some(line_start + within)
+    };
+    let (a, b) = (offset(start)?, offset(end)?);
+    (a <= b).then_some(a..b)
+}
+
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('\t', "\\t").replace('\n', "\\n")
+}
+
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('t') => out.push('\t'),
+            Some('n') => out.push('\n'),
+            Some(other) => out.push(other),
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+fn pos(s: &str) -> Option<Pos> {
+    let (line, column) = s.split_once(':')?;
+    Some(Pos { line: line.parse().ok()?, column: column.parse().ok()? })
+}
+
+impl Record {
+    /// The record as its file holds it.
+    pub fn to_text(&self, template: &str, tool: &str) -> String {
+        let mut text = format!(
+            "# The mutants of the {template} template, as {tool} generated them, and the outcome of\n\
+             # each in the last full run of `cargo xtask mutants`. Written by that command; CI re-runs\n\
+             # a sample of the caught ones from here (`cargo xtask mutants --sample N`).\n\
+             sources\t{:016x}\n",
+            self.sources
+        );
+        for m in &self.mutants {
+            text.push_str(&format!(
+                "{}\t{}\t{}:{}-{}:{}\t{:016x}\t{}\t{}\n",
+                m.outcome.name(),
+                m.file,
+                m.start.line,
+                m.start.column,
+                m.end.line,
+                m.end.column,
+                m.replaced,
+                escape(&m.replacement),
+                m.name
+            ));
+        }
+        text
+    }
+
+    /// Reads a record's file text.
+    pub fn parse(text: &str) -> Result<Record, String> {
+        let mut sources = None;
+        let mut mutants = Vec::new();
+        for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.starts_with('#') && !l.is_empty()) {
+            let bad = || format!("line {}: not a recorded mutant: {line:?}", n + 1);
+            let fields: Vec<&str> = line.split('\t').collect();
+            match fields.as_slice() {
+                ["sources", h] => sources = Some(u64::from_str_radix(h, 16).map_err(|_| bad())?),
+                [outcome, file, span, replaced, replacement, name] => {
+                    let (start, end) = span.split_once('-').ok_or_else(bad)?;
+                    mutants.push(Mutant {
+                        outcome: Outcome::parse(outcome).ok_or_else(bad)?,
+                        file: (*file).to_owned(),
+                        start: pos(start).ok_or_else(bad)?,
+                        end: pos(end).ok_or_else(bad)?,
+                        replaced: u64::from_str_radix(replaced, 16).map_err(|_| bad())?,
+                        replacement: unescape(replacement),
+                        name: (*name).to_owned(),
+                    });
+                }
+                _ => return Err(bad()),
+            }
+        }
+        Ok(Record { sources: sources.ok_or("no `sources` line")?, mutants })
+    }
+}
+
+/// Builds a template's record from a finished cargo-mutants run: its list of mutants
+/// (`mutants.json`, with spans) and its outcome lists.
+pub fn from_run(dir: &Path, out: &Path) -> Result<Record, String> {
+    let list_path = out.join("mutants.out").join("mutants.json");
+    let list = std::fs::read_to_string(&list_path).map_err(|e| format!("reading {}: {e}", list_path.display()))?;
+    let list: serde_json::Value =
+        serde_json::from_str(&list).map_err(|e| format!("reading {}: {e}", list_path.display()))?;
+    let mut outcomes = std::collections::HashMap::new();
+    for (outcome, name) in Outcome::ALL {
+        let path = out.join("mutants.out").join(format!("{name}.txt"));
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        for line in text.lines() {
+            outcomes.insert(line.to_owned(), outcome);
+        }
+    }
+    let mut mutants = Vec::new();
+    for m in list.as_array().ok_or("mutants.json is not a list")? {
+        let text = |key: &str| m[key].as_str().map(str::to_owned).ok_or(format!("a mutant without `{key}`: {m}"));
+        let at = |end: &str| -> Result<Pos, String> {
+            let p = &m["span"][end];
+            let n = |k: &str| p[k].as_u64().map(|v| v as usize).ok_or(format!("a mutant without a span: {m}"));
+            Ok(Pos { line: n("line")?, column: n("column")? })
+        };
+        let (file, name) = (text("file")?, text("name")?);
+        let (start, end) = (at("start")?, at("end")?);
+        let source = std::fs::read_to_string(dir.join(&file)).map_err(|e| format!("reading {file}: {e}"))?;
+        let range = byte_range(&source, start, end).ok_or(format!("{name}: its span is not in {file}"))?;
+        let outcome = *outcomes.get(&name).ok_or(format!("{name}: no outcome (was the run complete?)"))?;
+        mutants.push(Mutant {
+            outcome,
+            file,
+            start,
+            end,
+            replaced: hash(source[range].as_bytes()),
+            replacement: text("replacement")?,
+            name,
+        });
+    }
+    Ok(Record { sources: hash_sources(dir)?, mutants })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_count_characters_from_one_with_an_exclusive_end() {
+        let text = "fn a() {}\nconst C: u64 = 1 << 30; // é\n";
+        let r = byte_range(text, Pos { line: 2, column: 18 }, Pos { line: 2, column: 20 }).unwrap();
+        assert_eq!(&text[r], "<<");
+        let r = byte_range(text, Pos { line: 2, column: 28 }, Pos { line: 2, column: 29 }).unwrap();
+        assert_eq!(&text[r], "é");
+        // The end may sit just past a line's last character.
+        let r = byte_range(text, Pos { line: 1, column: 8 }, Pos { line: 1, column: 10 }).unwrap();
+        assert_eq!(&text[r], "{}");
+        assert_eq!(byte_range(text, Pos { line: 9, column: 1 }, Pos { line: 9, column: 2 }), None);
+        assert_eq!(byte_range(text, Pos { line: 1, column: 40 }, Pos { line: 1, column: 41 }), None);
+    }
+
+    #[test]
+    fn a_record_reads_back_as_written() {
+        let record = Record {
+            sources: 0xfeed,
+            mutants: vec![Mutant {
+                outcome: Outcome::Caught,
+                file: "src/lib.rs".into(),
+                start: Pos { line: 3, column: 5 },
+                end: Pos { line: 4, column: 1 },
+                replaced: hash(b"x"),
+                replacement: "a\tb\\n\nc".into(),
+                name: "src/lib.rs:3:5: replace f -> u8 with 0".into(),
+            }],
+        };
+        assert_eq!(Record::parse(&record.to_text("queue", "cargo-mutants 27.1.0")).unwrap(), record);
+        assert!(Record::parse("sources\tzz\n").is_err());
+        assert!(Record::parse("caught\tonly three\tfields\n").is_err());
+        assert!(Record::parse("# no sources\n").is_err());
+    }
+}

@@ -1,0 +1,194 @@
+//! `cargo xtask mutants --sample N [--seed S]`: re-runs N of each template's recorded
+//! caught mutants (see `record`) without cargo-mutants, and fails when the suite no longer
+//! catches one, or when a template changed since its record was written (its mutants
+//! would no longer be the ones recorded). Fast enough for every CI run; the full run
+//! stays `cargo xtask mutants`.
+//!
+//! Which mutants run is decided by the seed (by default from the checked-out commit), so a
+//! failure is reproduced with the seed the run printed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use super::record::{self, byte_range, hash, Outcome, Record};
+use super::TEMPLATES;
+use crate::template_cargo;
+
+/// Longer than any caught mutant took in the full run: a mutant that makes the suite hang
+/// is caught by this timeout (the suite's own timeouts fail it well before).
+const TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The default seed: the checked-out commit, so every commit samples other mutants and a
+/// re-run of one commit samples the same.
+fn default_seed() -> u64 {
+    let head = Command::new("git").args(["rev-parse", "HEAD"]).output();
+    head.ok().filter(|o| o.status.success()).map(|o| hash(o.stdout.trim_ascii())).unwrap_or(0)
+}
+
+/// `count` distinct indices below `len`, drawn with the seed (splitmix64).
+fn draw(seed: u64, len: usize, count: usize) -> Vec<usize> {
+    let mut state = seed;
+    let mut next = || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let mut picked = Vec::new();
+    while picked.len() < count.min(len) {
+        let i = (next() % len as u64) as usize;
+        if !picked.contains(&i) {
+            picked.push(i);
+        }
+    }
+    picked
+}
+
+/// Puts a file's text back when dropped, so a failed or interrupted step never leaves a
+/// mutant in the template.
+struct Restore {
+    path: PathBuf,
+    text: String,
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::write(&self.path, &self.text) {
+            eprintln!("xtask: COULD NOT PUT BACK {}: {e}; `git checkout` it", self.path.display());
+        }
+    }
+}
+
+/// Where the suite's output against the mutant under test goes (the cases that failed
+/// are printed from it).
+const LOG: &str = "target/mutants/sample.log";
+
+/// Runs a command with a deadline, its output to `LOG`; `None` when it ran past the
+/// deadline (and was killed).
+fn run_with_timeout(mut cmd: Command, limit: Duration) -> Result<Option<bool>, String> {
+    eprintln!("xtask: running {cmd:?} (output in {LOG})");
+    std::fs::create_dir_all("target/mutants").map_err(|e| format!("creating target/mutants: {e}"))?;
+    let log = std::fs::File::create(LOG).map_err(|e| format!("creating {LOG}: {e}"))?;
+    let log2 = log.try_clone().map_err(|e| format!("{LOG}: {e}"))?;
+    cmd.stdout(log).stderr(log2);
+    let mut child = cmd.spawn().map_err(|e| format!("could not start {cmd:?}: {e}"))?;
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            return Ok(Some(status.success()));
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The template's tests, as `cargo xtask test` runs them (same target folder, so only the
+/// template is rebuilt).
+fn template_test(dir: &str, args: &[&str]) -> Command {
+    let manifest = format!("{dir}/Cargo.toml");
+    let mut cmd = template_cargo(&manifest, "test", &[&["--workspace"], args].concat());
+    cmd.env_remove("GPUPORT_BACKENDS");
+    cmd
+}
+
+/// Applies one mutant, builds it, runs the suite; `Ok(())` when the suite fails it.
+fn check(dir: &str, mutant: &record::Mutant) -> Result<(), String> {
+    let path = Path::new(dir).join(&mutant.file);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    let range = byte_range(&text, mutant.start, mutant.end)
+        .filter(|r| hash(text[r.clone()].as_bytes()) == mutant.replaced)
+        .ok_or_else(|| format!("{}: the template no longer has the text this mutant replaces", mutant.name))?;
+    let mutated = format!("{}{}{}", &text[..range.start], mutant.replacement, &text[range.end..]);
+    let _restore = Restore { path: path.clone(), text };
+    std::fs::write(&path, mutated).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    // Built first, apart: a mutant that no longer builds must not count as caught.
+    if run_with_timeout(template_test(dir, &["--no-run"]), TIMEOUT)? != Some(true) {
+        let log = std::fs::read_to_string(LOG).unwrap_or_default();
+        let errors: Vec<&str> = log.lines().filter(|l| l.starts_with("error")).take(5).collect();
+        return Err(format!("{}: recorded as caught, but it no longer builds: {}", mutant.name, errors.join("; ")));
+    }
+    match run_with_timeout(template_test(dir, &["-q"]), TIMEOUT)? {
+        Some(false) => {
+            let log = std::fs::read_to_string(LOG).unwrap_or_default();
+            let cases: Vec<&str> = log.lines().filter(|l| l.contains(" ... FAILED")).take(3).collect();
+            if cases.is_empty() {
+                // No case failed: the suite's process itself did (a crash, an abort).
+                let last = log.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output");
+                eprintln!("xtask:   the suite's process failed before any case could: {last}");
+            }
+            for line in cases {
+                eprintln!("xtask:   {line}");
+            }
+            Ok(())
+        }
+        None => {
+            eprintln!("xtask: {}: caught by the timeout", mutant.name);
+            Ok(())
+        }
+        Some(true) => Err(format!("{}: the suite no longer catches this mutant", mutant.name)),
+    }
+}
+
+/// `cargo xtask mutants --sample N [--seed S] [--template T]`.
+pub fn sample(template: Option<&str>, count: usize, seed: Option<u64>) -> Result<(), String> {
+    let seed = seed.unwrap_or_else(default_seed);
+    let mut failures = Vec::new();
+    for (name, dir) in TEMPLATES.iter().filter(|(n, _)| template.is_none_or(|t| t == *n)) {
+        let path = Path::new(record::DIR).join(format!("{name}.txt"));
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let record = Record::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        if record::hash_sources(Path::new(dir))? != record.sources {
+            failures.push(format!(
+                "{name}: {dir} changed since its mutants were recorded; run `cargo xtask mutants --template {name}` \
+                 (cargo-mutants, the full run) and commit {}",
+                path.display()
+            ));
+            continue;
+        }
+        let caught: Vec<&record::Mutant> = record.mutants.iter().filter(|m| m.outcome == Outcome::Caught).collect();
+        let picked = draw(seed ^ hash(name.as_bytes()), caught.len(), count);
+        eprintln!(
+            "xtask: {count} of the {} caught mutants of the {name} template, seed {seed:#018x} (`--seed {seed}`)",
+            caught.len()
+        );
+        for i in picked {
+            let mutant = caught[i];
+            eprintln!("xtask: mutant {}", mutant.name);
+            match check(dir, mutant) {
+                Ok(()) => eprintln!("xtask: caught, as recorded"),
+                Err(e) => failures.push(format!("{name}: {e}")),
+            }
+        }
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("sampled mutants:\n  {}", failures.join("\n  ")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::draw;
+
+    #[test]
+    fn a_seed_draws_distinct_indices_and_the_same_ones_again() {
+        let a = draw(7, 10, 4);
+        assert_eq!(a.len(), 4);
+        assert!(a.iter().all(|i| *i < 10));
+        let mut sorted = a.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 4);
+        assert_eq!(draw(7, 10, 4), a);
+        assert_ne!(draw(8, 10, 4), a);
+        assert_eq!(draw(1, 3, 9).len(), 3);
+        assert!(draw(1, 0, 2).is_empty());
+    }
+}

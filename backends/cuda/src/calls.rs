@@ -9,6 +9,7 @@ use gpuport_core::{
     DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, LaunchConfig, ModuleImage, PointerAttributes, Result,
     StreamFlags,
 };
+use gpuport_driver::kernel_args::{param_pointers, ArgSlot};
 use gpuport_driver::vendor::{run_host_callback, VendorCalls};
 
 use crate::context::DeviceCtx;
@@ -24,7 +25,6 @@ unsafe extern "C" fn host_fn(user: *mut c_void) {
 }
 
 impl VendorCalls for DeviceCtx {
-    const KIND: gpuport_core::BackendKind = gpuport_core::BackendKind::Cuda;
     type Stream = CUstream;
     type Event = CUevent;
     type Module = CUmodule;
@@ -143,10 +143,12 @@ impl VendorCalls for DeviceCtx {
         function: CUfunction,
         config: &LaunchConfig,
         s: CUstream,
-        params: *mut *mut c_void,
+        args: &mut [ArgSlot],
     ) -> Result<()> {
-        // SAFETY: forwarded: one value per parameter, alive for the call; the function's
-        // module stays loaded.
+        let mut params = param_pointers(args);
+        let params = params.as_mut_ptr();
+        // SAFETY: forwarded: one pointer per parameter, to its value, alive for the call;
+        // the function's module stays loaded.
         unsafe {
             stream::launch_kernel(
                 &self.driver.api,

@@ -47,7 +47,7 @@ impl Drop for Retained {
 
 /// Live devices by ordinal, so every handle of one device shares one retained context and
 /// peer copies can find the other device's context.
-static OPEN: OpenDevices<DeviceCtx> = OpenDevices::new();
+static OPEN: OpenDevices<DeviceCtx> = OpenDevices::new(BackendKind::Cuda);
 
 impl DeviceCtx {
     /// Opens (or shares the already-open) device `ordinal`.

@@ -10,6 +10,7 @@ use gpuport_core::{
     BackendKind, DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, LaunchConfig, ModuleImage, PointerAttributes,
     Result, StreamFlags,
 };
+use gpuport_driver::kernel_args::{param_pointers, ArgSlot};
 use gpuport_driver::vendor::{run_host_callback, VendorCalls};
 
 use crate::context::DeviceCtx;
@@ -35,7 +36,6 @@ unsafe extern "C" fn stream_callback(_stream: hipStream_t, _status: Status, user
 }
 
 impl VendorCalls for DeviceCtx {
-    const KIND: BackendKind = BackendKind::Rocm;
     type Stream = hipStream_t;
     type Event = hipEvent_t;
     type Module = hipModule_t;
@@ -165,10 +165,12 @@ impl VendorCalls for DeviceCtx {
         function: hipFunction_t,
         config: &LaunchConfig,
         s: hipStream_t,
-        params: *mut *mut c_void,
+        args: &mut [ArgSlot],
     ) -> Result<()> {
-        // SAFETY: forwarded: one value per parameter, alive for the call; the function's
-        // module stays loaded.
+        let mut params = param_pointers(args);
+        let params = params.as_mut_ptr();
+        // SAFETY: forwarded: one pointer per parameter, to its value, alive for the call;
+        // the function's module stays loaded.
         unsafe {
             stream::launch_kernel(&self.rt.api, function, config.grid, config.block, config.shared_mem_bytes, s, params)
         }

@@ -20,7 +20,7 @@ pub struct DeviceCtx {
 
 /// Live devices by ordinal, so every handle of one device shares one context (and one
 /// record of its streams' errors).
-static OPEN: OpenDevices<DeviceCtx> = OpenDevices::new();
+static OPEN: OpenDevices<DeviceCtx> = OpenDevices::new(BackendKind::Rocm);
 
 impl DeviceCtx {
     /// Opens (or shares the already-open) device `ordinal`.

@@ -181,6 +181,21 @@ pub struct Scalar {
 }
 
 impl Scalar {
+    /// A scalar of `dtype` from its bytes in native byte order (as a launch across a C
+    /// boundary carries it); `InvalidArgument` unless there are exactly `dtype`'s bytes,
+    /// at most 16.
+    pub fn from_raw(dtype: DType, bytes: &[u8]) -> Result<Self> {
+        let size = dtype.itemsize()?;
+        if size != bytes.len() || size > 16 {
+            return Err(Error::invalid_argument(format!(
+                "a kernel scalar of {dtype} is {size} bytes; {} were given (at most 16)",
+                bytes.len()
+            )));
+        }
+        let mut out = [0u8; 16];
+        out[..size].copy_from_slice(bytes);
+        Ok(Scalar { bytes: out, dtype })
+    }
     /// The scalar's bytes, in native byte order.
     pub fn bytes(&self) -> &[u8] {
         // itemsize is at most 16 by construction.

@@ -1,15 +1,39 @@
-//! Kernel arguments packed for a vendor launch (`cuLaunchKernel`, `hipModuleLaunchKernel`
-//! take an array of pointers, one per parameter, each pointing at the parameter's bytes).
+//! Kernel arguments packed for a vendor launch: each argument's bytes in a slot of its
+//! own, with what it is. `cuLaunchKernel` and `hipModuleLaunchKernel` take an array of
+//! pointers, one per parameter, each pointing at the parameter's bytes
+//! ([`param_pointers`]); a plugin's launch takes the slots with their kinds and sizes.
 
-use gpuport_core::{Buffer, Error, KernelArg, Result};
+use std::ffi::c_void;
+
+use gpuport_core::{Buffer, DType, Error, KernelArg, Result};
 
 use crate::parking::Keep;
 
-/// Kernel arguments packed for a vendor launch: one 16-byte slot per argument (a device
-/// address or a scalar's bytes), and the handles the launch must keep alive.
+/// One packed kernel argument.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArgSlot {
+    /// The argument's bytes: a device address in `value[0]`, or a scalar's bytes from the
+    /// first byte on.
+    pub value: [u64; 2],
+    /// How many bytes of `value` the argument is (8 for an address).
+    pub size: u32,
+    /// Whether it is a device address (a buffer's, at its offset).
+    pub is_address: bool,
+    /// Its element type (`u64` for an address).
+    pub dtype: DType,
+}
+
+/// One pointer per argument, to its bytes: the `kernelParams` array vendor launches take
+/// (they only read through it).
+pub fn param_pointers(args: &mut [ArgSlot]) -> Vec<*mut c_void> {
+    args.iter_mut().map(|a| a.value.as_mut_ptr().cast()).collect()
+}
+
+/// Kernel arguments packed for a vendor launch, and the handles the launch must keep
+/// alive.
 pub struct PackedArgs {
-    /// One slot per argument; pass `slot.as_mut_ptr()` for each as `kernelParams`.
-    pub values: Vec<[u64; 2]>,
+    /// One slot per argument.
+    pub values: Vec<ArgSlot>,
     /// Buffers the launch touches.
     pub keep: Vec<Keep>,
 }
@@ -19,7 +43,7 @@ pub fn pack_kernel_args(args: &[KernelArg], accept: impl Fn(&Buffer) -> Result<(
     let mut values = Vec::with_capacity(args.len());
     let mut keep = Vec::with_capacity(args.len());
     for arg in args {
-        let mut slot = [0u64; 2];
+        let mut slot = ArgSlot { value: [0; 2], size: 8, is_address: false, dtype: DType::U64 };
         match arg {
             KernelArg::Buffer { buffer, offset } => {
                 accept(buffer)?;
@@ -29,13 +53,18 @@ pub fn pack_kernel_args(args: &[KernelArg], accept: impl Fn(&Buffer) -> Result<(
                         buffer.len()
                     ))
                 })?;
-                slot[0] = buffer.range_addr(*offset, len)?;
+                slot.value[0] = buffer.range_addr(*offset, len)?;
+                slot.is_address = true;
                 keep.push(Keep::Buffer(buffer.clone()));
             }
             KernelArg::Scalar(s) => {
                 let bytes = s.bytes();
                 // SAFETY: a scalar is at most 16 bytes; the slot holds 16.
-                unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), slot.as_mut_ptr().cast::<u8>(), bytes.len()) };
+                unsafe {
+                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), slot.value.as_mut_ptr().cast::<u8>(), bytes.len())
+                };
+                slot.size = bytes.len() as u32;
+                slot.dtype = s.dtype();
             }
         }
         values.push(slot);
@@ -64,7 +93,9 @@ mod tests {
             |_| Ok(()),
         )
         .unwrap();
-        assert_eq!(packed.values, vec![[0x1008, 0], [7, 0]]);
+        let address = ArgSlot { value: [0x1008, 0], size: 8, is_address: true, dtype: DType::U64 };
+        let scalar = ArgSlot { value: [7, 0], size: 4, is_address: false, dtype: DType::U32 };
+        assert_eq!(packed.values, vec![address, scalar]);
         assert_eq!(packed.keep.len(), 1);
         assert!(pack_kernel_args(&[KernelArg::Buffer { buffer: b.clone(), offset: 65 }], |_| Ok(())).is_err());
         assert!(pack_kernel_args(&[KernelArg::buffer(&b)], |_| Err(Error::invalid_argument("no"))).is_err());

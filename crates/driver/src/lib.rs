@@ -6,7 +6,7 @@
 //! - [`loading`]: opening the first of several candidate libraries, recording every
 //!   attempt and the loader's message for `Error::LibraryNotFound`;
 //! - [`status`]: vendor status codes → `gpuport_core::Error` (one table for CUDA and HIP);
-//! - [`kernel_args`]: kernel arguments packed into the pointer array vendor launches take;
+//! - [`kernel_args`]: kernel arguments packed into typed slots, and the pointer array vendor launches take;
 //! - [`parking`]: keeping queued work's buffers and kernels alive beside a vendor stream
 //!   until an event after them completes;
 //! - [`release`]: the deferred-release thread (defined with `Buffer` in core, whose drop

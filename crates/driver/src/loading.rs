@@ -6,7 +6,7 @@ use libloading::Library;
 use gpuport_core::{BackendKind, Error, LoadAttempt, Result};
 
 /// The loader's own words: libloading keeps `dlerror`'s text in the error's source.
-fn loader_message(e: &libloading::Error) -> String {
+pub fn loader_message(e: &libloading::Error) -> String {
     match std::error::Error::source(e) {
         Some(src) => src.to_string(),
         None => e.to_string(),

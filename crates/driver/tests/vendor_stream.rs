@@ -35,7 +35,7 @@ struct Fake {
 
 /// A fake device of its own (each test has its own registry, so tests share nothing).
 fn fake() -> Arc<VendorDevice<Fake>> {
-    OpenDevices::new().open(0, 1, || Ok(Fake::default())).unwrap()
+    OpenDevices::new(gpuport_core::BackendKind::Host).open(0, 1, || Ok(Fake::default())).unwrap()
 }
 
 impl Fake {
@@ -54,7 +54,6 @@ impl Fake {
 }
 
 impl VendorCalls for Fake {
-    const KIND: gpuport_core::BackendKind = gpuport_core::BackendKind::Host;
     type Stream = usize;
     type Event = usize;
     fn device_id(&self) -> DeviceId {
@@ -64,13 +63,13 @@ impl VendorCalls for Fake {
         Ok(())
     }
     fn info(&self) -> Result<DeviceInfo> {
-        Err(Error::unsupported(Self::KIND, "facts of a fake"))
+        Err(Error::unsupported(self.kind(), "facts of a fake"))
     }
     fn can_access_peer(&self, _peer: &Self) -> Result<bool> {
         Ok(false)
     }
     fn enable_peer_access(&self, _peer: &Self) -> Result<()> {
-        Err(Error::unsupported(Self::KIND, "peers of a fake"))
+        Err(Error::unsupported(self.kind(), "peers of a fake"))
     }
     fn pointer_attributes(&self, _addr: u64) -> Result<PointerAttributes> {
         Ok(PointerAttributes::unregistered())
@@ -166,7 +165,7 @@ impl VendorCalls for Fake {
         function: usize,
         config: &gpuport_core::LaunchConfig,
         stream: usize,
-        _params: *mut *mut c_void,
+        _args: &mut [gpuport_driver::kernel_args::ArgSlot],
     ) -> Result<()> {
         let name = self.functions.lock().unwrap()[function].clone();
         self.calls.lock().unwrap().push(format!("launch {name} {:?} on {stream}", config.grid));
@@ -215,7 +214,7 @@ impl VendorCalls for Fake {
                 self.calls.lock().unwrap().push(format!("load {} bytes", bytes.len()));
                 Ok(bytes.len())
             }
-            other => Err(Error::unsupported(Self::KIND, format!("loading a {}", other.kind_name()))),
+            other => Err(Error::unsupported(self.kind(), format!("loading a {}", other.kind_name()))),
         }
     }
     unsafe fn module_unload(&self, module: usize) -> Result<()> {

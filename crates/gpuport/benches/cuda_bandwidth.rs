@@ -86,7 +86,8 @@ fn run(dev: &AnyDevice) -> Result<()> {
 }
 
 fn main() -> ExitCode {
-    let rt = Runtime::discover_with(&gpuport::DiscoverOptions { backends: Some(vec!["cuda".into()]) });
+    let rt =
+        Runtime::discover_with(&gpuport::DiscoverOptions { backends: Some(vec!["cuda".into()]), ..Default::default() });
     let dev = match rt.device("cuda:0") {
         Ok(d) => d,
         Err(e) => {

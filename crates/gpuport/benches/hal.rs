@@ -145,9 +145,17 @@ fn group<'a>(c: &'a mut Criterion, name: &str, big: bool) -> Group<'a> {
     g
 }
 
+/// The ext device's plugin entry point, its table made in this process by
+/// `gpuport-plugin` exactly as a `cdylib` of it would make it.
+extern "C" fn ext_as_plugin() -> *const gpuport_plugin::abi::PluginApi {
+    gpuport_plugin::entry::<gpuport_ext::ExtBackend>(Some("extplug"), gpuport_plugin::no_init)
+}
+
 fn benches(c: &mut Criterion) {
     pin_main();
     Runtime::register_plugin(gpuport_ext::ExtBackend::load(&Default::default()).unwrap()).unwrap();
+    // SAFETY: the entry's table is static and its code is this binary's.
+    unsafe { Runtime::load_plugin_entry(ext_as_plugin) }.unwrap();
     let rt = Runtime::discover();
     let host = rt.device("host").unwrap();
     let ext = rt.device("ext:0").unwrap();
@@ -340,6 +348,52 @@ fn benches(c: &mut Criterion) {
         |b| b.iter(|| black_box(black_box(&any).query().unwrap())),
     );
     g.finish();
+
+    plugin_boundary(c, &rt, rounds);
+}
+
+/// The cost of the plugin boundary: the same operations on the ext device linked in (the
+/// floor) and loaded as a plugin through the C table (`extplug`).
+fn plugin_boundary(c: &mut Criterion, rt: &Runtime, rounds: usize) {
+    const OPS: usize = 10_000;
+    let (linked, plugged) = (rt.device("ext:0").unwrap(), rt.device("extplug:0").unwrap());
+    let (ls, ps) = (
+        linked.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap(),
+        plugged.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap(),
+    );
+    let enqueue = |s: gpuport::AnyStream| {
+        move |b: &mut Bencher<'_>| {
+            b.iter(|| {
+                for _ in 0..OPS {
+                    s.host_callback(Box::new(|| {})).unwrap();
+                }
+                s.synchronize().unwrap();
+            })
+        }
+    };
+    let mut g = group(c, "plugin_enqueue_10k", true);
+    pair(&mut g, rounds, enqueue(ls.clone()), enqueue(ps.clone()));
+    g.finish();
+
+    let query = |s: gpuport::AnyStream| move |b: &mut Bencher<'_>| b.iter(|| black_box(black_box(&s).query().unwrap()));
+    let mut g = group(c, "plugin_dispatch_query", false);
+    pair(&mut g, rounds, query(ls.clone()), query(ps.clone()));
+    g.finish();
+
+    for (name, n) in [("plugin_copy_4k", 4usize << 10), ("plugin_copy_1m", 1 << 20)] {
+        let on = |dev: &gpuport::AnyDevice, s: &gpuport::AnyStream| {
+            let (src, dst, s) = (dev.alloc(n).unwrap(), dev.alloc(n).unwrap(), s.clone());
+            move |b: &mut Bencher<'_>| {
+                b.iter(|| {
+                    s.copy(&src, 0, &dst, 0, n).unwrap();
+                    s.synchronize().unwrap();
+                })
+            }
+        };
+        let mut g = group(c, name, false);
+        pair(&mut g, rounds, on(&linked, &ls), on(&plugged, &ps));
+        g.finish();
+    }
 }
 
 fn config() -> Criterion {

@@ -62,6 +62,7 @@ mod copy;
 pub mod dynamic;
 mod mirror;
 mod pending;
+mod plugin;
 mod runtime;
 
 pub use array::{Array, ForeignElements};
@@ -80,6 +81,7 @@ pub use gpuport_core::{
 };
 pub use mirror::{MirroredArray, SharedSyncState, SyncState};
 pub use pending::Access;
+pub use plugin::{parse_plugin_list, PLUGINS_ENV};
 pub use runtime::{
     parse_backend_list, BackendReport, BackendStatus, DiscoverOptions, Runtime, BACKENDS_ENV, DEVICE_ENV,
 };

@@ -1,6 +1,7 @@
 //! Run-time discovery of backends, plugin registration and device selection.
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use gpuport_core::{Backend, BackendKind, DeviceId, DeviceInfo, DeviceSpec, DlpackDevices, Error, LoadOptions, Result};
@@ -9,6 +10,7 @@ use gpuport_host::HostBackend;
 use gpuport_rocm::RocmBackend;
 
 use crate::dynamic::{AnyDevice, DynBackend};
+use crate::plugin::{self, parse_plugin_list, PLUGINS_ENV};
 
 /// Environment variable that limits discovery to a comma-separated list of backends.
 pub const BACKENDS_ENV: &str = "GPUPORT_BACKENDS";
@@ -122,13 +124,17 @@ impl BackendReport {
 pub struct DiscoverOptions {
     /// Only these backends (names); `None` means all.
     pub backends: Option<Vec<String>>,
+    /// Plugin libraries to load first (see [`Runtime::load_plugin`]); one that cannot be
+    /// loaded is reported with its reason under its file name.
+    pub plugins: Vec<PathBuf>,
 }
 
 impl DiscoverOptions {
-    /// Options read from the environment (`GPUPORT_BACKENDS`).
+    /// Options read from the environment (`GPUPORT_BACKENDS`, `GPUPORT_PLUGINS`).
     pub fn from_env() -> Self {
         let backends = std::env::var(BACKENDS_ENV).ok().map(|v| parse_backend_list(&v));
-        DiscoverOptions { backends }
+        let plugins = std::env::var(PLUGINS_ENV).map(|v| parse_plugin_list(&v)).unwrap_or_default();
+        DiscoverOptions { backends, plugins }
     }
 }
 
@@ -164,6 +170,13 @@ impl Runtime {
                 reports.push(Self::report(kind.name().to_owned(), load_builtin(kind, &LoadOptions::default())));
             }
         }
+        let mut failed_plugins = Vec::new();
+        for path in &opts.plugins {
+            if let Err(err) = Self::load_plugin(path) {
+                let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into());
+                failed_plugins.push(BackendReport::new(name, BackendStatus::Unavailable(err), None));
+            }
+        }
         let plugins: Vec<Arc<dyn DynBackend>> = PLUGINS.read().unwrap_or_else(|p| p.into_inner()).clone();
         for plugin in plugins {
             let name = plugin.kind().name().to_owned();
@@ -171,6 +184,7 @@ impl Runtime {
                 reports.push(Self::report(name, Ok(plugin)));
             }
         }
+        reports.extend(failed_plugins);
         for name in opts.backends.iter().flatten() {
             if !reports.iter().any(|r| &r.name == name) {
                 reports.push(BackendReport {
@@ -216,17 +230,58 @@ impl Runtime {
         names
     }
 
-    /// Registers a backend implemented outside gpuport (the ext device, a vendor port).
-    /// Later [`Runtime::discover`] calls include it. Its name must not clash with a
-    /// built-in backend or another plugin.
-    pub fn register_plugin<B: Backend>(backend: B) -> Result<()> {
-        let name = B::KIND.name();
+    /// Loads a device plugin: a shared library exporting `gpuport_plugin_entry` (the C ABI
+    /// of `gpuport_plugin.h`, in the `gpuport-plugin-abi` crate), written in C, C++ or
+    /// Rust. Later [`Runtime::discover`] calls include its backend, named by its table.
+    /// A library loaded before (by this path) is not loaded again.
+    ///
+    /// Everything the plugin hands back is validated first: a missing library or entry
+    /// symbol, a null or short table, another ABI major version, a missing function, a
+    /// name that clashes or cannot name a device, a failing `initialize` — each is an
+    /// error naming the library, never a crash. A plugin is never unloaded.
+    pub fn load_plugin(path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        // One load at a time: two threads naming one library load it once.
+        let _one_at_a_time = plugin::LOADING.lock().unwrap_or_else(|p| p.into_inner());
+        if plugin::loaded_from(path).is_some() {
+            return Ok(());
+        }
+        let taken = |name: &str| Self::known_names().iter().any(|n| n == name);
+        let backend = plugin::load(path, taken)?;
+        Self::add_plugin(backend)
+    }
+
+    /// Loads a device plugin whose entry point is already in this process — a plugin
+    /// linked in statically, or a table made by `gpuport_plugin::entry` — as
+    /// [`Runtime::load_plugin`] loads one from a library, with the same validation.
+    ///
+    /// # Safety
+    /// `entry` is a `gpuport_plugin_entry` function: it returns null or a table laid out
+    /// as `gpuport_plugin.h` says, whose strings and functions stay valid for the life of
+    /// the process.
+    pub unsafe fn load_plugin_entry(entry: gpuport_plugin_abi::EntryFn) -> Result<()> {
+        let taken = |name: &str| Self::known_names().iter().any(|n| n == name);
+        // SAFETY: forwarded.
+        let backend = unsafe { plugin::load_entry(entry, taken) }?;
+        Self::add_plugin(backend)
+    }
+
+    /// Adds a backend to the ones discovery includes, unless its name is taken.
+    fn add_plugin(backend: Arc<dyn DynBackend>) -> Result<()> {
+        let name = backend.kind().name();
         let mut plugins = PLUGINS.write().unwrap_or_else(|p| p.into_inner());
         if BackendKind::builtin_from_name(name).is_some() || plugins.iter().any(|p| p.kind().name() == name) {
             return Err(Error::invalid_argument(format!("a backend named `{name}` is already registered")));
         }
-        plugins.push(Arc::new(backend));
+        plugins.push(backend);
         Ok(())
+    }
+
+    /// Registers a backend implemented outside gpuport (the ext device, a vendor port).
+    /// Later [`Runtime::discover`] calls include it. Its name must not clash with a
+    /// built-in backend or another plugin.
+    pub fn register_plugin<B: Backend>(backend: B) -> Result<()> {
+        Self::add_plugin(Arc::new(backend))
     }
 
     /// One row per backend considered.
@@ -359,7 +414,8 @@ mod tests {
     #[test]
     fn backend_filter_limits_and_reports_unknown_names() {
         assert_eq!(parse_backend_list(" Host , ,cuda"), vec!["host", "cuda"]);
-        let rt = Runtime::discover_with(&DiscoverOptions { backends: Some(vec!["bogus".into()]) });
+        let rt =
+            Runtime::discover_with(&DiscoverOptions { backends: Some(vec!["bogus".into()]), ..Default::default() });
         assert!(rt.report_for("host").unwrap().is_available(), "the host is always present");
         assert!(rt.report_for("cuda").is_none() && rt.report_for("rocm").is_none());
         let bogus = rt.report_for("bogus").unwrap();

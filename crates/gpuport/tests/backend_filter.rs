@@ -23,7 +23,8 @@ fn left_out_backends_are_never_opened() {
         eprintln!("no /proc/self/maps here: nothing to check");
         return;
     }
-    let only_host = Runtime::discover_with(&DiscoverOptions { backends: Some(vec!["host".into()]) });
+    let only_host =
+        Runtime::discover_with(&DiscoverOptions { backends: Some(vec!["host".into()]), ..Default::default() });
     assert!(only_host.report_for("host").is_some_and(|r| r.is_available()));
     assert!(only_host.report_for("cuda").is_none() && only_host.report_for("rocm").is_none());
     assert_eq!(mapped_vendor_libraries(), Vec::<String>::new(), "a left-out backend's library was opened");

@@ -38,8 +38,9 @@ mod text;
 fn gpuport_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     // Discovery happens at import: `gpuport.device("ext:0")` works from the first call, and
-    // no exchange pays for it later.
-    py.detach(runtime::runtime);
+    // no exchange pays for it later. Plugins installed packages name are loaded first.
+    let plugins = runtime::entry_point_plugins(py);
+    py.detach(|| runtime::init(plugins));
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("BackendUnavailable", py.get_type::<errors::BackendUnavailable>())?;
     m.add_class::<device::PyBackend>()?;

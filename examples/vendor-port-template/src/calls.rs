@@ -8,9 +8,10 @@
 use std::ffi::{c_void, CStr};
 
 use gpuport_core::{
-    BackendKind, DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, LaunchConfig, MemoryKind, ModuleImage,
-    PointerAttributes, Result, StreamFlags,
+    DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, LaunchConfig, MemoryKind, ModuleImage, PointerAttributes,
+    Result, StreamFlags,
 };
+use gpuport_driver::kernel_args::{param_pointers, ArgSlot};
 use gpuport_driver::vendor::{run_host_callback, VendorCalls};
 
 use crate::context::DeviceCtx;
@@ -29,7 +30,6 @@ unsafe extern "C" fn host_fn(user: *mut c_void) {
 pub const IMAGE_FORMAT: &str = "fakevendor";
 
 impl VendorCalls for DeviceCtx {
-    const KIND: BackendKind = KIND;
     type Stream = Handle;
     type Event = Handle;
     type Module = Handle;
@@ -177,11 +177,13 @@ impl VendorCalls for DeviceCtx {
         function: Handle,
         config: &LaunchConfig,
         stream: Handle,
-        params: *mut *mut c_void,
+        args: &mut [ArgSlot],
     ) -> Result<()> {
         let (grid, block) = (config.grid, config.block);
-        // SAFETY: forwarded: one pointer per parameter, alive for the call; the function's
-        // module stays loaded; the dimensions are three values each.
+        let mut params = param_pointers(args);
+        let params = params.as_mut_ptr();
+        // SAFETY: forwarded: one pointer per parameter, to its value, alive for the call;
+        // the function's module stays loaded; the dimensions are three values each.
         unsafe {
             result::launch_kernel(
                 self.rt.api,

@@ -23,7 +23,7 @@ pub struct DeviceCtx {
 
 /// The open devices: every handle of one device shares one context and one record of its
 /// streams.
-static OPEN: OpenDevices<DeviceCtx> = OpenDevices::new();
+static OPEN: OpenDevices<DeviceCtx> = OpenDevices::new(KIND);
 
 impl DeviceCtx {
     /// Opens (or shares the already-open) device `ordinal`.

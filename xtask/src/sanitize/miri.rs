@@ -2,16 +2,19 @@
 
 use std::process::Command;
 
-use super::{ensure_nightly, finish, Run, ALL, CONFORMANCE, INTERCHANGE, MIRI, NIGHTLY, QUEUE_STRICT, RUST_SRC};
+use super::{
+    ensure_nightly, finish, Run, ALL, CONFORMANCE, INTERCHANGE, MIRI, NIGHTLY, PLUGIN_ABI, QUEUE_STRICT, RUST_SRC,
+};
 use crate::{run, rustup_cargo};
 
-/// What Miri runs: the queue kit, the interchange crates' tests, the host and ext
-/// backends, and the conformance suite on `host` and `ext`.
+/// What Miri runs: the queue kit, the interchange crates' tests, the plugin ABI, the host
+/// and ext backends, and the conformance suite on `host` and `ext`.
 const MIRI_RUNS: &[Run] = &[
     QUEUE_STRICT[0],
     QUEUE_STRICT[1],
     INTERCHANGE[0],
     INTERCHANGE[1],
+    PLUGIN_ABI,
     Run { package: "gpuport-host", args: ALL, env: &[], strict_provenance: false },
     Run { package: "gpuport-ext", args: ALL, env: &[], strict_provenance: false },
     CONFORMANCE,

@@ -63,6 +63,10 @@ const QUEUE_STRICT: [Run; 2] = [
 ];
 
 /// The interchange crates' unit and integration tests.
+/// The plugin ABI's Rust side, both ways: the loader's tests drive the ext device through
+/// the C table `gpuport-plugin` exports, and feed the loader spoiled tables.
+const PLUGIN_ABI: Run = Run { package: "gpuport", args: &["--lib", "plugin::"], env: &[], strict_provenance: false };
+
 const INTERCHANGE: [Run; 2] = [
     Run { package: "gpuport-dlpack", args: ALL, env: &[], strict_provenance: true },
     Run { package: "gpuport-cai", args: ALL, env: &[], strict_provenance: false },

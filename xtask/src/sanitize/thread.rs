@@ -20,6 +20,9 @@ const THREAD_RUNS: &[Run] = &[
     INTERCHANGE[0],
     INTERCHANGE[1],
     CONFORMANCE,
+    // The ext device loaded as a plugin: the loader, the vendor kit and the exported port
+    // on the ext device's threads, through the whole suite.
+    Run { package: "gpuport-ext-plugin", args: ALL, env: &[], strict_provenance: false },
 ];
 
 /// What CI runs under ThreadSanitizer on every change: the software devices and the

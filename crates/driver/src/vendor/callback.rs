@@ -7,7 +7,7 @@ use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use gpuport_core::{BackendKind, Error, HostCallback, Result};
+use gpuport_core::{BackendKind, DeviceId, Error, HostCallback, Result};
 
 use super::stream_errors::StreamErrors;
 
@@ -27,17 +27,36 @@ pub fn refuse_in_callback(kind: BackendKind, call: &str) -> Result<()> {
     Ok(())
 }
 
+/// A stream as an error names it (`0x… on cuda:0`): two words, written out only when a
+/// callback's failure is recorded — never on the enqueue path.
+#[derive(Clone, Copy)]
+pub(super) struct StreamName {
+    pub(super) raw: usize,
+    pub(super) device: DeviceId,
+}
+
+impl std::fmt::Display for StreamName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#x} on {}", self.raw, self.device)
+    }
+}
+
 /// A host callback on its way through the driver.
 pub(super) struct Callback {
     f: HostCallback,
     errors: Arc<StreamErrors>,
-    stream: String,
+    stream: StreamName,
     /// The backend whose driver runs it (whose calls it may not make).
     kind: BackendKind,
 }
 
 impl Callback {
-    pub(super) fn boxed(f: HostCallback, errors: Arc<StreamErrors>, stream: String, kind: BackendKind) -> *mut c_void {
+    pub(super) fn boxed(
+        f: HostCallback,
+        errors: Arc<StreamErrors>,
+        stream: StreamName,
+        kind: BackendKind,
+    ) -> *mut c_void {
         Box::into_raw(Box::new(Callback { f, errors, stream, kind })).cast()
     }
 
@@ -67,7 +86,8 @@ pub unsafe fn run_host_callback(user: *mut c_void) {
             let outcome = catch_unwind(AssertUnwindSafe(f));
             IN_CALLBACK.with(|c| c.set(None));
             if let Err(unwound) = outcome {
-                errors.record(Error::StreamWork { stream, message: gpuport_core::unwound_work_message(&*unwound) });
+                let message = gpuport_core::unwound_work_message(&*unwound);
+                errors.record(Error::StreamWork { stream: stream.to_string(), message });
             }
         })
     }));

@@ -7,6 +7,7 @@
 
 use std::ffi::{c_void, CStr};
 
+use crate::kernel_args::ArgSlot;
 use gpuport_core::{
     BackendKind, DeviceId, DeviceInfo, EventFlags, HostAllocFlags, LaunchConfig, ModuleImage, PointerAttributes,
     Result, StreamFlags,
@@ -43,15 +44,17 @@ impl RawHandle for usize {
 /// method one checked driver call; the kit makes the device current first, except where a
 /// method says it binds itself).
 pub trait VendorCalls: Send + Sync + Sized + 'static {
-    /// The backend (`BackendKind::Cuda`, `BackendKind::Rocm`).
-    const KIND: BackendKind;
     /// The vendor's stream handle (`CUstream`, `hipStream_t`).
     type Stream: RawHandle;
     /// The vendor's event handle.
     type Event: RawHandle;
 
-    /// The device.
+    /// The device (its `kind` is the backend's: `BackendKind::Cuda`, a plugin's name).
     fn device_id(&self) -> DeviceId;
+    /// The backend: the device's kind.
+    fn kind(&self) -> BackendKind {
+        self.device_id().kind
+    }
     /// Makes the device current on the calling thread.
     fn bind(&self) -> Result<()>;
 
@@ -145,18 +148,19 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
     /// # Safety
     /// The range is valid memory of this device.
     unsafe fn memset(&self, dst: u64, value: u8, len: usize) -> Result<()>;
-    /// Queues `kernel` on `stream` with the launch geometry of `config`.
+    /// Queues `kernel` on `stream` with the launch geometry of `config` and one packed
+    /// argument per kernel parameter (a driver taking a pointer per parameter gets them
+    /// from [`param_pointers`](crate::kernel_args::param_pointers)).
     ///
     /// # Safety
-    /// `params` points at one pointer per kernel parameter, each to a value of that
-    /// parameter's type, alive for the call; the kernel's module stays loaded until the
-    /// launch has run.
+    /// The addresses among `args` are memory of this device, alive until the launch has
+    /// run; the kernel's module stays loaded until then.
     unsafe fn launch_kernel(
         &self,
         function: Self::Function,
         config: &LaunchConfig,
         stream: Self::Stream,
-        params: *mut *mut c_void,
+        args: &mut [ArgSlot],
     ) -> Result<()>;
 
     /// The legacy default stream's handle (CUDA's `CU_STREAM_LEGACY`, HIP's null stream).

@@ -43,8 +43,8 @@ impl<V: VendorCalls> VendorDevice<V> {
     /// queue their synchronous memset on the legacy default stream and may return before
     /// the bytes land, so this waits for that stream — only that one, not the device.
     pub fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
-        if dst.device().kind != V::KIND {
-            return Err(Error::mismatch("memset", V::KIND, dst.device()));
+        if dst.device().kind != self.kind() {
+            return Err(Error::mismatch("memset", self.kind(), dst.device()));
         }
         let addr = dst.range_addr(offset, len)?;
         if len == 0 {
@@ -101,7 +101,7 @@ impl<V: VendorCalls> VendorDevice<V> {
     /// `raw` is a live event of this device and outlives every handle made from it.
     pub unsafe fn wrap_event(self: &Arc<Self>, raw: usize) -> Result<VendorEvent<V>> {
         if raw == 0 {
-            return Err(Error::invalid_handle(format!("a null event handle of {}", V::KIND)));
+            return Err(Error::invalid_handle(format!("a null event handle of {}", self.kind())));
         }
         Ok(VendorEvent::from_parts(self, RawHandle::from_raw(raw), false, EventFlags::empty()))
     }

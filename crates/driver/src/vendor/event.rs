@@ -96,7 +96,7 @@ impl<V: VendorCalls> VendorEvent<V> {
 
     /// `Event::synchronize`; refused inside a host callback (it could wait for itself).
     pub fn synchronize(&self) -> Result<()> {
-        refuse_in_callback(V::KIND, "Event::synchronize")?;
+        refuse_in_callback(self.inner.dev.kind(), "Event::synchronize")?;
         self.inner.dev.bind()?;
         self.inner.dev.event_synchronize(self.inner.raw)
     }

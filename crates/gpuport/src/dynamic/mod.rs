@@ -44,6 +44,14 @@ macro_rules! plugin_handle {
         /// its own variant: one device never has two representations.
         #[derive(Clone)]
         pub struct $name(Arc<dyn $tr>);
+
+        impl $name {
+            /// A handle of a backend that implements the twin trait directly (a plugin
+            /// loaded from a shared library, whose kind is known only at run time).
+            pub(crate) fn from_dyn(handle: Arc<dyn $tr>) -> Self {
+                $name(handle)
+            }
+        }
     };
 }
 plugin_handle!(PluginDevice, DynDevice, "A device of a backend registered at run time.");

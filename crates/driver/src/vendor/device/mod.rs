@@ -15,7 +15,7 @@ mod forward;
 use std::ops::Deref;
 use std::sync::{Arc, Mutex, Weak};
 
-use gpuport_core::{DeviceId, Error, Result};
+use gpuport_core::{BackendKind, DeviceId, Error, Result};
 
 use crate::vendor::calls::VendorCalls;
 use crate::vendor::lock;
@@ -49,19 +49,14 @@ impl<V: VendorCalls> VendorDevice<V> {
 /// backend keeps one in a `static`; a device is closed (its context released) when its
 /// last handle is gone.
 pub struct OpenDevices<V: VendorCalls> {
+    kind: BackendKind,
     live: Mutex<Vec<Weak<VendorDevice<V>>>>,
 }
 
-impl<V: VendorCalls> Default for OpenDevices<V> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl<V: VendorCalls> OpenDevices<V> {
-    /// No device open yet.
-    pub const fn new() -> Self {
-        OpenDevices { live: Mutex::new(Vec::new()) }
+    /// No device of backend `kind` open yet.
+    pub const fn new(kind: BackendKind) -> Self {
+        OpenDevices { kind, live: Mutex::new(Vec::new()) }
     }
 
     /// Device `ordinal` of `count`: the open one if a handle holds it, else a new one from
@@ -69,7 +64,7 @@ impl<V: VendorCalls> OpenDevices<V> {
     /// `DeviceNotFound` past the count.
     pub fn open(&self, ordinal: u32, count: u32, open: impl FnOnce() -> Result<V>) -> Result<Arc<VendorDevice<V>>> {
         if ordinal >= count {
-            return Err(Error::DeviceNotFound { device: DeviceId::new(V::KIND, ordinal), count });
+            return Err(Error::DeviceNotFound { device: DeviceId::new(self.kind, ordinal), count });
         }
         let mut live = lock(&self.live);
         if let Some(dev) = live.get(ordinal as usize).and_then(Weak::upgrade) {

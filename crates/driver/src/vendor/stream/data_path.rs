@@ -4,8 +4,6 @@
 //! before the driver sees it, and every buffer and kernel the queued work touches is
 //! parked until that work has run.
 
-use std::ffi::c_void;
-
 use gpuport_core::{check_copy, Buffer, Kernel, KernelArg, LaunchConfig, Result};
 
 use super::{refuse_in_callback, VendorCalls, VendorStream};
@@ -31,8 +29,8 @@ impl<V: VendorCalls> VendorStream<V> {
         }
         let raw = self.raw()?;
         let (sd, dd) = (src.device(), dst.device());
-        let peer = sd.kind == V::KIND
-            && dd.kind == V::KIND
+        let peer = sd.kind == self.inner.dev.kind()
+            && dd.kind == self.inner.dev.kind()
             && sd != dd
             && !src.is_host_accessible()
             && !dst.is_host_accessible();
@@ -64,7 +62,7 @@ impl<V: VendorCalls> VendorStream<V> {
     /// `Stream::write`: copies `src` into the buffer and waits for it (the slice is only
     /// borrowed). Refused inside a host callback of this backend.
     pub fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize) -> Result<()> {
-        refuse_in_callback(V::KIND, "a blocking Stream::write")?;
+        refuse_in_callback(self.inner.dev.kind(), "a blocking Stream::write")?;
         let d = self.reachable_addr(dst, dst_offset, src.len(), "write")?;
         if src.is_empty() {
             return Ok(());
@@ -79,7 +77,7 @@ impl<V: VendorCalls> VendorStream<V> {
     /// `Stream::read`: copies from the buffer into `dst` and waits for it. Refused inside a
     /// host callback of this backend.
     pub fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8]) -> Result<()> {
-        refuse_in_callback(V::KIND, "a blocking Stream::read")?;
+        refuse_in_callback(self.inner.dev.kind(), "a blocking Stream::read")?;
         let s = self.reachable_addr(src, src_offset, dst.len(), "read")?;
         if dst.is_empty() {
             return Ok(());
@@ -111,12 +109,10 @@ impl<V: VendorCalls> VendorStream<V> {
         config.validate()?;
         let PackedArgs { mut values, mut keep } = pack_kernel_args(args, |b| self.own_memory(b, "launch"))?;
         keep.push(Keep::Kernel(kernel.clone()));
-        let mut params: Vec<*mut c_void> = values.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
         let raw = self.raw()?;
-        // SAFETY: `params` holds one pointer per packed argument, into `values`, alive for
-        // the call (the driver copies them); the kernel keeps its module loaded and is
-        // parked below until the launch has run.
-        unsafe { self.dev().launch_kernel(function, config, raw, params.as_mut_ptr()) }?;
+        // SAFETY: the arguments are packed from checked buffers and scalars; the kernel
+        // keeps its module loaded and is parked below until the launch has run.
+        unsafe { self.dev().launch_kernel(function, config, raw, &mut values) }?;
         self.park(keep)
     }
 }

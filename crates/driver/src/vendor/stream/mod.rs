@@ -28,7 +28,7 @@ use std::thread::ThreadId;
 use gpuport_core::release::Deferred;
 use gpuport_core::{Buffer, DeviceId, Error, HostCallback, Ownership, Result, StreamFlags};
 
-use super::callback::{refuse_in_callback, Callback, IN_CALLBACK};
+use super::callback::{refuse_in_callback, Callback, StreamName, IN_CALLBACK};
 use super::calls::{RawHandle, VendorCalls};
 use super::device::VendorDevice;
 use super::lock;
@@ -62,7 +62,7 @@ impl<V: VendorCalls> DeviceStreams<V> {
     /// synchronize clears it), clearing it for a dropped stream (reported once, here).
     /// Refused from inside a host callback.
     pub fn synchronize(&self, dev: &V) -> Result<()> {
-        refuse_in_callback(V::KIND, "Device::synchronize")?;
+        refuse_in_callback(dev.kind(), "Device::synchronize")?;
         dev.bind()?;
         dev.device_synchronize()?;
         let all: Vec<Arc<StreamErrors>> = lock(&self.errors).clone();
@@ -168,7 +168,7 @@ impl<V: VendorCalls> StreamState<V> {
     fn release_after_work(&self, keep: Vec<Keep>) {
         let here = self.thread.is_none_or(|t| t == std::thread::current().id());
         if here {
-            let user = Callback::boxed(Box::new(move || drop(keep)), self.errors.clone(), self.name(), V::KIND);
+            let user = Callback::boxed(Box::new(move || drop(keep)), self.errors.clone(), self.name(), self.dev.kind());
             match self.dev.launch_host_callback(self.raw, user) {
                 Ok(()) => {}
                 Err(e) => {
@@ -187,8 +187,8 @@ impl<V: VendorCalls> StreamState<V> {
         }
     }
 
-    fn name(&self) -> String {
-        format!("{:#x} on {}", self.raw.to_raw(), self.dev.device_id())
+    fn name(&self) -> StreamName {
+        StreamName { raw: self.raw.to_raw(), device: self.dev.device_id() }
     }
 }
 
@@ -270,7 +270,7 @@ impl<V: VendorCalls> VendorStream<V> {
     /// The vendor handle, once the calling thread may use it (not a host callback's; the
     /// per-thread default stream only on its own thread) and the device is current.
     pub fn raw(&self) -> Result<V::Stream> {
-        if IN_CALLBACK.with(Cell::get) == Some(V::KIND) {
+        if IN_CALLBACK.with(Cell::get) == Some(self.inner.dev.kind()) {
             return Err(Error::invalid_argument(format!(
                 "a call on a stream of {} inside a host callback (the driver forbids it; queue the work instead)",
                 self.inner.dev.device_id()
@@ -327,12 +327,12 @@ impl<V: VendorCalls> VendorStream<V> {
     /// or from: memory of any device of its backend, or host-accessible memory (pinned,
     /// managed, another backend's pinned). Anything else is `BackendMismatch`.
     pub fn reachable_addr(&self, buffer: &Buffer, offset: usize, len: usize, op: &'static str) -> Result<u64> {
-        if buffer.device().kind == V::KIND || buffer.is_host_accessible() {
+        if buffer.device().kind == self.inner.dev.kind() || buffer.is_host_accessible() {
             return buffer.range_addr(offset, len);
         }
         Err(Error::BackendMismatch {
             operation: op,
-            expected: format!("{} or host-accessible memory", V::KIND),
+            expected: format!("{} or host-accessible memory", self.inner.dev.kind()),
             found: format!("{:?} memory of {}", buffer.memory(), buffer.device()),
         })
     }
@@ -340,8 +340,8 @@ impl<V: VendorCalls> VendorStream<V> {
     /// `BackendMismatch` unless `buffer` is memory of this backend (memset targets, kernel
     /// arguments).
     pub fn own_memory(&self, buffer: &Buffer, op: &'static str) -> Result<()> {
-        if buffer.device().kind != V::KIND {
-            return Err(Error::mismatch(op, V::KIND, buffer.device()));
+        if buffer.device().kind != self.inner.dev.kind() {
+            return Err(Error::mismatch(op, self.inner.dev.kind(), buffer.device()));
         }
         Ok(())
     }
@@ -356,7 +356,7 @@ impl<V: VendorCalls> VendorStream<V> {
     /// it drops is released on the release thread.
     pub fn host_callback(&self, f: HostCallback) -> Result<()> {
         let raw = self.raw()?;
-        let user = Callback::boxed(f, self.inner.errors.clone(), self.inner.name(), V::KIND);
+        let user = Callback::boxed(f, self.inner.errors.clone(), self.inner.name(), self.inner.dev.kind());
         self.inner.dev.launch_host_callback(raw, user).inspect_err(|_| {
             // SAFETY: the runtime refused the callback, so `user` was not handed over.
             drop(unsafe { Callback::reclaim(user) });
@@ -372,7 +372,7 @@ impl<V: VendorCalls> VendorStream<V> {
     /// `Stream::synchronize`: waits, releases what the work kept, and reports (once) the
     /// first error of work found outside a call. Refused inside a host callback.
     pub fn synchronize(&self) -> Result<()> {
-        refuse_in_callback(V::KIND, "Stream::synchronize")?;
+        refuse_in_callback(self.inner.dev.kind(), "Stream::synchronize")?;
         let raw = self.raw()?;
         self.inner.dev.stream_synchronize(raw)?;
         lock(&self.inner.parked).release_all(&StreamFence(&self.inner));

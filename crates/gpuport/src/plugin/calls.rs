@@ -1,0 +1,401 @@
+//! A loaded plugin's device context: the vendor kit's call table ([`VendorCalls`]) over
+//! the plugin's C table, one checked call (`result`) per method. The kit builds the whole
+//! Device/Stream/Event contract on it, as for CUDA and ROCm.
+
+use std::ffi::{c_void, CStr};
+use std::sync::Arc;
+
+use gpuport_core::{
+    BackendKind, DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, LaunchConfig, MemoryKind, ModuleImage,
+    PointerAttributes, Result, StreamFlags,
+};
+use gpuport_driver::kernel_args::ArgSlot;
+use gpuport_driver::release::Deferred;
+use gpuport_driver::vendor::{run_host_callback, OpenDevices, VendorCalls, VendorDevice};
+use gpuport_plugin_abi as abi;
+
+use super::table::{array_text, Table};
+
+/// What every device of one loaded plugin shares: its table and its open devices.
+pub(crate) struct Shared {
+    pub(crate) table: Table,
+    pub(crate) open: OpenDevices<PluginCalls>,
+    pub(crate) count: u32,
+}
+
+/// Closes the plugin's device when the last handle of it is gone, on the release thread.
+struct Opened {
+    shared: Arc<Shared>,
+    raw: *mut abi::Device,
+    id: DeviceId,
+}
+
+// SAFETY: the header allows every call from any thread; the pointer is the plugin's
+// opaque device, never dereferenced here.
+unsafe impl Send for Opened {}
+
+impl Drop for Opened {
+    fn drop(&mut self) {
+        // SAFETY: opened once in `PluginCalls::open`, closed once here, after the last
+        // handle of the device (the kit holds the context in every handle).
+        if let Err(e) = unsafe { self.shared.table.device_close(self.raw) } {
+            log::warn!("closing {}: {e}", self.id);
+        }
+    }
+}
+
+/// One opened device of a loaded plugin.
+pub(crate) struct PluginCalls {
+    shared: Arc<Shared>,
+    raw: *mut abi::Device,
+    id: DeviceId,
+    legacy: abi::Stream,
+    total_memory: usize,
+    _opened: Deferred<Opened>,
+}
+
+// SAFETY: the header allows every call from any thread, concurrently; the struct is
+// immutable after construction.
+unsafe impl Send for PluginCalls {}
+// SAFETY: as above.
+unsafe impl Sync for PluginCalls {}
+
+impl PluginCalls {
+    /// Opens (or shares the already-open) device `ordinal`.
+    pub(crate) fn open(shared: &Arc<Shared>, ordinal: u32) -> Result<Arc<VendorDevice<PluginCalls>>> {
+        shared.open.open(ordinal, shared.count, || {
+            let t = &shared.table;
+            let raw = t.device_open(ordinal)?;
+            let id = DeviceId::new(t.kind, ordinal);
+            let opened = Deferred::new(Opened { shared: shared.clone(), raw, id });
+            // SAFETY: `raw` was just opened.
+            let legacy = unsafe { t.legacy_stream(raw) }?;
+            // SAFETY: as above.
+            let total_memory = unsafe { t.device_info(raw) }?.total_memory;
+            let total_memory = usize::try_from(total_memory).unwrap_or(usize::MAX);
+            Ok(PluginCalls { shared: shared.clone(), raw, id, legacy, total_memory, _opened: opened })
+        })
+    }
+
+    fn t(&self) -> &Table {
+        &self.shared.table
+    }
+
+    /// The open device of this plugin with id `id` (a peer of a copy).
+    fn peer_raw(&self, id: DeviceId) -> Result<*mut abi::Device> {
+        if id.kind != self.id.kind {
+            return Err(Error::mismatch("copy between devices", self.id.kind, id));
+        }
+        self.shared
+            .open
+            .live(id.ordinal)
+            .map(|d| d.raw)
+            .ok_or_else(|| Error::invalid_handle(format!("{id} is not open")))
+    }
+}
+
+/// The trampoline the plugin calls for a host function: the kit's, which never unwinds.
+unsafe extern "C" fn host_func(user: *mut c_void) {
+    // SAFETY: `user` is what `launch_host_callback` handed the plugin, called once.
+    unsafe { run_host_callback(user) }
+}
+
+fn stream_flags(flags: StreamFlags) -> u32 {
+    if flags.contains(StreamFlags::NON_BLOCKING) {
+        abi::stream_flags::NON_BLOCKING
+    } else {
+        0
+    }
+}
+
+fn event_flags(flags: EventFlags) -> u32 {
+    let mut bits = 0;
+    if flags.contains(EventFlags::BLOCKING_SYNC) {
+        bits |= abi::event_flags::BLOCKING_SYNC;
+    }
+    if flags.contains(EventFlags::DISABLE_TIMING) {
+        bits |= abi::event_flags::DISABLE_TIMING;
+    }
+    bits
+}
+
+fn host_alloc_flags(flags: HostAllocFlags) -> u32 {
+    let mut bits = 0;
+    for (flag, bit) in [
+        (HostAllocFlags::PORTABLE, abi::host_alloc_flags::PORTABLE),
+        (HostAllocFlags::DEVICE_MAP, abi::host_alloc_flags::DEVICE_MAP),
+        (HostAllocFlags::WRITE_COMBINED, abi::host_alloc_flags::WRITE_COMBINED),
+    ] {
+        if flags.contains(flag) {
+            bits |= bit;
+        }
+    }
+    bits
+}
+
+/// The format tag and bytes a plugin is given for an image.
+fn image_parts<'a>(image: &ModuleImage<'a>) -> (&'a str, &'a [u8]) {
+    match *image {
+        ModuleImage::Ptx(text) => ("ptx", text.as_bytes()),
+        ModuleImage::Cubin(bytes) => ("cubin", bytes),
+        ModuleImage::HipCodeObject(bytes) => ("hsaco", bytes),
+        ModuleImage::Registered(name) => ("registered", name.as_bytes()),
+        ModuleImage::Custom { format, bytes } => (format, bytes),
+        _ => ("unknown", &[]),
+    }
+}
+
+impl VendorCalls for PluginCalls {
+    type Stream = abi::Stream;
+    type Event = abi::Event;
+    type Module = abi::Module;
+    type Function = abi::Function;
+
+    fn device_id(&self) -> DeviceId {
+        self.id
+    }
+    fn kind(&self) -> BackendKind {
+        self.id.kind
+    }
+    fn bind(&self) -> Result<()> {
+        // Plugins have no current device: every call names its device.
+        Ok(())
+    }
+    fn info(&self) -> Result<DeviceInfo> {
+        // SAFETY: this device is open.
+        let info = unsafe { self.t().device_info(self.raw) }?;
+        let name = array_text(&info.name)
+            .filter(|n| !n.trim().is_empty())
+            .ok_or_else(|| Error::invalid_argument(format!("{}: device_info gave no name", self.id)))?;
+        let arch = array_text(&info.arch)
+            .ok_or_else(|| Error::invalid_argument(format!("{}: device_info's arch has no NUL", self.id)))?;
+        let compute = (info.compute_major >= 0 && info.compute_minor >= 0)
+            .then_some((info.compute_major as u32, info.compute_minor as u32));
+        Ok(DeviceInfo {
+            id: self.id,
+            name,
+            total_memory: info.total_memory,
+            compute_capability: compute,
+            arch: (!arch.is_empty()).then_some(arch),
+            multiprocessors: (info.multiprocessors > 0).then_some(info.multiprocessors),
+            pci_bus_id: None,
+            uuid: None,
+        })
+    }
+    fn can_access_peer(&self, peer: &Self) -> Result<bool> {
+        // SAFETY: both devices are open (each handle holds its context).
+        unsafe { self.t().can_access_peer(self.raw, peer.raw) }
+    }
+    fn enable_peer_access(&self, peer: &Self) -> Result<()> {
+        // SAFETY: as above.
+        unsafe { self.t().enable_peer_access(self.raw, peer.raw) }
+    }
+    fn pointer_attributes(&self, addr: u64) -> Result<PointerAttributes> {
+        // SAFETY: this device is open.
+        let a = unsafe { self.t().pointer_attributes(self.raw, addr) }?;
+        let memory = match a.memory {
+            abi::memory_kind::UNREGISTERED => return Ok(PointerAttributes::unregistered()),
+            abi::memory_kind::DEVICE => MemoryKind::Device,
+            abi::memory_kind::PINNED_HOST => MemoryKind::PinnedHost,
+            abi::memory_kind::MANAGED => MemoryKind::Managed,
+            abi::memory_kind::HOST => MemoryKind::Host,
+            other => {
+                return Err(Error::invalid_argument(format!(
+                    "{}: pointer_attributes gave memory kind {other}, which the ABI does not have",
+                    self.id
+                )))
+            }
+        };
+        let device = match u32::try_from(a.device_ordinal) {
+            Ok(ordinal) if ordinal < self.shared.count => Some(DeviceId::new(self.id.kind, ordinal)),
+            Ok(ordinal) => {
+                return Err(Error::invalid_argument(format!(
+                    "{}: pointer_attributes named device {ordinal} of {}",
+                    self.id, self.shared.count
+                )))
+            }
+            Err(_) => None,
+        };
+        Ok(PointerAttributes {
+            device,
+            memory,
+            host_accessible: a.host_accessible != 0,
+            device_accessible: a.device_accessible != 0,
+            managed: a.managed != 0,
+            allocation: (a.allocation_len > 0)
+                .then(|| usize::try_from(a.allocation_len).ok().map(|len| (a.allocation_base, len)))
+                .flatten(),
+        })
+    }
+    fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        // SAFETY: this device is open.
+        unsafe { self.t().stream_priority_range(self.raw) }
+    }
+    fn stream_create(&self, flags: StreamFlags, priority: i32) -> Result<abi::Stream> {
+        // SAFETY: as above.
+        unsafe { self.t().stream_create(self.raw, stream_flags(flags), priority) }
+    }
+    fn per_thread_stream_handle(&self) -> Result<abi::Stream> {
+        // SAFETY: as above.
+        unsafe { self.t().per_thread_stream(self.raw) }
+    }
+    fn event_create(&self, flags: EventFlags) -> Result<abi::Event> {
+        // SAFETY: as above.
+        unsafe { self.t().event_create(self.raw, event_flags(flags)) }
+    }
+    fn event_synchronize(&self, event: abi::Event) -> Result<()> {
+        // SAFETY: the kit passes only live events of this device.
+        unsafe { self.t().event_synchronize(self.raw, event) }
+    }
+    fn event_elapsed_ms(&self, start: abi::Event, end: abi::Event) -> Result<f32> {
+        // SAFETY: as above.
+        unsafe { self.t().event_elapsed_ms(self.raw, start, end) }
+    }
+    fn event_record(&self, event: abi::Event, stream: abi::Stream) -> Result<()> {
+        // SAFETY: as above, and a live stream.
+        unsafe { self.t().event_record(self.raw, event, stream) }
+    }
+    fn event_done(&self, event: abi::Event) -> Result<bool> {
+        // SAFETY: as above.
+        unsafe { self.t().event_query(self.raw, event) }
+    }
+    fn event_destroy(&self, event: abi::Event) -> Result<()> {
+        // SAFETY: the kit destroys each event it created once.
+        unsafe { self.t().event_destroy(self.raw, event) }
+    }
+    fn stream_done(&self, stream: abi::Stream) -> Result<bool> {
+        // SAFETY: the kit passes only live streams of this device.
+        unsafe { self.t().stream_query(self.raw, stream) }
+    }
+    fn stream_synchronize(&self, stream: abi::Stream) -> Result<()> {
+        // SAFETY: as above.
+        unsafe { self.t().stream_synchronize(self.raw, stream) }
+    }
+    fn device_synchronize(&self) -> Result<()> {
+        // SAFETY: this device is open.
+        unsafe { self.t().device_synchronize(self.raw) }
+    }
+    fn stream_destroy(&self, stream: abi::Stream) -> Result<()> {
+        // SAFETY: the kit destroys each stream it created once.
+        unsafe { self.t().stream_destroy(self.raw, stream) }
+    }
+    fn launch_host_callback(&self, stream: abi::Stream, user: *mut c_void) -> Result<()> {
+        // SAFETY: a live stream; `host_func(user)` runs the kit's callback once.
+        unsafe { self.t().stream_launch_host_func(self.raw, stream, host_func, user) }
+    }
+    fn stream_wait_event(&self, stream: abi::Stream, event: abi::Event) -> Result<()> {
+        // SAFETY: live handles of this device.
+        unsafe { self.t().stream_wait_event(self.raw, stream, event) }
+    }
+    unsafe fn memcpy_async(&self, dst: u64, src: u64, len: usize, stream: abi::Stream) -> Result<()> {
+        // SAFETY: forwarded: both ranges stay valid until the copy has run.
+        unsafe { self.t().memcpy_async(self.raw, dst, src, len, stream) }
+    }
+    unsafe fn memcpy_peer_async(
+        &self,
+        dst: u64,
+        dst_device: DeviceId,
+        src: u64,
+        src_device: DeviceId,
+        len: usize,
+        stream: abi::Stream,
+    ) -> Result<()> {
+        let (dst_raw, src_raw) = (self.peer_raw(dst_device)?, self.peer_raw(src_device)?);
+        // SAFETY: forwarded; both devices are open (their buffers hold them).
+        unsafe { self.t().memcpy_peer_async(self.raw, dst, dst_raw, src, src_raw, len, stream) }
+    }
+    unsafe fn memset_async(&self, dst: u64, value: u8, len: usize, stream: abi::Stream) -> Result<()> {
+        // SAFETY: forwarded: the range stays valid until the memset has run.
+        unsafe { self.t().memset_async(self.raw, dst, value, len, stream) }
+    }
+    unsafe fn memset(&self, dst: u64, value: u8, len: usize) -> Result<()> {
+        // The synchronous memset is one on the legacy default stream; the kit then waits
+        // for that stream.
+        // SAFETY: forwarded: a valid range of this device's memory.
+        unsafe { self.t().memset_async(self.raw, dst, value, len, self.legacy) }
+    }
+    unsafe fn launch_kernel(
+        &self,
+        function: abi::Function,
+        config: &LaunchConfig,
+        stream: abi::Stream,
+        args: &mut [ArgSlot],
+    ) -> Result<()> {
+        let args: Vec<abi::KernelArg> = args
+            .iter()
+            .map(|a| abi::KernelArg {
+                kind: if a.is_address { abi::kernel_arg_kind::ADDRESS } else { abi::kernel_arg_kind::SCALAR },
+                size: a.size,
+                value: a.value[0],
+                dtype_code: a.dtype.code() as u8,
+                dtype_bits: a.dtype.bits(),
+                dtype_lanes: a.dtype.lanes(),
+                reserved: 0,
+            })
+            .collect();
+        if let Some(big) = args.iter().find(|a| a.size > 8) {
+            return Err(Error::invalid_argument(format!(
+                "a {}-byte kernel argument: a plugin's launch takes scalars of up to 8 bytes",
+                big.size
+            )));
+        }
+        let config =
+            abi::LaunchConfig { grid: config.grid, block: config.block, shared_mem_bytes: config.shared_mem_bytes };
+        // SAFETY: forwarded: a kernel of a loaded module, a live stream, addresses valid
+        // until the launch has run.
+        unsafe { self.t().launch_kernel(self.raw, function, &config, stream, &args) }
+    }
+    fn legacy_stream_handle(&self) -> abi::Stream {
+        self.legacy
+    }
+    fn total_memory(&self) -> usize {
+        self.total_memory
+    }
+    fn mem_alloc(&self, bytes: usize) -> Result<u64> {
+        // SAFETY: this device is open.
+        unsafe { self.t().mem_alloc(self.raw, self.id, bytes) }
+    }
+    fn mem_alloc_managed(&self, bytes: usize) -> Result<u64> {
+        // SAFETY: as above.
+        unsafe { self.t().mem_alloc_managed(self.raw, self.id, bytes) }
+    }
+    fn mem_alloc_host(&self, bytes: usize, flags: HostAllocFlags) -> Result<u64> {
+        // SAFETY: as above.
+        unsafe { self.t().mem_alloc_host(self.raw, self.id, bytes, host_alloc_flags(flags)) }
+    }
+    fn stream_ordered_supported(&self) -> Result<()> {
+        match self.t().api.mem_alloc_async {
+            Some(_) => Ok(()),
+            None => Err(Error::unsupported(self.id.kind, "stream-ordered allocation (the plugin has none)")),
+        }
+    }
+    unsafe fn mem_alloc_async(&self, bytes: usize, stream: abi::Stream) -> Result<u64> {
+        // SAFETY: forwarded: a live stream of this device.
+        unsafe { self.t().mem_alloc_async(self.raw, self.id, bytes, stream) }
+    }
+    unsafe fn mem_free(&self, addr: u64) -> Result<()> {
+        // SAFETY: forwarded: allocated here, freed once, unused.
+        unsafe { self.t().mem_free(self.raw, addr) }
+    }
+    unsafe fn mem_free_host(&self, addr: u64) -> Result<()> {
+        // SAFETY: as above.
+        unsafe { self.t().mem_free_host(self.raw, addr) }
+    }
+    unsafe fn mem_free_async(&self, addr: u64, stream: abi::Stream) -> Result<()> {
+        // SAFETY: forwarded: allocated in stream order, freed once; a live stream.
+        unsafe { self.t().mem_free_async(self.raw, addr, stream) }
+    }
+    fn module_load(&self, image: ModuleImage<'_>) -> Result<abi::Module> {
+        let (format, bytes) = image_parts(&image);
+        // SAFETY: this device is open.
+        unsafe { self.t().module_load(self.raw, format, bytes) }
+    }
+    unsafe fn module_unload(&self, module: abi::Module) -> Result<()> {
+        // SAFETY: forwarded: loaded here, unloaded once, no later launch.
+        unsafe { self.t().module_unload(self.raw, module) }
+    }
+    unsafe fn module_function(&self, module: abi::Module, name: &CStr) -> Result<abi::Function> {
+        // SAFETY: forwarded: a loaded module of this device.
+        unsafe { self.t().module_function(self.raw, module, name.as_ptr()) }
+    }
+}

@@ -1,0 +1,200 @@
+//! The loader against tables made in this process: a Rust backend behind the C function
+//! table (the ext device, through `gpuport-plugin`), and that table spoiled one way at a
+//! time. Runs under Miri too: the Rust side of the ABI, both directions.
+
+use std::ffi::c_char;
+
+use gpuport_core::{DefaultStream, Error, EventFlags, StreamFlags};
+use gpuport_ext::ExtBackend;
+use gpuport_plugin_abi as abi;
+
+use super::table::Table;
+use super::{backend_of, LoadedBackend};
+use crate::dynamic::DynBackend;
+
+/// The backend of a table made in this process: validated, initialised.
+///
+/// # Safety
+/// `api` is null or a table whose strings and functions stay valid for the test.
+unsafe fn backend_of_table(
+    api: *const abi::PluginApi,
+    name_taken: impl Fn(&str) -> bool,
+) -> Result<std::sync::Arc<LoadedBackend>, Error> {
+    // SAFETY: forwarded.
+    backend_of(unsafe { Table::validate(api, name_taken) }?)
+}
+
+/// A correct table: the ext device, exported under `name`.
+fn good(name: &'static str) -> abi::PluginApi {
+    // SAFETY: the entry returns its static table (non-null: the ext backend loads).
+    let mut api = unsafe { *gpuport_plugin::entry::<ExtBackend>(Some("extabi"), gpuport_plugin::no_init) };
+    // One export per backend type: each test's copy gets a name of its own.
+    let name = std::ffi::CString::new(name).unwrap();
+    api.name = Box::leak(name.into_boxed_c_str()).as_ptr();
+    api
+}
+
+/// What loading `api` says.
+fn load(api: &abi::PluginApi) -> Result<std::sync::Arc<LoadedBackend>, Error> {
+    // SAFETY: `api` lives for the test; its functions are the ext plugin's, which stays in
+    // this process.
+    unsafe { backend_of_table(api, |_| false) }
+}
+
+fn refused(api: &abi::PluginApi, needle: &str) {
+    match load(api) {
+        Ok(_) => panic!("a table that should be refused ({needle}) was loaded"),
+        Err(e) => assert!(e.to_string().contains(needle), "{e}\n(expected it to say {needle:?})"),
+    }
+}
+
+#[test]
+fn a_rust_backend_behind_the_c_table_runs_streams_events_and_copies() {
+    let backend = load(&good("extabi")).unwrap();
+    assert_eq!(backend.kind().name(), "extabi");
+    let devices = backend.devices().unwrap();
+    assert_eq!(devices.len(), 2);
+    assert!(devices.iter().enumerate().all(|(i, d)| d.id.ordinal as usize == i && !d.name.is_empty()));
+    let dev = backend.open(0).unwrap();
+    let s = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    let (a, b) = (dev.alloc(4099).unwrap(), dev.alloc(4099).unwrap());
+    let data: Vec<u8> = (0..4099u32).map(|i| (i * 7) as u8).collect();
+    s.write(&data, &a, 0).unwrap();
+    s.memset(&b, 0, 4099, 9).unwrap();
+    s.copy(&a, 1, &b, 2, 4000).unwrap();
+    let ev = dev.create_event(EventFlags::empty()).unwrap();
+    s.record(&ev).unwrap();
+    ev.synchronize().unwrap();
+    assert!(ev.query().unwrap());
+    let mut out = vec![0u8; 4099];
+    s.read(&b, 0, &mut out).unwrap();
+    assert_eq!(&out[..2], &[9, 9]);
+    assert_eq!(&out[2..4002], &data[1..4001]);
+    assert_eq!(&out[4002..], &[9; 97]);
+    let attrs = dev.pointer_attributes(a.addr() + 5).unwrap();
+    assert_eq!(attrs.device, Some(dev.id()));
+    // The legacy default stream, a callback, and a device-wide synchronize.
+    let legacy = dev.default_stream(DefaultStream::Legacy).unwrap();
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = ran.clone();
+    legacy.host_callback(Box::new(move || flag.store(true, std::sync::atomic::Ordering::SeqCst))).unwrap();
+    dev.synchronize().unwrap();
+    assert!(ran.load(std::sync::atomic::Ordering::SeqCst));
+    // What the exported backend lacks is Unsupported, as the loader reports it.
+    assert!(matches!(dev.default_stream(DefaultStream::PerThread), Err(Error::Unsupported { .. })));
+    // A plugin's error crosses as gpuport's: a copy past the end (checked before the
+    // call), and a memset of memory it does not know (checked by the plugin).
+    assert!(matches!(s.copy(&a, 4000, &b, 0, 100), Err(Error::InvalidArgument { .. })));
+}
+
+#[test]
+fn no_table_is_refused() {
+    // SAFETY: a null table is what the check is for.
+    let e = unsafe { backend_of_table(std::ptr::null(), |_| false) }.err().unwrap();
+    assert!(e.to_string().contains("no table"), "{e}");
+}
+
+#[test]
+fn another_major_version_is_refused_naming_both() {
+    let mut api = good("extmajor");
+    api.abi_major = abi::ABI_MAJOR + 1;
+    refused(&api, &format!("ABI {}.{}; this gpuport speaks {}.", abi::ABI_MAJOR + 1, api.abi_minor, abi::ABI_MAJOR));
+}
+
+#[test]
+fn a_table_shorter_than_every_version_is_refused() {
+    let mut api = good("extshort");
+    api.struct_size = 8;
+    refused(&api, "fewer than");
+}
+
+#[test]
+fn nothing_past_the_declared_size_is_read() {
+    // Declared up to, not including, `launch_kernel`: the loader must see it absent (the
+    // module group incomplete), though this copy of the table has it.
+    let mut api = good("extcut");
+    api.struct_size = std::mem::offset_of!(abi::PluginApi, launch_kernel);
+    refused(&api, "all or none");
+}
+
+#[test]
+fn a_missing_function_is_named() {
+    let mut api = good("extmissing");
+    api.device_open = None;
+    api.memcpy_async = None;
+    refused(&api, "lacks device_open, memcpy_async");
+    let mut api = good("extpair");
+    api.mem_free_async = None;
+    refused(&api, "both or none");
+}
+
+#[test]
+fn bad_names_and_versions_are_refused() {
+    let mut api = good("extnames");
+    api.name = std::ptr::null();
+    refused(&api, "names no backend");
+    api.name = c"cuda".as_ptr();
+    refused(&api, "exists already");
+    api.name = c"Not A Name".as_ptr();
+    refused(&api, "lower-case");
+    api.name = c"extnames".as_ptr();
+    api.version = std::ptr::null();
+    refused(&api, "no version");
+    let taken = good("exttaken");
+    // SAFETY: as in `load`.
+    let e = unsafe { backend_of_table(&taken, |n| n == "exttaken") }.err().unwrap();
+    assert!(e.to_string().contains("exists already"), "{e}");
+}
+
+#[test]
+fn unknown_dlpack_types_are_refused() {
+    let mut api = good("extdl");
+    api.dlpack_device = 999;
+    refused(&api, "999");
+    let mut api = good("extdl2");
+    api.dlpack_managed = 77;
+    refused(&api, "77");
+}
+
+/// A plugin whose `initialize` fails, with its own error object.
+struct FailingError;
+static FAILING: FailingError = FailingError;
+
+unsafe extern "C" fn failing_initialize() -> abi::Status {
+    (&raw const FAILING).cast_mut().cast()
+}
+unsafe extern "C" fn failing_kind(_: *const abi::Error) -> i32 {
+    abi::error_kind::NO_DEVICE
+}
+unsafe extern "C" fn failing_message(_: *const abi::Error) -> *const c_char {
+    c"the accelerator is switched off".as_ptr()
+}
+unsafe extern "C" fn failing_destroy(_: *mut abi::Error) {}
+
+#[test]
+fn a_failing_initialize_is_the_reason_given() {
+    let mut api = good("extinit");
+    api.initialize = Some(failing_initialize);
+    api.error_kind = Some(failing_kind);
+    api.error_message = Some(failing_message);
+    api.error_destroy = Some(failing_destroy);
+    match load(&api) {
+        Err(Error::NoDevice { detail, .. }) => assert!(detail.contains("switched off"), "{detail}"),
+        other => panic!("expected NoDevice with the plugin's words, got {:?}", other.err()),
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "Miri runs no foreign code: nothing is loaded from a path")]
+fn libraries_that_are_not_plugins_are_errors_not_crashes() {
+    match super::load(std::path::Path::new("/nonexistent/libnothing.so"), |_| false) {
+        Err(Error::BackendUnavailable { name, reason }) => {
+            assert!(name.contains("libnothing") && reason.contains("cannot be loaded"), "{reason}")
+        }
+        other => panic!("expected BackendUnavailable, got {:?}", other.err()),
+    }
+    match super::load(std::path::Path::new("libm.so.6"), |_| false) {
+        Err(Error::BackendUnavailable { reason, .. }) => assert!(reason.contains("gpuport_plugin_entry"), "{reason}"),
+        other => panic!("expected BackendUnavailable, got {:?}", other.err()),
+    }
+}

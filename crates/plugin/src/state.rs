@@ -1,0 +1,127 @@
+//! What an exported backend keeps: the backend, its table, and the allocations made
+//! through it (the C side names memory by address; the Rust side works on `Buffer`s), and
+//! how handles cross as integers.
+
+use std::any::{Any, TypeId};
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::sync::{Mutex, RwLock};
+
+use gpuport_core::{Backend, Buffer, BufferDesc, DeviceId, Error, MemoryKind, Result};
+use gpuport_plugin_abi as abi;
+
+/// One exported backend, made once per backend type and kept for the life of the process.
+pub(crate) struct Exported<B: Backend> {
+    /// The backend, or why it did not load (reported by `initialize`).
+    pub(crate) backend: Result<B>,
+    /// The name the plugin's table gives (the backend's own, or the one asked for).
+    pub(crate) name: CString,
+    pub(crate) version: CString,
+    /// Every allocation made through the table, by base address: the C side names memory
+    /// by address, the backend's streams take buffers.
+    pub(crate) memory: RwLock<BTreeMap<u64, Buffer>>,
+    /// The table, filled once.
+    pub(crate) table: std::sync::OnceLock<abi::PluginApi>,
+}
+
+/// The exported backends of this process, by type (a test may export several).
+static EXPORTED: Mutex<Vec<(TypeId, &'static (dyn Any + Send + Sync))>> = Mutex::new(Vec::new());
+
+/// The exported backend of type `B`, made by `make` the first time.
+pub(crate) fn exported<B: Backend>(make: impl FnOnce() -> Exported<B>) -> &'static Exported<B> {
+    let mut all = EXPORTED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(found) = all.iter().find(|(t, _)| *t == TypeId::of::<B>()).and_then(|(_, e)| e.downcast_ref()) {
+        return found;
+    }
+    let made: &'static Exported<B> = Box::leak(Box::new(make()));
+    all.push((TypeId::of::<B>(), made));
+    made
+}
+
+/// The exported backend of type `B`, once made (every call but the entry comes after).
+pub(crate) fn existing<B: Backend>() -> Result<&'static Exported<B>> {
+    let all = EXPORTED.lock().unwrap_or_else(|p| p.into_inner());
+    all.iter()
+        .find(|(t, _)| *t == TypeId::of::<B>())
+        .and_then(|(_, e)| e.downcast_ref())
+        .ok_or_else(|| Error::invalid_argument("the plugin's entry point was not called first"))
+}
+
+impl<B: Backend> Exported<B> {
+    /// The loaded backend.
+    pub(crate) fn backend(&self) -> Result<&B> {
+        self.backend.as_ref().map_err(Clone::clone)
+    }
+
+    /// Keeps an allocation, known by its address from now on.
+    pub(crate) fn keep(&self, buffer: Buffer) -> u64 {
+        let addr = buffer.addr();
+        self.memory.write().unwrap_or_else(|p| p.into_inner()).insert(addr, buffer);
+        addr
+    }
+
+    /// Takes back the allocation at `addr` (its base), to free it.
+    pub(crate) fn take(&self, addr: u64) -> Result<Buffer> {
+        self.memory
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&addr)
+            .ok_or_else(|| Error::invalid_argument(format!("{addr:#x} is not an allocation of this plugin")))
+    }
+
+    /// The buffer and offset holding `len` bytes at `addr`: an allocation made through the
+    /// table, else the caller's host memory (pageable memory, as the header allows for
+    /// copies), which the caller keeps valid until the work has run.
+    pub(crate) fn resolve(&self, addr: u64, len: usize) -> Result<(Buffer, usize)> {
+        let memory = self.memory.read().unwrap_or_else(|p| p.into_inner());
+        if let Some((base, buffer)) = memory.range(..=addr).next_back() {
+            let offset = (addr - base) as usize;
+            if offset.checked_add(len).is_some_and(|end| end <= buffer.len()) {
+                return Ok((buffer.clone(), offset));
+            }
+            if offset < buffer.len() {
+                return Err(Error::invalid_argument(format!(
+                    "{len} bytes at {addr:#x} run past the end of their {}-byte allocation",
+                    buffer.len()
+                )));
+            }
+        }
+        drop(memory);
+        if addr == 0 {
+            return Err(Error::invalid_argument("the null address"));
+        }
+        let desc = BufferDesc { addr, len, device: DeviceId::HOST, memory: MemoryKind::Host, host_accessible: true };
+        // SAFETY: the header's contract: an address that is none of this plugin's
+        // allocations is the caller's host memory, valid for `len` bytes until the work
+        // using it has run.
+        Ok((unsafe { Buffer::from_borrowed(desc, None) }?, 0))
+    }
+}
+
+/// A handle's integer as the object it boxes: `Box<T>` leaked by [`handle_of`].
+///
+/// # Safety
+/// `handle` is 0 or came from [`handle_of`] for a `T` not yet dropped by [`drop_handle`].
+pub(crate) unsafe fn object<'a, T>(handle: usize, what: &str) -> Result<&'a T> {
+    let ptr = std::ptr::with_exposed_provenance::<T>(handle);
+    // SAFETY: per the contract, a live leaked box, or null.
+    unsafe { ptr.as_ref() }.ok_or_else(|| Error::invalid_handle(format!("a null {what} handle")))
+}
+
+/// A new handle for `value`: its box, leaked, as an integer.
+pub(crate) fn handle_of<T>(value: T) -> usize {
+    Box::into_raw(Box::new(value)).expose_provenance()
+}
+
+/// Drops the object behind a handle.
+///
+/// # Safety
+/// As for [`object`], and the handle is not used afterwards.
+pub(crate) unsafe fn drop_handle<T>(handle: usize, what: &str) -> Result<()> {
+    if handle == 0 {
+        return Err(Error::invalid_handle(format!("a null {what} handle")));
+    }
+    // SAFETY: per the contract, a live box leaked by `handle_of`, dropped once.
+    drop(unsafe { Box::from_raw(std::ptr::with_exposed_provenance_mut::<T>(handle)) });
+    Ok(())
+}

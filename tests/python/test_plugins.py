@@ -1,0 +1,113 @@
+"""Device plugins in Python: the C plugin of examples/c-plugin, built here with the system C
+compiler, is named by a tiny installed package in the `gpuport.plugins` entry-point group
+(or by GPUPORT_PLUGINS), and a fresh interpreter that imports gpuport lists its devices
+and exchanges arrays with NumPy through them — with no rebuild of gpuport."""
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CC = os.environ.get("CC") or shutil.which("cc")
+pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler to build the C plugin")
+
+# Run in a fresh interpreter: discovery happens once, at import.
+EXCHANGE = textwrap.dedent(
+    """
+    import warnings
+    warnings.simplefilter("error")  # an entry point gpuport cannot use must only warn
+    try:
+        import gpuport
+    except Exception as e:
+        raise SystemExit(f"import failed: {e!r}")
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def plugin_library(tmp_path_factory):
+    out = tmp_path_factory.mktemp("c-plugin") / "libgpuport_c_plugin.so"
+    include = ROOT / "crates" / "plugin-abi" / "include"
+    source = ROOT / "examples" / "c-plugin" / "c_plugin.c"
+    cmd = [CC, "-std=c11", "-O1", "-fPIC", "-shared", "-I", str(include), str(source), "-o", str(out), "-lpthread"]
+    subprocess.run(cmd, check=True)
+    return out
+
+
+def install_package(site, library, extra_entry=""):
+    """A plugin package as pip would leave it: the module, and its dist-info with the
+    entry point naming a function that returns the library's path."""
+    pkg = site / "gpuport_cplugin_pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(f"LIBRARY = {str(library)!r}\n\ndef library():\n    return LIBRARY\n")
+    info = site / "gpuport_cplugin_pkg-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: gpuport-cplugin-pkg\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[gpuport.plugins]\ncplugin = gpuport_cplugin_pkg:library\n{extra_entry}")
+    return site
+
+
+def run_python(code, **env_extra):
+    env = dict(os.environ)
+    env.pop("GPUPORT_PLUGINS", None)
+    env.update(env_extra)
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+
+
+CHECK_EXCHANGE = textwrap.dedent(
+    """
+    import numpy as np
+    found = [b for b in gpuport.backends() if b.name == "cplugin"]
+    assert found and found[0].available, [(b.name, b.reason) for b in gpuport.backends()]
+    assert found[0].devices == ["cplugin:0", "cplugin:1"], found[0].devices
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    a = gpuport.asarray(x, device="cplugin:1")        # NumPy -> the plugin's device
+    assert str(a.device) == "cplugin:1", a.device
+    assert a.__dlpack_device__() == (12, 1), a.__dlpack_device__()  # kDLExtDev, as declared
+    b = a.to("cplugin:0")                              # between the plugin's devices
+    y = np.from_dlpack(b.to("host"))                   # back to NumPy through DLPack
+    assert (y == x).all(), y
+    z = gpuport.from_dlpack(x, device="cplugin:0")     # NumPy's DLPack, placed on the plugin
+    assert (np.from_dlpack(z.to("host")) == x).all()
+    print("exchanged")
+    """
+)
+
+
+def test_an_installed_plugin_package_adds_its_devices(plugin_library, tmp_path):
+    site = install_package(tmp_path / "site", plugin_library)
+    done = run_python(EXCHANGE + CHECK_EXCHANGE, PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    assert done.returncode == 0 and "exchanged" in done.stdout, done.stdout + done.stderr
+
+
+def test_gpuport_plugins_names_a_library(plugin_library):
+    done = run_python(EXCHANGE + CHECK_EXCHANGE, GPUPORT_PLUGINS=str(plugin_library))
+    assert done.returncode == 0 and "exchanged" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_broken_entry_point_is_a_warning_and_a_missing_library_a_reason(plugin_library, tmp_path):
+    site = install_package(tmp_path / "site", plugin_library, extra_entry="broken = gpuport_cplugin_pkg:no_such_name\n")
+    code = textwrap.dedent(
+        """
+        import warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import gpuport
+        assert any("broken" in str(w.message) for w in caught), [str(w.message) for w in caught]
+        gone = [b for b in gpuport.backends() if b.name == "libgone.so"]
+        assert gone and not gone[0].available and "cannot be loaded" in gone[0].reason, gone
+        assert any(b.name == "cplugin" and b.available for b in gpuport.backends())
+        print("reported")
+        """
+    )
+    done = run_python(
+        code,
+        PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+        GPUPORT_PLUGINS="/nonexistent/libgone.so",
+    )
+    assert done.returncode == 0 and "reported" in done.stdout, done.stdout + done.stderr

@@ -13,8 +13,13 @@ import textwrap
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+SOURCE = ROOT / "examples" / "c-plugin" / "c_plugin.c"
+INCLUDE = ROOT / "crates" / "plugin-abi" / "include"
 CC = os.environ.get("CC") or shutil.which("cc")
-pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler to build the C plugin")
+pytestmark = [
+    pytest.mark.skipif(CC is None, reason="no C compiler to build the C plugin"),
+    pytest.mark.skipif(not SOURCE.exists(), reason=f"the C plugin's source is not here ({SOURCE})"),
+]
 
 # Run in a fresh interpreter: discovery happens once, at import.
 EXCHANGE = textwrap.dedent(
@@ -32,9 +37,7 @@ EXCHANGE = textwrap.dedent(
 @pytest.fixture(scope="module")
 def plugin_library(tmp_path_factory):
     out = tmp_path_factory.mktemp("c-plugin") / "libgpuport_c_plugin.so"
-    include = ROOT / "crates" / "plugin-abi" / "include"
-    source = ROOT / "examples" / "c-plugin" / "c_plugin.c"
-    cmd = [CC, "-std=c11", "-O1", "-fPIC", "-shared", "-I", str(include), str(source), "-o", str(out), "-lpthread"]
+    cmd = [CC, "-std=c11", "-O1", "-fPIC", "-shared", "-I", str(INCLUDE), str(SOURCE), "-o", str(out), "-lpthread"]
     subprocess.run(cmd, check=True)
     return out
 

@@ -6,7 +6,8 @@
 //! benchmark binaries; copies them into `DIR/bin` under stable names; and writes
 //! `DIR/run.sh` (`run.sh LOGDIR` runs them all with the CUDA backend, one log per part, a
 //! `summary.txt`, non-zero exit if anything failed or was unavailable). `DIR/python/` holds
-//! the Python module's abi3 wheel (profile `bundle`) and `DIR/tests/python/` its tests,
+//! the Python module's abi3 wheel (profile `bundle`) and `DIR/tests/python/` its tests (with the C
+//! plugin's source and the plugin header, which the plugin tests compile),
 //! which `run.sh` installs into a scratch folder and runs with the machine's Python.
 
 use std::fs;
@@ -129,6 +130,13 @@ pub fn gpu_bundle(out: &Path) -> Result<(), String> {
             let dest = out.join("tests/python").join(entry.file_name());
             fs::copy(&path, &dest).map_err(|e| format!("copying {}: {e}", path.display()))?;
         }
+    }
+    // The C plugin's source and the plugin ABI's header, at their paths in the repository:
+    // the plugin tests build it with the machine's C compiler.
+    for file in ["examples/c-plugin/c_plugin.c", "crates/plugin-abi/include/gpuport_plugin.h"] {
+        let dest = out.join(file);
+        fs::create_dir_all(dest.parent().unwrap_or(out)).map_err(|e| format!("creating {}: {e}", dest.display()))?;
+        fs::copy(file, &dest).map_err(|e| format!("copying {file}: {e}"))?;
     }
     let version = Command::new("git").args(["describe", "--always", "--dirty"]).output().ok();
     let version = version.filter(|o| o.status.success()).map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());

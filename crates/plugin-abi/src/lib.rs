@@ -6,7 +6,9 @@
 //! runtime answers, shaped like a GPU vendor's driver API, which gpuport drives with the
 //! same vendor kit as its CUDA and ROCm backends.
 //!
-//! This crate holds declarations only (the `sys` layer): the loader that validates and
+//! This crate holds declarations only (the `sys` layer: function *types*, no function is
+//! defined here, so a plugin's own functions are where a panic must be caught — with
+//! `catch_unwind`, as `gpuport-plugin` does): the loader that validates and
 //! calls a plugin's table lives in `gpuport`, and the tests check every struct's size and
 //! every field's offset here against the header, compiled by the system C compiler.
 //!

@@ -94,7 +94,8 @@ impl PluginCalls {
     }
 }
 
-/// The trampoline the plugin calls for a host function: the kit's, which never unwinds.
+/// The trampoline the plugin calls for a host function: the kit's, which never unwinds
+/// (it runs the callback inside `catch_unwind` and keeps a panic as the stream's error).
 unsafe extern "C" fn host_func(user: *mut c_void) {
     // SAFETY: `user` is what `launch_host_callback` handed the plugin, called once.
     unsafe { run_host_callback(user) }

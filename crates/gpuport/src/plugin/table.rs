@@ -221,7 +221,7 @@ impl Table {
         }
         // SAFETY: a non-null status is the plugin's live error object, destroyed once in
         // `take_error` (here, or in `check`).
-        let kind = unsafe { (self.error_kind())(status) };
+        let kind = self.api.error_kind.map_or(abi::error_kind::FAILED, |f| unsafe { f(status) });
         if kind == abi::error_kind::OUT_OF_MEMORY {
             let _ = self.take_error(status);
             return Err(Error::OutOfMemory { device, bytes });
@@ -229,17 +229,12 @@ impl Table {
         self.check(call, status)
     }
 
-    fn error_kind(&self) -> unsafe extern "C" fn(*const abi::Error) -> i32 {
-        // Validated present in `validate`.
-        self.api.error_kind.unwrap_or(absent_error_kind)
-    }
-
     /// Reads and destroys a live error object.
     fn take_error(&self, status: abi::Status) -> (i32, String) {
         // SAFETY: `status` is the plugin's live error object; its functions were validated
         // present; the message is read before the object is destroyed, once.
         unsafe {
-            let kind = (self.error_kind())(status);
+            let kind = self.api.error_kind.map_or(abi::error_kind::FAILED, |f| f(status));
             let message = self.api.error_message.and_then(|f| text(f(status))).unwrap_or_else(|| "(no message)".into());
             if let Some(destroy) = self.api.error_destroy {
                 destroy(status);
@@ -247,11 +242,6 @@ impl Table {
             (kind, message)
         }
     }
-}
-
-/// Never called: `validate` refuses a table without `error_kind`.
-unsafe extern "C" fn absent_error_kind(_: *const abi::Error) -> i32 {
-    abi::error_kind::FAILED
 }
 
 fn error_kind_name(kind: i32) -> &'static str {

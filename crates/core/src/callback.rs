@@ -8,6 +8,7 @@
 use std::any::Any;
 
 use crate::error::Error;
+use crate::traits::{HostCallback, HostFunction};
 
 /// The payload [`fail_host_callback`] unwinds with.
 struct HostCallbackFailed(Error);
@@ -44,4 +45,29 @@ mod tests {
         let panicked = std::panic::catch_unwind(|| panic!("boom")).expect_err("it unwinds");
         assert_eq!(unwound_work_message(&*panicked), "host work panicked: boom");
     }
+}
+
+/// A host function's pointer on its way to the thread that calls it.
+///
+/// [`Stream::host_function`](crate::Stream::host_function)'s contract lets `func(user)` run
+/// on any thread, so the pointer may travel with it.
+#[derive(Clone, Copy, Debug)]
+pub struct UserPointer(pub *mut std::ffi::c_void);
+
+// SAFETY: only made for a host function's pointer, which its contract lets cross threads.
+unsafe impl Send for UserPointer {}
+
+/// `func(user)` as a [`HostCallback`]: what
+/// [`Stream::host_function`](crate::Stream::host_function) queues on a backend whose queue
+/// holds only closures (one allocation).
+///
+/// # Safety
+/// `func` may be called once with `user` on any thread, and does not unwind.
+pub unsafe fn host_function_callback(func: HostFunction, user: *mut std::ffi::c_void) -> HostCallback {
+    let user = UserPointer(user);
+    Box::new(move || {
+        let user = user;
+        // SAFETY: the caller's contract: once, any thread, no unwinding.
+        unsafe { func(user.0) }
+    })
 }

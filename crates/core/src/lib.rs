@@ -22,7 +22,7 @@ mod memory;
 pub mod release;
 mod traits;
 
-pub use callback::{fail_host_callback, unwound_work_message};
+pub use callback::{fail_host_callback, host_function_callback, unwound_work_message, UserPointer};
 pub use device_spec::DeviceSpec;
 pub use dims::INLINE_NDIM;
 pub use dlpack_device::{DlDeviceType, DlpackDevices};
@@ -33,4 +33,4 @@ pub use id::{BackendKind, DeviceId};
 pub use kernel::{Kernel, KernelArg, LaunchConfig, Module, ModuleImage, Scalar};
 pub use layout::{c_strides, ByteSpan, Layout, MAX_NDIM};
 pub use memory::{check_copy, Buffer, BufferDesc, MemoryKind, PointerAttributes, Release};
-pub use traits::{Backend, Device, DeviceInfo, Event, HostCallback, LoadOptions, Stream};
+pub use traits::{Backend, Device, DeviceInfo, Event, HostCallback, HostFunction, LoadOptions, Stream};

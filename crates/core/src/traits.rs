@@ -16,6 +16,13 @@ use crate::memory::{Buffer, PointerAttributes};
 /// A closure run on the host when a stream reaches it.
 pub type HostCallback = Box<dyn FnOnce() + Send + 'static>;
 
+/// A C function run on the host when a stream reaches it, with the pointer it was queued
+/// with: the shape C APIs take (`cuLaunchHostFunc`, a plugin's table), queued by
+/// [`Stream::host_function`] without wrapping it in a closure. It must not unwind: a Rust
+/// function passed as one catches its own panics (`catch_unwind`), or the process aborts
+/// at the `extern "C"` boundary.
+pub type HostFunction = unsafe extern "C" fn(user: *mut std::ffi::c_void);
+
 /// How to load a backend.
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
@@ -175,6 +182,20 @@ pub trait Stream: Clone + Send + Sync + 'static {
     fn wait(&self, event: &<Self::Backend as Backend>::Event) -> Result<()>;
     /// Runs `f` on a host thread when the stream reaches this point; later work waits for it.
     fn host_callback(&self, f: HostCallback) -> Result<()>;
+    /// [`Stream::host_callback`] for a C function and its pointer: `func(user)` runs once on a
+    /// host thread when the stream reaches this point. On an error nothing was queued and
+    /// `func` is never called (the caller still owns what `user` points at).
+    ///
+    /// The provided method wraps the pair in a closure (one allocation); a backend whose
+    /// queue can hold the pair as it is overrides it, which is what makes a plugin's host
+    /// function as cheap as a linked-in callback.
+    ///
+    /// # Safety
+    /// `func` may be called once with `user` on any thread, and does not unwind.
+    unsafe fn host_function(&self, func: HostFunction, user: *mut std::ffi::c_void) -> Result<()> {
+        // SAFETY: forwarded: the caller's contract is the closure's.
+        self.host_callback(unsafe { crate::host_function_callback(func, user) })
+    }
     /// Launches a kernel.
     fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()>;
 

@@ -34,29 +34,74 @@ pub struct Resolved {
 /// The gpuport device and memory kind of `dl`: the first available backend declaring the
 /// type for its device memory, else for its pinned or managed memory. `kDLCPU` is the host.
 /// An unknown or unsupported type, or an ordinal past the backend's devices, is an error
-/// naming it.
+/// naming it. Where several backends declare the type and the memory's address is known,
+/// [`resolve_at`] picks the one that owns it.
 pub fn resolve(rt: &Runtime, dl: DLDevice) -> Result<Resolved> {
     let ty = DlDeviceType(dl.device_type);
     if ty == DlDeviceType::CPU {
-        // The runtime's report hands out the opened host device without a lookup by name
-        // string; `Runtime::device` gives the error when the host was left out.
-        let device = match rt.report_for(BackendKind::Host.name()) {
-            Some(host) => host.open(0)?,
-            None => rt.device(BackendKind::Host.name())?,
-        };
-        return Ok(Resolved { device, memory: MemoryKind::Host });
+        return host(rt);
     }
-    let declared = |want_device: bool| {
-        rt.reports().iter().find_map(|r| {
-            let decl = r.dlpack_devices()?;
-            let memory = decl.memory_for(ty)?;
+    let (report, memory) = declaring(rt, ty).next().ok_or_else(|| unhandled(ty, dl))?;
+    Ok(Resolved { device: report.open(ordinal(ty, dl)?)?, memory })
+}
+
+/// [`resolve`] for memory at `addr`: when several available backends declare the type —
+/// two software devices both `kDLExtDev`, the ext device and a loaded plugin — the one
+/// whose device at that ordinal knows the address as its own memory (`pointer_attributes`)
+/// is the memory's; when none does, the first, as [`resolve`]. With one candidate nothing
+/// is asked.
+pub fn resolve_at(rt: &Runtime, dl: DLDevice, addr: u64) -> Result<Resolved> {
+    let ty = DlDeviceType(dl.device_type);
+    if ty == DlDeviceType::CPU {
+        return host(rt);
+    }
+    let mut candidates = declaring(rt, ty);
+    let (first, memory) = candidates.next().ok_or_else(|| unhandled(ty, dl))?;
+    let ordinal = ordinal(ty, dl)?;
+    let mut others = candidates.peekable();
+    if others.peek().is_none() {
+        return Ok(Resolved { device: first.open(ordinal)?, memory });
+    }
+    for (report, memory) in std::iter::once((first, memory)).chain(others) {
+        let Ok(device) = report.open(ordinal) else { continue };
+        let owns = device
+            .pointer_attributes(addr)
+            .is_ok_and(|a| a.memory != MemoryKind::Unregistered && a.device.is_none_or(|d| d.kind == device.id().kind));
+        if owns {
+            return Ok(Resolved { device, memory });
+        }
+    }
+    Ok(Resolved { device: first.open(ordinal)?, memory })
+}
+
+/// The host device (`kDLCPU`): the runtime's report hands out the opened host device
+/// without a lookup by name string; `Runtime::device` gives the error when the host was
+/// left out.
+fn host(rt: &Runtime) -> Result<Resolved> {
+    let device = match rt.report_for(BackendKind::Host.name()) {
+        Some(host) => host.open(0)?,
+        None => rt.device(BackendKind::Host.name())?,
+    };
+    Ok(Resolved { device, memory: MemoryKind::Host })
+}
+
+/// The available backends declaring `ty`, with the memory it denotes for each: those
+/// declaring it for device memory first, then for pinned or managed memory.
+fn declaring(rt: &Runtime, ty: DlDeviceType) -> impl Iterator<Item = (&gpuport::BackendReport, MemoryKind)> {
+    let with = move |want_device: bool| {
+        rt.reports().iter().filter_map(move |r| {
+            let memory = r.dlpack_devices()?.memory_for(ty)?;
             (want_device == (memory == MemoryKind::Device)).then_some((r, memory))
         })
     };
-    let (report, memory) = declared(true).or_else(|| declared(false)).ok_or_else(|| Error::Interchange {
-        what: format!("no available backend handles DLPack {ty} (device_id {})", dl.device_id),
-    })?;
-    let ordinal = u32::try_from(dl.device_id)
-        .map_err(|_| Error::Interchange { what: format!("a negative device_id {} for {ty}", dl.device_id) })?;
-    Ok(Resolved { device: report.open(ordinal)?, memory })
+    with(true).chain(with(false))
+}
+
+fn unhandled(ty: DlDeviceType, dl: DLDevice) -> Error {
+    Error::Interchange { what: format!("no available backend handles DLPack {ty} (device_id {})", dl.device_id) }
+}
+
+fn ordinal(ty: DlDeviceType, dl: DLDevice) -> Result<u32> {
+    u32::try_from(dl.device_id)
+        .map_err(|_| Error::Interchange { what: format!("a negative device_id {} for {ty}", dl.device_id) })
 }

@@ -5,7 +5,7 @@
 use gpuport::{AnyDevice, Array, DType, Error, ForeignElements, Layout, MemoryKind, Result, Runtime, MAX_NDIM};
 
 use crate::abi::{DLDevice, DlpackFlags};
-use crate::device::resolve;
+use crate::device::{resolve, resolve_at};
 use crate::managed::ManagedTensor;
 
 /// A tensor descriptor that passed every check.
@@ -121,7 +121,7 @@ pub fn from_dlpack_with<K: Send + Sync + 'static>(
     keep: impl FnOnce(ManagedTensor) -> K,
 ) -> Result<Array> {
     let v = validate(&tensor)?;
-    let resolved = resolve(rt, v.device)?;
+    let resolved = if v.len > 0 { resolve_at(rt, v.device, v.start)? } else { resolve(rt, v.device)? };
     if v.len > 0 && resolved.memory == MemoryKind::Device {
         let owner = resolved.device.pointer_attributes(v.start)?.device;
         if let Some(owner) = owner.filter(|&o| o != resolved.device.id()) {

@@ -32,7 +32,7 @@ mod stream;
 mod tests;
 
 pub use abi::{DLDataType, DLDevice, DLPackVersion, DLTensor, DlpackFlags, DLPACK_VERSION};
-pub use device::{dl_device_of, resolve, Resolved};
+pub use device::{dl_device_of, resolve, resolve_at, Resolved};
 pub use export::{negotiate, to_dlpack, to_dlpack_on_stream, ExportRequest};
 pub use import::{from_dlpack, from_dlpack_with, validate, ImportRequest, Validated};
 pub use managed::{ManagedTensor, RawManaged};

@@ -31,6 +31,8 @@ struct Fake {
     calls: Mutex<Vec<String>>,
     /// Kernel names looked up; a function handle is an index here.
     functions: Mutex<Vec<String>>,
+    /// While set, `launch_host_callback` refuses.
+    refuse_callbacks: std::sync::atomic::AtomicBool,
 }
 
 /// A fake device of its own (each test has its own registry, so tests share nothing).
@@ -124,6 +126,9 @@ impl VendorCalls for Fake {
         Ok(())
     }
     fn launch_host_callback(&self, stream: usize, user: *mut c_void) -> Result<()> {
+        if self.refuse_callbacks.load(Ordering::SeqCst) {
+            return Err(Error::unsupported(self.kind(), "host callbacks (refused on purpose)"));
+        }
         self.pending.lock().unwrap().push((stream, user as usize));
         Ok(())
     }
@@ -321,6 +326,72 @@ fn errors_reach_the_stream_once_and_the_device_until_reported() {
     drop(dropped);
     assert!(matches!(dev.synchronize(), Err(Error::StreamWork { .. })));
     dev.synchronize().unwrap();
+}
+
+#[test]
+fn callbacks_run_once_in_order_from_another_thread_and_their_slots_are_reused() {
+    let dev = fake();
+    let s = VendorStream::new(&dev, 6, true, StreamFlags::empty(), 0);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    // More callbacks in flight than a thread keeps free slots for, three times over, each
+    // run on another thread (which keeps the slots it empties and passes them on).
+    for round in 0..3 {
+        for i in 0..300 {
+            let seen = seen.clone();
+            s.host_callback(Box::new(move || seen.lock().unwrap().push(round * 1000 + i))).unwrap();
+        }
+        let runner = dev.clone();
+        std::thread::spawn(move || runner.run(Some(6))).join().unwrap();
+    }
+    let expected: Vec<i32> = (0..3).flat_map(|round| (0..300).map(move |i| round * 1000 + i)).collect();
+    assert_eq!(*seen.lock().unwrap(), expected);
+    s.synchronize().unwrap();
+}
+
+#[test]
+fn a_refused_callback_is_dropped_unrun_and_the_stream_goes_on() {
+    let dev = fake();
+    let s = VendorStream::new(&dev, 8, true, StreamFlags::empty(), 0);
+    let held = Arc::new(());
+    let ran = Arc::new(AtomicUsize::new(0));
+    dev.refuse_callbacks.store(true, Ordering::SeqCst);
+    let (h, r) = (held.clone(), ran.clone());
+    let refused = s.host_callback(Box::new(move || {
+        let _h = h;
+        r.fetch_add(1, Ordering::SeqCst);
+    }));
+    assert!(matches!(refused, Err(Error::Unsupported { .. })), "{refused:?}");
+    assert_eq!(Arc::strong_count(&held), 1, "the refused closure was kept");
+    dev.refuse_callbacks.store(false, Ordering::SeqCst);
+    let r = ran.clone();
+    s.host_callback(Box::new(move || {
+        r.fetch_add(1, Ordering::SeqCst);
+    }))
+    .unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "only the accepted callback runs");
+}
+
+#[test]
+fn a_dropped_stream_whose_last_callback_is_refused_waits_for_its_work_first() {
+    let dev = fake();
+    let s = VendorStream::new(&dev, 10, false, StreamFlags::empty(), 0);
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = ran.clone();
+    s.host_callback(Box::new(move || {
+        r.fetch_add(1, Ordering::SeqCst);
+    }))
+    .unwrap();
+    let b = buffer();
+    s.park([Keep::Buffer(b.clone())]).unwrap();
+    // The stream's last callback (which would free what its callbacks report to, and the
+    // parked buffer) cannot be queued: the drop waits for the stream instead.
+    dev.refuse_callbacks.store(true, Ordering::SeqCst);
+    drop(s);
+    assert_eq!(dev.synchronized.load(Ordering::SeqCst), 1, "the drop did not wait for the stream");
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "the queued callback did not run before the release");
+    gpuport_core::release::flush();
+    assert_eq!(b.handle_count(), 1, "the parked buffer was not released after the wait");
 }
 
 #[test]

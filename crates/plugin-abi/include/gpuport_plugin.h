@@ -142,8 +142,10 @@ typedef struct gpuport_launch_config {
     uint32_t shared_mem_bytes;
 } gpuport_launch_config;
 
-/* A host function queued on a stream: called once, with its user pointer, when the
- * stream reaches it. */
+/* A host function queued on a stream: called once, with its user pointer, when
+ * everything queued before it on the stream has completed (the host functions queued
+ * before it have returned); work queued after it waits until it returns. gpuport relies
+ * on that order: what a stream's host functions share is freed by its last one. */
 typedef void (*gpuport_host_func)(void *user);
 
 /* The function table. */

@@ -40,24 +40,47 @@ pub(crate) fn new_error(kind: i32, message: &str) -> abi::Status {
 
 /// Runs one call of the table: `Ok` is a null status, an error its object, and a panic an
 /// error of kind `FAILED` saying so — nothing unwinds out.
+#[inline]
 pub(crate) fn guard(f: impl FnOnce() -> Result<()>) -> abi::Status {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(())) => std::ptr::null_mut(),
-        Ok(Err(e)) => new_error(kind_of(&e), &e.to_string()),
-        Err(payload) => new_error(
-            abi::error_kind::FAILED,
-            &format!("the plugin panicked: {}", gpuport_core::unwound_work_message(&*payload)),
-        ),
-    }
+    // The call's result becomes the status inside `catch_unwind`, so only a pointer
+    // crosses it (a whole `Result` would be stored and reloaded on every call).
+    let call = AssertUnwindSafe(|| match f() {
+        Ok(()) => std::ptr::null_mut(),
+        Err(e) => error_status(e),
+    });
+    catch_unwind(call).unwrap_or_else(panic_status)
+}
+
+/// [`guard`]'s error path, kept out of line (the success path is the hot one).
+#[cold]
+#[inline(never)]
+fn error_status(e: Error) -> abi::Status {
+    new_error(kind_of(&e), &e.to_string())
+}
+
+#[cold]
+#[inline(never)]
+fn panic_status(payload: Box<dyn std::any::Any + Send>) -> abi::Status {
+    new_error(
+        abi::error_kind::FAILED,
+        &format!("the plugin panicked: {}", gpuport_core::unwound_work_message(&*payload)),
+    )
+}
+
+#[cold]
+#[inline(never)]
+fn null_out() -> Error {
+    Error::invalid_argument("a null out-pointer")
 }
 
 /// Writes `value` to a caller's out-pointer, refusing a null one.
 ///
 /// # Safety
 /// `out` is null or valid for a write of `T`.
+#[inline]
 pub(crate) unsafe fn put<T>(out: *mut T, value: T) -> Result<()> {
     if out.is_null() {
-        return Err(Error::invalid_argument("a null out-pointer"));
+        return Err(null_out());
     }
     // SAFETY: non-null, and valid for the write per the caller.
     unsafe { out.write(value) };

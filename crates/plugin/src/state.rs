@@ -74,38 +74,87 @@ impl<B: Backend> Exported<B> {
     /// copies), which the caller keeps valid until the work has run.
     pub(crate) fn resolve(&self, addr: u64, len: usize) -> Result<(Buffer, usize)> {
         let memory = self.memory.read().unwrap_or_else(|p| p.into_inner());
-        if let Some((base, buffer)) = memory.range(..=addr).next_back() {
-            let offset = (addr - base) as usize;
-            if offset.checked_add(len).is_some_and(|end| end <= buffer.len()) {
-                return Ok((buffer.clone(), offset));
-            }
-            if offset < buffer.len() {
-                return Err(Error::invalid_argument(format!(
-                    "{len} bytes at {addr:#x} run past the end of their {}-byte allocation",
-                    buffer.len()
-                )));
-            }
-        }
-        drop(memory);
-        if addr == 0 {
-            return Err(Error::invalid_argument("the null address"));
-        }
-        let desc = BufferDesc { addr, len, device: DeviceId::HOST, memory: MemoryKind::Host, host_accessible: true };
-        // SAFETY: the header's contract: an address that is none of this plugin's
-        // allocations is the caller's host memory, valid for `len` bytes until the work
-        // using it has run.
-        Ok((unsafe { Buffer::from_borrowed(desc, None) }?, 0))
+        locate(&memory, addr, len).map(|found| {
+            let (buffer, offset) = found.parts();
+            (buffer.clone(), offset)
+        })
     }
+
+    /// Runs `f` with the buffers and offsets of two ranges ([`Exported::resolve`]'s rules),
+    /// borrowed under one read of the allocation map: a copy takes both without cloning
+    /// either (the stream keeps what it queues).
+    pub(crate) fn with_pair<R>(
+        &self,
+        (a, a_len): (u64, usize),
+        (b, b_len): (u64, usize),
+        f: impl FnOnce((&Buffer, usize), (&Buffer, usize)) -> Result<R>,
+    ) -> Result<R> {
+        let memory = self.memory.read().unwrap_or_else(|p| p.into_inner());
+        let (a, b) = (locate(&memory, a, a_len)?, locate(&memory, b, b_len)?);
+        f(a.parts(), b.parts())
+    }
+}
+
+/// A range found by [`locate`].
+pub(crate) enum Located<'m> {
+    /// Inside an allocation made through the table, at this offset.
+    Ours(&'m Buffer, usize),
+    /// The caller's host memory, borrowed.
+    Host(Buffer),
+}
+
+impl Located<'_> {
+    pub(crate) fn parts(&self) -> (&Buffer, usize) {
+        match self {
+            Located::Ours(buffer, offset) => (buffer, *offset),
+            Located::Host(buffer) => (buffer, 0),
+        }
+    }
+}
+
+/// Where `len` bytes at `addr` are: in one of `memory`'s allocations (a range running past
+/// its end is an error), else the caller's host memory.
+fn locate(memory: &BTreeMap<u64, Buffer>, addr: u64, len: usize) -> Result<Located<'_>> {
+    if let Some((base, buffer)) = memory.range(..=addr).next_back() {
+        let offset = (addr - base) as usize;
+        if offset.checked_add(len).is_some_and(|end| end <= buffer.len()) {
+            return Ok(Located::Ours(buffer, offset));
+        }
+        if offset < buffer.len() {
+            return Err(Error::invalid_argument(format!(
+                "{len} bytes at {addr:#x} run past the end of their {}-byte allocation",
+                buffer.len()
+            )));
+        }
+    }
+    if addr == 0 {
+        return Err(Error::invalid_argument("the null address"));
+    }
+    let desc = BufferDesc { addr, len, device: DeviceId::HOST, memory: MemoryKind::Host, host_accessible: true };
+    // SAFETY: the header's contract: an address that is none of this plugin's allocations
+    // is the caller's host memory, valid for `len` bytes until the work using it has run.
+    Ok(Located::Host(unsafe { Buffer::from_borrowed(desc, None) }?))
 }
 
 /// A handle's integer as the object it boxes: `Box<T>` leaked by [`handle_of`].
 ///
 /// # Safety
 /// `handle` is 0 or came from [`handle_of`] for a `T` not yet dropped by [`drop_handle`].
-pub(crate) unsafe fn object<'a, T>(handle: usize, what: &str) -> Result<&'a T> {
+#[inline]
+pub(crate) unsafe fn object<'a, T>(handle: usize, what: &'static str) -> Result<&'a T> {
     let ptr = std::ptr::with_exposed_provenance::<T>(handle);
     // SAFETY: per the contract, a live leaked box, or null.
-    unsafe { ptr.as_ref() }.ok_or_else(|| Error::invalid_handle(format!("a null {what} handle")))
+    match unsafe { ptr.as_ref() } {
+        Some(object) => Ok(object),
+        None => Err(null_handle(what)),
+    }
+}
+
+/// The error for a null handle, kept out of line: every call of the table checks one.
+#[cold]
+#[inline(never)]
+pub(crate) fn null_handle(what: &str) -> Error {
+    Error::invalid_handle(format!("a null {what} handle"))
 }
 
 /// A new handle for `value`: its box, leaked, as an integer.

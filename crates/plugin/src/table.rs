@@ -241,28 +241,15 @@ unsafe extern "C" fn stream_wait_event<B: Backend>(_d: *mut abi::Device, s: abi:
     guard(|| unsafe { stream::<B>(s)?.wait(event::<B>(e)?) })
 }
 
-/// A host function's user pointer, carried to the thread that runs it.
-struct UserPtr(*mut c_void);
-// SAFETY: the header lets the host function run on any thread with its pointer.
-unsafe impl Send for UserPtr {}
-
 unsafe extern "C" fn stream_launch_host_func<B: Backend>(
     _d: *mut abi::Device,
     s: abi::Stream,
     func: abi::HostFunc,
     user: *mut c_void,
 ) -> abi::Status {
-    guard(|| {
-        let user = UserPtr(user);
-        // SAFETY: a live stream.
-        let s = unsafe { stream::<B>(s) }?;
-        s.host_callback(Box::new(move || {
-            let user = user;
-            // SAFETY: the caller's host function, called once with its pointer, as the
-            // header says; it does not unwind (a C function).
-            unsafe { func(user.0) }
-        }))
-    })
+    // SAFETY: a live stream; the header's host function may run once on any thread and
+    // does not unwind (a C function), which is `host_function`'s contract.
+    guard(|| unsafe { stream::<B>(s)?.host_function(func, user) })
 }
 
 unsafe extern "C" fn event_create<B: Backend>(
@@ -406,9 +393,9 @@ unsafe extern "C" fn memcpy_async<B: Backend>(
         // SAFETY: the contract.
         let d = unsafe { dev::<B>(device) }?;
         let len = bytes_of(bytes)?;
-        let ((sb, so), (db, doff)) = (d.exported.resolve(src, len)?, d.exported.resolve(dst, len)?);
         // SAFETY: a live stream.
-        unsafe { stream::<B>(s) }?.copy(&sb, so, &db, doff, len)
+        let s = unsafe { stream::<B>(s) }?;
+        d.exported.with_pair((src, len), (dst, len), |(sb, so), (db, doff)| s.copy(sb, so, db, doff, len))
     })
 }
 

@@ -143,6 +143,14 @@ macro_rules! impl_queue_stream {
             fn host_callback(&self, f: $crate::__core::HostCallback) -> $crate::__core::Result<()> {
                 self.$field.host_callback(f)
             }
+            unsafe fn host_function(
+                &self,
+                func: $crate::__core::HostFunction,
+                user: *mut ::std::ffi::c_void,
+            ) -> $crate::__core::Result<()> {
+                // SAFETY: forwarded.
+                unsafe { self.$field.host_function(func, user) }
+            }
             fn launch(
                 &self,
                 kernel: &$crate::__core::Kernel,

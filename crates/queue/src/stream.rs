@@ -7,7 +7,8 @@
 use std::sync::Arc;
 
 use gpuport_core::{
-    check_copy, Buffer, DeviceId, Error, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result, StreamFlags,
+    check_copy, Buffer, DeviceId, Error, HostCallback, HostFunction, Kernel, KernelArg, LaunchConfig, Ownership,
+    Result, StreamFlags, UserPointer,
 };
 
 use crate::event::QueueEvent;
@@ -204,6 +205,15 @@ impl QueueStream {
     /// `Stream::host_callback`.
     pub fn host_callback(&self, f: HostCallback) -> Result<()> {
         self.queue().callback(f)
+    }
+
+    /// `Stream::host_function`: the pair queued as it is.
+    ///
+    /// # Safety
+    /// As for `Stream::host_function`.
+    pub unsafe fn host_function(&self, func: HostFunction, user: *mut std::ffi::c_void) -> Result<()> {
+        // SAFETY: forwarded.
+        unsafe { self.queue().host_function(func, UserPointer(user)) }
     }
 
     /// `Stream::launch` of a registered Rust kernel; a kernel looked up on another device

@@ -43,7 +43,8 @@ fn asan_preload() -> Result<std::ffi::OsString, String> {
 /// `cargo xtask sanitize address`: the Python module built with AddressSanitizer
 /// (`-Zsanitizer=address`) and the Python tests run against it, leak detection on — the
 /// foreign edges: capsules and their deleters, the exchange API's C functions, the buffer
-/// protocol, the CUDA Array Interface's pointers, NumPy's and JAX's memory on the far side.
+/// protocol, the CUDA Array Interface's pointers, NumPy's and JAX's memory on the far side,
+/// and the C device plugin (built instrumented) behind the plugin ABI.
 pub fn address() -> Result<(), String> {
     let pytest = pytest_command(&[], &["tests/python"])?;
     if !run(pytest) {
@@ -81,6 +82,10 @@ pub(super) fn pytest_command(features: &[&str], tests: &[&str]) -> Result<Comman
             "detect_leaks=1:leak_check_at_exit=0:halt_on_error=1:detect_odr_violation=0:alloc_dealloc_mismatch=0",
         )
         .env("GPUPORT_LSAN_AT_EXIT", "1")
+        // The C plugin the plugin tests build is instrumented as well: its memory and the
+        // memory it hands across the boundary are checked (the preloaded runtime serves
+        // both).
+        .env("GPUPORT_PLUGIN_TEST_CFLAGS", "-fsanitize=address -fno-omit-frame-pointer")
         .env("LSAN_OPTIONS", format!("suppressions={}:print_suppressions=0", suppressions.display()));
     Ok(pytest)
 }

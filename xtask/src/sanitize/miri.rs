@@ -4,26 +4,30 @@ use std::process::Command;
 
 use super::{
     ensure_nightly, finish, Run, ALL, CONFORMANCE, INTERCHANGE, MIRI, NIGHTLY, PLUGIN_ABI, QUEUE_STRICT, RUST_SRC,
+    VENDOR_STREAMS,
 };
 use crate::{run, rustup_cargo};
 
-/// What Miri runs: the queue kit, the interchange crates' tests, the plugin ABI, the host
-/// and ext backends, and the conformance suite on `host` and `ext`.
+/// What Miri runs: the queue kit, the interchange crates' tests, the vendor kit's streams,
+/// the plugin ABI, the host and ext backends, and the conformance suite on `host` and `ext`.
 const MIRI_RUNS: &[Run] = &[
     QUEUE_STRICT[0],
     QUEUE_STRICT[1],
     INTERCHANGE[0],
     INTERCHANGE[1],
+    VENDOR_STREAMS,
     PLUGIN_ABI,
     Run { package: "gpuport-host", args: ALL, env: &[], strict_provenance: false },
     Run { package: "gpuport-ext", args: ALL, env: &[], strict_provenance: false },
     CONFORMANCE,
 ];
 
-/// What CI runs under Miri on every change: the queue kit and the interchange crates
-/// (minutes). The host and ext backends and the conformance suite take Miri most of an
-/// hour on two cores; `sanitize miri` runs them before a change to those crates lands.
-pub(super) const MIRI_CI_RUNS: &[Run] = &[QUEUE_STRICT[0], QUEUE_STRICT[1], INTERCHANGE[0], INTERCHANGE[1]];
+/// What CI runs under Miri on every change: the queue kit, the interchange crates and the
+/// vendor kit's streams (minutes). The host and ext backends and the conformance suite
+/// take Miri most of an hour on two cores; `sanitize miri` runs them before a change to
+/// those crates lands.
+pub(super) const MIRI_CI_RUNS: &[Run] =
+    &[QUEUE_STRICT[0], QUEUE_STRICT[1], INTERCHANGE[0], INTERCHANGE[1], VENDOR_STREAMS];
 
 /// Miri's flags for every run:
 /// - `-Zmiri-disable-isolation`: tests read the environment's clock and files the way the

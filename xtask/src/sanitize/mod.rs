@@ -67,6 +67,12 @@ const QUEUE_STRICT: [Run; 2] = [
 /// the C table `gpuport-plugin` exports, and feed the loader spoiled tables.
 const PLUGIN_ABI: Run = Run { package: "gpuport", args: &["--lib", "plugin::"], env: &[], strict_provenance: false };
 
+/// The vendor kit's streams against a fake runtime: host callbacks' slots taken on one
+/// thread and given back on another, and what they report to freed by a stream's last
+/// callback.
+const VENDOR_STREAMS: Run =
+    Run { package: "gpuport-driver", args: &["--test", "vendor_stream"], env: &[], strict_provenance: false };
+
 const INTERCHANGE: [Run; 2] = [
     Run { package: "gpuport-dlpack", args: ALL, env: &[], strict_provenance: true },
     Run { package: "gpuport-cai", args: ALL, env: &[], strict_provenance: false },

@@ -5,11 +5,10 @@
 use std::cell::Cell;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
 
-use gpuport_core::{BackendKind, DeviceId, Error, HostCallback, Result};
+use gpuport_core::{BackendKind, Error, HostCallback, Result};
 
-use super::stream_errors::StreamErrors;
+use super::callback_slots::{with_slot, Reporter};
 
 thread_local! {
     /// The backend whose host callback runs on this (driver-owned) thread, if one does.
@@ -27,47 +26,6 @@ pub fn refuse_in_callback(kind: BackendKind, call: &str) -> Result<()> {
     Ok(())
 }
 
-/// A stream as an error names it (`0x… on cuda:0`): two words, written out only when a
-/// callback's failure is recorded — never on the enqueue path.
-#[derive(Clone, Copy)]
-pub(super) struct StreamName {
-    pub(super) raw: usize,
-    pub(super) device: DeviceId,
-}
-
-impl std::fmt::Display for StreamName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:#x} on {}", self.raw, self.device)
-    }
-}
-
-/// A host callback on its way through the driver.
-pub(super) struct Callback {
-    f: HostCallback,
-    errors: Arc<StreamErrors>,
-    stream: StreamName,
-    /// The backend whose driver runs it (whose calls it may not make).
-    kind: BackendKind,
-}
-
-impl Callback {
-    pub(super) fn boxed(
-        f: HostCallback,
-        errors: Arc<StreamErrors>,
-        stream: StreamName,
-        kind: BackendKind,
-    ) -> *mut c_void {
-        Box::into_raw(Box::new(Callback { f, errors, stream, kind })).cast()
-    }
-
-    /// # Safety
-    /// `user` came from [`Callback::boxed`] and was not handed to the driver.
-    pub(super) unsafe fn reclaim(user: *mut c_void) -> Box<Callback> {
-        // SAFETY: per the contract, the box is still ours.
-        unsafe { Box::from_raw(user.cast::<Callback>()) }
-    }
-}
-
 /// The body of every vendor host-function trampoline (`extern "C" fn(user)`): runs the
 /// callback once, never unwinds, keeps a panic as the stream's error, refuses blocking
 /// calls made from it, and hands everything it drops to the release thread (the driver's
@@ -77,18 +35,22 @@ impl Callback {
 /// `user` is the pointer a [`VendorStream`](super::VendorStream) handed to
 /// [`VendorCalls::launch_host_callback`](super::VendorCalls::launch_host_callback), and the driver calls this once for it.
 pub unsafe fn run_host_callback(user: *mut c_void) {
-    // SAFETY: per the contract, `user` is a leaked `Box<Callback>` run exactly once.
-    let callback = unsafe { Callback::reclaim(user) };
-    let _ = catch_unwind(AssertUnwindSafe(move || {
-        crate::release::restricted(move || {
-            let Callback { f, errors, stream, kind } = *callback;
-            IN_CALLBACK.with(|c| c.set(Some(kind)));
-            let outcome = catch_unwind(AssertUnwindSafe(f));
-            IN_CALLBACK.with(|c| c.set(None));
-            if let Err(unwound) = outcome {
-                let message = gpuport_core::unwound_work_message(&*unwound);
-                errors.record(Error::StreamWork { stream: stream.to_string(), message });
-            }
-        })
-    }));
+    let run = |f: HostCallback, reporter: &Reporter| {
+        // Nothing unwinds out: the callback's panic is kept, and a panic while keeping it
+        // (a message's `Display`) is dropped here rather than cross the driver's frames.
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            crate::release::restricted(move || {
+                IN_CALLBACK.with(|c| c.set(Some(reporter.kind)));
+                let outcome = catch_unwind(AssertUnwindSafe(f));
+                IN_CALLBACK.with(|c| c.set(None));
+                if let Err(unwound) = outcome {
+                    let message = gpuport_core::unwound_work_message(&*unwound);
+                    reporter.errors.record(Error::StreamWork { stream: reporter.stream.to_string(), message });
+                }
+            })
+        }));
+    };
+    // SAFETY: per the contract, `user` is a slot handed to the driver once, run once; the
+    // closure above never unwinds, so the slot is always given back.
+    unsafe { with_slot(user, run) }
 }

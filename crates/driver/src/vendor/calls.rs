@@ -110,7 +110,10 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
     fn stream_destroy(&self, stream: Self::Stream) -> Result<()>;
     /// Queues a host function on `stream` that calls
     /// [`run_host_callback`](crate::vendor::run_host_callback)`(user)` when the
-    /// stream reaches it. On an error, `user` was not handed over.
+    /// stream reaches it: once everything queued before it has completed (earlier host
+    /// functions have returned), with later work waiting until it returns, as
+    /// `cuLaunchHostFunc` and `hipLaunchHostFunc` order them — a stream's last callback
+    /// frees what its callbacks share. On an error, `user` was not handed over.
     fn launch_host_callback(&self, stream: Self::Stream, user: *mut c_void) -> Result<()>;
 
     // --- The stream data path -----------------------------------------------------------

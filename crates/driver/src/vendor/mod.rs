@@ -14,13 +14,15 @@
 //! | `stream` | [`VendorStream`]: ownership, parking, default streams, non-blocking drop, and the `Stream` data path (`impl_vendor_stream!`) |
 //! | `stream_errors` | [`StreamErrors`], the first error of a stream's work found outside a call |
 //! | `callback` | host callbacks: the trampoline ([`run_host_callback`]) and the rule that a callback makes no call into its own driver ([`refuse_in_callback`]) |
+//! | `callback_slots` | where host callbacks wait while the driver holds them: slots reused through per-thread caches rather than allocated per callback |
 //! | `event` | [`VendorEvent`]: ownership, deferred destroy, no blocking inside a host callback; `impl_vendor_event!` |
 //!
-//! Imports run one way — `calls` at the bottom; `stream_errors`, `callback`, `device`,
+//! Imports run one way — `calls` at the bottom; `stream_errors`, `callback_slots`, `callback`, `device`,
 //! then `event` and `module`, `stream`, `memory`, and `contract` on top — with one mutual
 //! reference: an opened device records its default streams, and a stream holds its device.
 
 mod callback;
+mod callback_slots;
 mod calls;
 mod contract;
 mod device;

@@ -2,9 +2,11 @@
 //! typed stream, and its forwarding for plugin streams and [`AnyStream`].
 
 use std::any::Any;
+use std::ffi::c_void;
 
 use gpuport_core::{
-    Backend, Buffer, DeviceId, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result, Stream, StreamFlags,
+    Backend, Buffer, DeviceId, HostCallback, HostFunction, Kernel, KernelArg, LaunchConfig, Ownership, Result, Stream,
+    StreamFlags,
 };
 
 use super::forward::twin_trait;
@@ -39,6 +41,11 @@ twin_trait! {
         fn wait(&self, event: &AnyEvent) -> Result<()>;
         /// See [`Stream::host_callback`].
         fn host_callback(&self, f: HostCallback) -> Result<()>;
+        /// See [`Stream::host_function`].
+        ///
+        /// # Safety
+        /// As for [`Stream::host_function`].
+        @unsafe fn host_function(&self, func: HostFunction, user: *mut c_void) -> Result<()>;
         /// See [`Stream::launch`].
         fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()>;
         /// See [`Stream::query`].
@@ -86,6 +93,10 @@ impl<S: Stream> DynStream for S {
     }
     fn host_callback(&self, f: HostCallback) -> Result<()> {
         Stream::host_callback(self, f)
+    }
+    unsafe fn host_function(&self, func: HostFunction, user: *mut c_void) -> Result<()> {
+        // SAFETY: forwarded.
+        unsafe { Stream::host_function(self, func, user) }
     }
     fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
         Stream::launch(self, kernel, config, args)

@@ -46,6 +46,9 @@ impl Drop for Opened {
 
 /// One opened device of a loaded plugin.
 pub(crate) struct PluginCalls {
+    /// The plugin's table, copied into each device: every call reads its function one
+    /// load away from the device instead of through the shared state.
+    table: Table,
     shared: Arc<Shared>,
     raw: *mut abi::Device,
     id: DeviceId,
@@ -73,12 +76,13 @@ impl PluginCalls {
             // SAFETY: as above.
             let total_memory = unsafe { t.device_info(raw) }?.total_memory;
             let total_memory = usize::try_from(total_memory).unwrap_or(usize::MAX);
-            Ok(PluginCalls { shared: shared.clone(), raw, id, legacy, total_memory, _opened: opened })
+            Ok(PluginCalls { table: t.clone(), shared: shared.clone(), raw, id, legacy, total_memory, _opened: opened })
         })
     }
 
+    #[inline]
     fn t(&self) -> &Table {
-        &self.shared.table
+        &self.table
     }
 
     /// The open device of this plugin with id `id` (a peer of a copy).
@@ -252,10 +256,12 @@ impl VendorCalls for PluginCalls {
         // SAFETY: as above.
         unsafe { self.t().event_elapsed_ms(self.raw, start, end) }
     }
+    #[inline]
     fn event_record(&self, event: abi::Event, stream: abi::Stream) -> Result<()> {
         // SAFETY: as above, and a live stream.
         unsafe { self.t().event_record(self.raw, event, stream) }
     }
+    #[inline]
     fn event_done(&self, event: abi::Event) -> Result<bool> {
         // SAFETY: as above.
         unsafe { self.t().event_query(self.raw, event) }
@@ -264,10 +270,12 @@ impl VendorCalls for PluginCalls {
         // SAFETY: the kit destroys each event it created once.
         unsafe { self.t().event_destroy(self.raw, event) }
     }
+    #[inline]
     fn stream_done(&self, stream: abi::Stream) -> Result<bool> {
         // SAFETY: the kit passes only live streams of this device.
         unsafe { self.t().stream_query(self.raw, stream) }
     }
+    #[inline]
     fn stream_synchronize(&self, stream: abi::Stream) -> Result<()> {
         // SAFETY: as above.
         unsafe { self.t().stream_synchronize(self.raw, stream) }
@@ -280,14 +288,17 @@ impl VendorCalls for PluginCalls {
         // SAFETY: the kit destroys each stream it created once.
         unsafe { self.t().stream_destroy(self.raw, stream) }
     }
+    #[inline]
     fn launch_host_callback(&self, stream: abi::Stream, user: *mut c_void) -> Result<()> {
         // SAFETY: a live stream; `host_func(user)` runs the kit's callback once.
         unsafe { self.t().stream_launch_host_func(self.raw, stream, host_func, user) }
     }
+    #[inline]
     fn stream_wait_event(&self, stream: abi::Stream, event: abi::Event) -> Result<()> {
         // SAFETY: live handles of this device.
         unsafe { self.t().stream_wait_event(self.raw, stream, event) }
     }
+    #[inline]
     unsafe fn memcpy_async(&self, dst: u64, src: u64, len: usize, stream: abi::Stream) -> Result<()> {
         // SAFETY: forwarded: both ranges stay valid until the copy has run.
         unsafe { self.t().memcpy_async(self.raw, dst, src, len, stream) }
@@ -305,6 +316,7 @@ impl VendorCalls for PluginCalls {
         // SAFETY: forwarded; both devices are open (their buffers hold them).
         unsafe { self.t().memcpy_peer_async(self.raw, dst, dst_raw, src, src_raw, len, stream) }
     }
+    #[inline]
     unsafe fn memset_async(&self, dst: u64, value: u8, len: usize, stream: abi::Stream) -> Result<()> {
         // SAFETY: forwarded: the range stays valid until the memset has run.
         unsafe { self.t().memset_async(self.raw, dst, value, len, stream) }

@@ -7,11 +7,13 @@
 //! is checked to be of this plugin (its kind), not only of this type.
 
 use std::any::Any;
+use std::ffi::c_void;
 use std::sync::Arc;
 
 use gpuport_core::{
     Buffer, DefaultStream, DeviceId, DeviceInfo, DlpackDevices, Error, EventFlags, HostAllocFlags, HostCallback,
-    Kernel, KernelArg, LaunchConfig, Module, ModuleImage, Ownership, PointerAttributes, Result, StreamFlags,
+    HostFunction, Kernel, KernelArg, LaunchConfig, Module, ModuleImage, Ownership, PointerAttributes, Result,
+    StreamFlags,
 };
 use gpuport_driver::vendor::{VendorCalls, VendorDevice, VendorEvent, VendorStream};
 
@@ -177,6 +179,10 @@ impl DynStream for LoadedStream {
     }
     fn host_callback(&self, f: HostCallback) -> Result<()> {
         self.0.host_callback(f)
+    }
+    unsafe fn host_function(&self, func: HostFunction, user: *mut c_void) -> Result<()> {
+        // SAFETY: forwarded: the caller's contract is the closure's.
+        self.0.host_callback(unsafe { gpuport_core::host_function_callback(func, user) })
     }
     fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
         self.0.launch(kernel, config, args)

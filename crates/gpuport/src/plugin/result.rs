@@ -153,6 +153,7 @@ impl Table {
 
     /// # Safety
     /// `stream` is a live stream of `dev`.
+    #[inline]
     pub(crate) unsafe fn stream_query(&self, dev: Dev, stream: abi::Stream) -> Result<bool> {
         let mut done = false;
         let status = call!(self, stream_query(dev, stream, &mut done));
@@ -161,6 +162,7 @@ impl Table {
 
     /// # Safety
     /// `stream` is a live stream of `dev`.
+    #[inline]
     pub(crate) unsafe fn stream_synchronize(&self, dev: Dev, stream: abi::Stream) -> Result<()> {
         let status = call!(self, stream_synchronize(dev, stream));
         self.check("stream_synchronize", status)
@@ -168,6 +170,7 @@ impl Table {
 
     /// # Safety
     /// `stream` and `event` are live handles of the plugin.
+    #[inline]
     pub(crate) unsafe fn stream_wait_event(&self, dev: Dev, stream: abi::Stream, event: abi::Event) -> Result<()> {
         let status = call!(self, stream_wait_event(dev, stream, event));
         self.check("stream_wait_event", status)
@@ -175,6 +178,7 @@ impl Table {
 
     /// # Safety
     /// `stream` is live; `func(user)` may be called once, on a thread of the plugin's.
+    #[inline]
     pub(crate) unsafe fn stream_launch_host_func(
         &self,
         dev: Dev,
@@ -204,6 +208,7 @@ impl Table {
 
     /// # Safety
     /// `event` and `stream` are live handles of the plugin.
+    #[inline]
     pub(crate) unsafe fn event_record(&self, dev: Dev, event: abi::Event, stream: abi::Stream) -> Result<()> {
         let status = call!(self, event_record(dev, event, stream));
         self.check("event_record", status)
@@ -211,6 +216,7 @@ impl Table {
 
     /// # Safety
     /// `event` is live.
+    #[inline]
     pub(crate) unsafe fn event_query(&self, dev: Dev, event: abi::Event) -> Result<bool> {
         let mut done = false;
         let status = call!(self, event_query(dev, event, &mut done));
@@ -309,6 +315,7 @@ impl Table {
 
     /// # Safety
     /// Both ranges stay valid until the copy has run; `stream` is live.
+    #[inline]
     pub(crate) unsafe fn memcpy_async(
         &self,
         dev: Dev,
@@ -340,6 +347,7 @@ impl Table {
 
     /// # Safety
     /// The range stays valid until the memset has run; `stream` is live.
+    #[inline]
     pub(crate) unsafe fn memset_async(
         &self,
         dev: Dev,

@@ -22,7 +22,7 @@ use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 
-use gpuport_core::{Buffer, Error, HostCallback, Result};
+use gpuport_core::{Buffer, Error, HostCallback, HostFunction, Result, UserPointer};
 
 use crate::event::EventState;
 use crate::wait::{current_queue, lock, spin_until, Signal};
@@ -282,6 +282,15 @@ impl WorkQueue {
     /// [`WorkQueue::synchronize`].
     pub fn callback(&self, f: HostCallback) -> Result<()> {
         self.push(Op::Callback(f))
+    }
+
+    /// Queues a C host function with its pointer, as they are.
+    ///
+    /// # Safety
+    /// `Stream::host_function`'s: `func(user)` may run once on the worker, and does not
+    /// unwind.
+    pub unsafe fn host_function(&self, func: HostFunction, user: UserPointer) -> Result<()> {
+        self.push(Op::HostFunction(func, user))
     }
 
     /// Records `event` at the end of the queue.

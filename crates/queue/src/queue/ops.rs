@@ -3,7 +3,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Weak};
 
-use gpuport_core::{Buffer, HostCallback, Result};
+use gpuport_core::{Buffer, HostCallback, HostFunction, Result, UserPointer};
 
 use super::QueueCore;
 use crate::event::EventState;
@@ -57,6 +57,8 @@ pub(super) enum Op {
     Run(Work),
     /// A host callback, run as given (no second box around it).
     Callback(HostCallback),
+    /// A C host function and its pointer, called as given (no closure around them).
+    HostFunction(HostFunction, UserPointer),
     Signal(Arc<Signal>),
     /// Waits until another queue has completed this many operations: the legacy default
     /// stream's implicit synchronisation (see `implicit`). Weak: a queue nobody holds any
@@ -156,6 +158,12 @@ pub(super) fn run(op: Op, state: &QueueCore) {
             if let Err(unwound) = catch_unwind(AssertUnwindSafe(f)) {
                 state.fail(gpuport_core::unwound_work_message(&*unwound));
             }
+            None
+        }
+        Op::HostFunction(func, user) => {
+            // SAFETY: `Stream::host_function`'s contract: called once, on any thread; it
+            // does not unwind.
+            unsafe { func(user.0) };
             None
         }
         marker @ (Op::Record(..) | Op::Signal(_)) => Some(marker),

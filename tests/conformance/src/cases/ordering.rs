@@ -90,13 +90,41 @@ pub fn without_wait_streams_overlap(t: &Target) -> Outcome {
     Ok(())
 }
 
+/// A C host function's argument: the order list and the number it pushes.
+struct Pushed {
+    seen: Arc<Mutex<Vec<i32>>>,
+    value: i32,
+}
+
+/// The C host function of [`host_callbacks_in_order`]: pushes its number, frees its box.
+unsafe extern "C" fn push_value(user: *mut std::ffi::c_void) {
+    // SAFETY: a `Box<Pushed>` leaked for this one call.
+    let pushed = unsafe { Box::from_raw(user.cast::<Pushed>()) };
+    // A poisoned lock (a failed case elsewhere) must not unwind out of a C function.
+    if let Ok(mut seen) = pushed.seen.lock() {
+        seen.push(pushed.value);
+    };
+}
+
+/// Host callbacks and C host functions (`Stream::host_function`), interleaved, run once
+/// each, in the order queued.
 pub fn host_callbacks_in_order(t: &Target) -> Outcome {
     let dev = t.device();
     let s = stream(dev)?;
     let seen = Arc::new(Mutex::new(Vec::new()));
     for i in 0..100 {
         let seen = seen.clone();
-        s.host_callback(Box::new(move || seen.lock().unwrap().push(i)))?;
+        if i % 3 == 1 {
+            let user = Box::into_raw(Box::new(Pushed { seen, value: i }));
+            // SAFETY: `push_value` takes the box once, on any thread, without unwinding.
+            if let Err(e) = unsafe { s.host_function(push_value, user.cast()) } {
+                // SAFETY: refused, so the box was not handed over.
+                drop(unsafe { Box::from_raw(user) });
+                return Err(e.into());
+            }
+        } else {
+            s.host_callback(Box::new(move || seen.lock().unwrap().push(i)))?;
+        }
     }
     s.synchronize()?;
     let seen = seen.lock().unwrap().clone();

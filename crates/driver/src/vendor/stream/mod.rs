@@ -28,7 +28,8 @@ use std::thread::ThreadId;
 use gpuport_core::release::Deferred;
 use gpuport_core::{Buffer, DeviceId, Error, HostCallback, Ownership, Result, StreamFlags};
 
-use super::callback::{refuse_in_callback, Callback, StreamName, IN_CALLBACK};
+use super::callback::{refuse_in_callback, IN_CALLBACK};
+use super::callback_slots::{launch, Reporter, StreamName};
 use super::calls::{RawHandle, VendorCalls};
 use super::device::VendorDevice;
 use super::lock;
@@ -120,6 +121,8 @@ pub struct StreamState<V: VendorCalls> {
     thread: Option<ThreadId>,
     errors: Arc<StreamErrors>,
     parked: Mutex<Parked<V::Event>>,
+    /// What host callbacks report to (each queued callback holds it too).
+    reporter: Arc<Reporter>,
 }
 
 // SAFETY: vendor stream and event handles may be used from any thread (the per-thread
@@ -168,27 +171,20 @@ impl<V: VendorCalls> StreamState<V> {
     fn release_after_work(&self, keep: Vec<Keep>) {
         let here = self.thread.is_none_or(|t| t == std::thread::current().id());
         if here {
-            let user = Callback::boxed(Box::new(move || drop(keep)), self.errors.clone(), self.name(), self.dev.kind());
-            match self.dev.launch_host_callback(self.raw, user) {
-                Ok(()) => {}
-                Err(e) => {
-                    // SAFETY: the runtime refused the callback, so `user` was not handed over.
-                    let refused = unsafe { Callback::reclaim(user) };
-                    log::warn!("releasing a dropped stream's buffers: {e}; waiting for the stream instead");
-                    if let Err(e) = self.dev.stream_synchronize(self.raw) {
-                        log::warn!("{e}");
-                    }
-                    drop(refused);
+            let last: HostCallback = Box::new(move || drop(keep));
+            if let Err((e, refused)) =
+                launch(&self.reporter, last, |user| self.dev.launch_host_callback(self.raw, user))
+            {
+                log::warn!("releasing a dropped stream's buffers: {e}; waiting for the stream instead");
+                if let Err(e) = self.dev.stream_synchronize(self.raw) {
+                    log::warn!("{e}");
                 }
+                drop(refused);
             }
         } else if let Err(e) = self.dev.device_synchronize() {
             // The per-thread stream of another thread cannot be named from here.
             log::warn!("releasing a dropped per-thread stream's buffers: {e}");
         }
-    }
-
-    fn name(&self) -> StreamName {
-        StreamName { raw: self.raw.to_raw(), device: self.dev.device_id() }
     }
 }
 
@@ -221,6 +217,8 @@ impl<V: VendorCalls> VendorStream<V> {
     ) -> Self {
         let errors = Arc::new(StreamErrors::default());
         dev.streams().track(&errors);
+        let name = StreamName { raw: raw.to_raw(), device: dev.device_id() };
+        let reporter = Arc::new(Reporter { errors: errors.clone(), stream: name, kind: dev.kind() });
         let handle = Arc::new(Deferred::new(RawStream { dev: dev.clone(), raw, owned }));
         let state = StreamState {
             dev: dev.clone(),
@@ -232,6 +230,7 @@ impl<V: VendorCalls> VendorStream<V> {
             thread,
             errors,
             parked: Mutex::default(),
+            reporter,
         };
         VendorStream { inner: Arc::new(Deferred::new(state)) }
     }
@@ -269,24 +268,37 @@ impl<V: VendorCalls> VendorStream<V> {
     }
     /// The vendor handle, once the calling thread may use it (not a host callback's; the
     /// per-thread default stream only on its own thread) and the device is current.
+    #[inline(always)]
     pub fn raw(&self) -> Result<V::Stream> {
+        // Every stream call passes here: the two refusals are one thread-local read and one
+        // comparison, their messages written out of line.
         if IN_CALLBACK.with(Cell::get) == Some(self.inner.dev.kind()) {
-            return Err(Error::invalid_argument(format!(
-                "a call on a stream of {} inside a host callback (the driver forbids it; queue the work instead)",
-                self.inner.dev.device_id()
-            )));
+            return Err(self.refused_in_callback());
         }
         if let Some(owner) = self.inner.thread {
             if owner != std::thread::current().id() {
-                return Err(Error::invalid_argument(format!(
-                    "the per-thread default stream of {} belongs to the thread that asked for it; \
-                     ask for it again on this thread",
-                    self.inner.dev.device_id()
-                )));
+                return Err(self.refused_other_thread());
             }
         }
         self.inner.dev.bind()?;
         Ok(self.inner.raw)
+    }
+
+    #[cold]
+    fn refused_in_callback(&self) -> Error {
+        Error::invalid_argument(format!(
+            "a call on a stream of {} inside a host callback (the driver forbids it; queue the work instead)",
+            self.inner.dev.device_id()
+        ))
+    }
+
+    #[cold]
+    fn refused_other_thread(&self) -> Error {
+        Error::invalid_argument(format!(
+            "the per-thread default stream of {} belongs to the thread that asked for it; \
+             ask for it again on this thread",
+            self.inner.dev.device_id()
+        ))
     }
     /// True for the per-thread default stream (a handle that means "the calling thread's
     /// stream", so work that outlives the call must not name it from another thread).
@@ -354,16 +366,14 @@ impl<V: VendorCalls> VendorStream<V> {
     /// `Stream::host_callback`: `f` runs on the driver's callback thread when the stream
     /// reaches it, inside `catch_unwind` (a panic is kept as the stream's error), and what
     /// it drops is released on the release thread.
+    #[inline]
     pub fn host_callback(&self, f: HostCallback) -> Result<()> {
         let raw = self.raw()?;
-        let user = Callback::boxed(f, self.inner.errors.clone(), self.inner.name(), self.inner.dev.kind());
-        self.inner.dev.launch_host_callback(raw, user).inspect_err(|_| {
-            // SAFETY: the runtime refused the callback, so `user` was not handed over.
-            drop(unsafe { Callback::reclaim(user) });
-        })
+        launch(&self.inner.reporter, f, |user| self.inner.dev.launch_host_callback(raw, user)).map_err(|(e, _f)| e)
     }
 
     /// `Stream::query`.
+    #[inline]
     pub fn query(&self) -> Result<bool> {
         let raw = self.raw()?;
         self.inner.dev.stream_done(raw)

@@ -99,12 +99,12 @@ class ForeignTensor:
     that gpuport calls a producer's deleter exactly once on every path."""
 
     def __init__(self, values=(1.0, 2.0, 3.0), *, versioned=True, version=(1, 3), ndim=None,
-                 null_data=False, null_deleter=False, flags=0, shape=None):
+                 null_data=False, null_deleter=False, flags=0, shape=None, stride=1):
         self.deleted = 0
         self.buffer = (ctypes.c_float * max(len(values), 1))(*values)
         n = len(values) if shape is None else shape[0]
         self.shape = (ctypes.c_int64 * 1)(n)
-        self.strides = (ctypes.c_int64 * 1)(1)
+        self.strides = (ctypes.c_int64 * 1)(stride)
         tensor = DLTensor(
             data=None if null_data else ctypes.addressof(self.buffer),
             device=DLDevice(1, 0),

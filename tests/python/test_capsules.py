@@ -33,6 +33,9 @@ def test_import_owns_the_tensor_until_the_last_view_dies(versioned):
         (dict(ndim=65), BufferError),
         (dict(null_data=True), BufferError),  # NULL data for three elements
         (dict(versioned=False, shape=(-4,)), BufferError),
+        # A stride of -1 written as its unsigned byte value divided by the item size, as
+        # CuPy 14's DLPack export writes negative strides.
+        (dict(stride=(2**64 - 4) // 4), BufferError),
     ],
 )
 def test_every_error_path_deletes_once_and_leaves_no_exception(kwargs, error):
@@ -44,6 +47,13 @@ def test_every_error_path_deletes_once_and_leaves_no_exception(kwargs, error):
     assert sys.exc_info() == (None, None, None)
     with pytest.raises(ValueError, match="already consumed"):
         gpuport.from_dlpack(cap)
+    assert t.deleted == 1
+
+
+def test_a_stride_past_the_address_space_is_named():
+    t = ForeignTensor(stride=(2**64 - 4) // 4)
+    with pytest.raises(BufferError, match="dimension 0 has 3 elements 4611686018427387903 elements apart"):
+        gpuport.from_dlpack(t.capsule())
     assert t.deleted == 1
 
 

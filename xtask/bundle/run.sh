@@ -38,13 +38,34 @@ fi
 } >"$summary"
 
 status=0
+# Time limits, in seconds: one part (a hung driver call must not stall the run) and the
+# whole run (a machine lent for a fixed time; parts left when it is spent are skipped,
+# which fails the run). The slow parts (compute-sanitizer) come last.
+part_limit="${GPUPORT_BUNDLE_PART_TIMEOUT:-900}"
+run_limit="${GPUPORT_BUNDLE_TIME_LIMIT:-0}"
+started=$(date +%s)
+# part_time: the seconds the next part may take (0 when the run's time is spent).
+part_time() {
+  local left="$part_limit"
+  if [ "$run_limit" -gt 0 ]; then
+    left=$(( run_limit - ($(date +%s) - started) ))
+    [ "$left" -le "$part_limit" ] || left="$part_limit"
+    [ "$left" -gt 0 ] || left=0
+  fi
+  echo "$left"
+}
 # run_part NAME COMMAND...: runs COMMAND with its output in LOGDIR/NAME.log, then adds a
 # line to the summary from libtest's `test result:` lines (or the exit code alone).
 run_part() {
   local name="$1"; shift
   local log="$logdir/$name.log"
+  local limit; limit=$(part_time)
+  if [ "$limit" -le 0 ]; then
+    skip_part "$name" "the run's time limit (GPUPORT_BUNDLE_TIME_LIMIT=${run_limit}s) was spent"
+    return
+  fi
   echo "== $name: $*" | tee -a "$logdir/run.log"
-  ( cd "$here" && "$@" ) >"$log" 2>&1
+  ( cd "$here" && timeout -k 10 "$limit" "$@" ) >"$log" 2>&1
   local rc=$?
   local passed failed ignored
   passed=$(sed -n 's/^test result: .* \([0-9][0-9]*\) passed.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
@@ -53,7 +74,12 @@ run_part() {
   local result="PASS"
   [ "$rc" -eq 0 ] || result="FAIL"
   local why=""
-  if [ "$rc" -ne 0 ]; then
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    status=1
+    result="TIMEOUT"
+    # libtest names a test before running it (one thread): the last one started hung.
+    why="stopped after ${limit}s; last started: $(grep -E '^test .* \.\.\. *$' "$log" | tail -1)"
+  elif [ "$rc" -ne 0 ]; then
     status=1
     # An unavailable backend or device says why; name it in the summary.
     why=$(grep -m1 -o -E "cuda: (no device|runtime library not found|required symbol|driver version)[^\"]*" "$log" || true)
@@ -102,21 +128,44 @@ if [ -n "$libcuda" ] && [ "$cuda" != "unknown" ] && [ -n "$cuda" ]; then
 else
   skip_part cuda-real-driver "no libcuda.so.1 in the loader's cache, or nvidia-smi did not give the CUDA version"
 fi
-# Memory and race checks of the CUDA-only tests, where the machine has compute-sanitizer.
-if ! command -v compute-sanitizer >/dev/null 2>&1; then
-  skip_part sanitizer "compute-sanitizer is not installed here"
-elif [ "$gpu" = "none found" ]; then
-  skip_part sanitizer "no CUDA GPU"
+# The Python module: the wheel installed (no network, no dependencies) into a scratch
+# folder, then tests/python with pytest: NumPy/JAX/tvm-ffi where installed, and the GPU
+# peers (CuPy, PyTorch, Numba, cuda.core). GPUPORT_BUNDLE_PYTHON picks the interpreter.
+py="${GPUPORT_BUNDLE_PYTHON:-$(command -v python3 || true)}"
+if [ -z "$py" ]; then
+  skip_part python "no python3 here"
+elif ! "$py" -c "import pytest, numpy" >/dev/null 2>&1; then
+  skip_part python "$py has no pytest or numpy"
 else
-  for tool in memcheck racecheck synccheck; do
-    run_part "sanitizer-$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
-      "$bin/cuda-gpu" --include-ignored --test-threads=1
-  done
-  # The validation checks the driver doubles make in CI, on the real driver: the whole
-  # conformance suite under memcheck with the leak check (allocations alive at exit).
-  run_part sanitizer-conformance compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
-    "$bin/conformance" --test-threads=1
+  site="$(mktemp -d "${TMPDIR:-/tmp}/gpuport-site.XXXXXX")"
+  limit=$(part_time)
+  if [ "$limit" -le 0 ]; then
+    skip_part python "the run's time limit (GPUPORT_BUNDLE_TIME_LIMIT=${run_limit}s) was spent"
+  elif "$py" -m pip install --no-index --no-deps --target "$site" "$here"/python/*.whl >"$logdir/python-install.log" 2>&1; then
+    log="$logdir/python.log"
+    echo "== python: $py -m pytest tests/python" | tee -a "$logdir/run.log"
+    # Where nvidia-smi sees a GPU, the GPU tests must run rather than skip.
+    require=0; [ "$gpu" = "none found" ] || require=1
+    # The tests on vendor arrays (test_vendor_devices.py) run for the backend
+    # GPUPORT_CONFORMANCE_BACKENDS names, which must then be available: named only where
+    # there is a GPU.
+    vendor=""; [ "$require" -eq 0 ] || vendor=cuda
+    ( cd "$here" && GPUPORT_REQUIRE_CUDA=$require GPUPORT_CONFORMANCE_BACKENDS=$vendor PYTHONPATH="$site" \
+        timeout -k 10 "$limit" "$py" -m pytest -q -rs -p no:cacheprovider tests/python ) >"$log" 2>&1
+    rc=$?
+    count() { tail -n 3 "$log" | grep -o -E "[0-9]+ $1" | head -1 | grep -o -E "^[0-9]+" || echo 0; }
+    result=PASS
+    [ "$rc" -eq 0 ] || { result=FAIL; status=1; }
+    [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] || result=TIMEOUT
+    printf '%-22s %-11s passed=%-4s failed=%-4s skipped=%-4s exit=%s\n' python "$result" \
+      "$(count passed)" "$(count failed)" "$(count skipped)" "$rc" >>"$summary"
+    [ "$rc" -eq 0 ] || printf '    %s\n' "$(grep -m1 -E '^(FAILED|ERROR)' "$log")" >>"$summary"
+  else
+    skip_part python "pip could not install the wheel (python-install.log)"
+  fi
+  rm -rf "$site"
 fi
+
 # Benchmarks (ratios against floors measured in the same run; they assert nothing).
 run_part bench-staged-copy "$bin/bench-staged-copy"
 # CUDA bandwidth and latency through gpuport, and the same through CuPy in the same run.
@@ -138,40 +187,21 @@ if grep -q '^RESULT ' "$logdir/bench-cuda.log" 2>/dev/null && grep -q '^RESULT '
   } >"$logdir/bench-ratios.txt"
   { echo; cat "$logdir/bench-ratios.txt"; } >>"$summary"
 fi
-# The Python module: the wheel installed (no network, no dependencies) into a scratch
-# folder, then tests/python with pytest: NumPy/JAX/tvm-ffi where installed, and the GPU
-# peers (CuPy, PyTorch, Numba, cuda.core). GPUPORT_BUNDLE_PYTHON picks the interpreter.
-py="${GPUPORT_BUNDLE_PYTHON:-$(command -v python3 || true)}"
-if [ -z "$py" ]; then
-  skip_part python "no python3 here"
-elif ! "$py" -c "import pytest, numpy" >/dev/null 2>&1; then
-  skip_part python "$py has no pytest or numpy"
+# Memory and race checks of the CUDA-only tests, where the machine has compute-sanitizer.
+if ! command -v compute-sanitizer >/dev/null 2>&1; then
+  skip_part sanitizer "compute-sanitizer is not installed here"
+elif [ "$gpu" = "none found" ]; then
+  skip_part sanitizer "no CUDA GPU"
 else
-  site="$(mktemp -d "${TMPDIR:-/tmp}/gpuport-site.XXXXXX")"
-  if "$py" -m pip install --no-index --no-deps --target "$site" "$here"/python/*.whl >"$logdir/python-install.log" 2>&1; then
-    log="$logdir/python.log"
-    echo "== python: $py -m pytest tests/python" | tee -a "$logdir/run.log"
-    # Where nvidia-smi sees a GPU, the GPU tests must run rather than skip.
-    require=0; [ "$gpu" = "none found" ] || require=1
-    # The tests on vendor arrays (test_vendor_devices.py) run for the backend
-    # GPUPORT_CONFORMANCE_BACKENDS names, which must then be available: named only where
-    # there is a GPU.
-    vendor=""; [ "$require" -eq 0 ] || vendor=cuda
-    ( cd "$here" && GPUPORT_REQUIRE_CUDA=$require GPUPORT_CONFORMANCE_BACKENDS=$vendor PYTHONPATH="$site" \
-        "$py" -m pytest -q -rs -p no:cacheprovider tests/python ) >"$log" 2>&1
-    rc=$?
-    count() { tail -n 3 "$log" | grep -o -E "[0-9]+ $1" | head -1 | grep -o -E "^[0-9]+" || echo 0; }
-    result=PASS
-    [ "$rc" -eq 0 ] || { result=FAIL; status=1; }
-    printf '%-22s %-11s passed=%-4s failed=%-4s skipped=%-4s exit=%s\n' python "$result" \
-      "$(count passed)" "$(count failed)" "$(count skipped)" "$rc" >>"$summary"
-    [ "$rc" -eq 0 ] || printf '    %s\n' "$(grep -m1 -E '^(FAILED|ERROR)' "$log")" >>"$summary"
-  else
-    skip_part python "pip could not install the wheel (python-install.log)"
-  fi
-  rm -rf "$site"
+  for tool in memcheck racecheck synccheck; do
+    run_part "sanitizer-$tool" compute-sanitizer --tool "$tool" --error-exitcode 1 \
+      "$bin/cuda-gpu" --include-ignored --test-threads=1
+  done
+  # The validation checks the driver doubles make in CI, on the real driver: the whole
+  # conformance suite under memcheck with the leak check (allocations alive at exit).
+  run_part sanitizer-conformance compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
+    "$bin/conformance" --test-threads=1
 fi
-
 echo >>"$summary"
 if [ "$status" -eq 0 ]; then echo "overall: PASS" >>"$summary"; else echo "overall: FAIL (see the parts above)" >>"$summary"; fi
 cat "$summary"

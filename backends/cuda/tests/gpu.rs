@@ -1,9 +1,12 @@
 //! CUDA-only behaviour on a real GPU. Ignored by default; `cargo xtask test --backend cuda`
 //! runs them (with `--include-ignored`), and they fail when no CUDA device is available.
 
-use std::sync::{Arc, Condvar, Mutex};
+#[path = "../../test-support/gate.rs"]
+mod gate;
+
 use std::time::Duration;
 
+use gate::gate;
 use gpuport_core::{Backend, DefaultStream, Device, LoadOptions, MemoryKind, Stream, StreamFlags};
 use gpuport_cuda::{CudaBackend, CudaDevice};
 
@@ -12,39 +15,25 @@ fn device() -> CudaDevice {
     b.open(0).unwrap_or_else(|e| panic!("no CUDA device 0: {e}"))
 }
 
-/// Blocks a stream until the returned closure is called.
-fn gate(s: &impl Stream) -> impl FnOnce() {
-    let pair = Arc::new((Mutex::new(false), Condvar::new()));
-    let p = pair.clone();
-    s.host_callback(Box::new(move || {
-        let (m, cv) = &*p;
-        let g = m.lock().unwrap();
-        let _ = cv.wait_timeout_while(g, Duration::from_secs(30), |open| !*open);
-    }))
-    .unwrap();
-    move || {
-        *pair.0.lock().unwrap() = true;
-        pair.1.notify_all();
-    }
-}
-
 #[test]
 #[ignore = "needs a CUDA GPU: cargo xtask test --backend cuda"]
 fn legacy_default_stream_waits_for_blocking_streams_only() {
     let dev = device();
     let buf = dev.alloc(1 << 20).unwrap();
     let blocking = dev.create_stream(StreamFlags::empty(), 0).unwrap();
+    // Memory of its own: touching the legacy stream's bytes unordered would be a race.
+    // Allocated before the gate: CUDA may make work issued after a device allocation wait
+    // for all earlier work of the device (the gated stream's too), and on an H200 it did.
+    let other = dev.alloc(16).unwrap();
+    let non_blocking = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
     let open = gate(&blocking);
     let legacy = dev.default_stream(DefaultStream::Legacy).unwrap();
     legacy.memset(&buf, 0, 1 << 20, 1).unwrap();
-    // Memory of its own: touching the legacy stream's bytes unordered would be a race.
-    let other = dev.alloc(16).unwrap();
-    let non_blocking = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
     non_blocking.memset(&other, 0, 16, 2).unwrap();
     non_blocking.synchronize().unwrap(); // not held back by the gated blocking stream
     std::thread::sleep(Duration::from_millis(20));
     assert!(!legacy.query().unwrap(), "the legacy stream must wait for the blocking stream");
-    open();
+    open.open();
     legacy.synchronize().unwrap();
 }
 
@@ -59,7 +48,7 @@ fn per_thread_default_stream_is_not_held_by_other_streams() {
     assert_eq!(pt.raw_handle(), 2);
     pt.memset(&buf, 0, 4096, 3).unwrap();
     pt.synchronize().unwrap();
-    open();
+    open.open();
     other.synchronize().unwrap();
 }
 
@@ -119,7 +108,7 @@ fn dropping_a_wrapped_stream_neither_waits_nor_destroys() {
     drop(buf);
     drop(wrapped); // must return at once: the owner is still gated
     assert!(!owner.query().unwrap(), "the wrapper's drop waited for the stream");
-    open();
+    open.open();
     owner.synchronize().unwrap();
     gpuport_core::release::flush();
 }

@@ -203,15 +203,20 @@ impl Layout {
         }
         let item = isize::try_from(itemsize).map_err(|_| overflow("the item size"))?;
         let (mut lo, mut hi) = (0isize, 0isize);
-        for (&extent, &stride) in self.shape.iter().zip(self.strides.iter()) {
-            let reach = (extent as isize - 1)
-                .checked_mul(stride)
-                .and_then(|r| r.checked_mul(item))
-                .ok_or_else(|| overflow("the byte extent"))?;
+        for (axis, (&extent, &stride)) in self.shape.iter().zip(self.strides.iter()).enumerate() {
+            // A stride this far out is no real layout: most often a producer that wrote a
+            // negative stride as its unsigned value. Name it, so the bad value is visible.
+            let too_far = || {
+                Error::invalid_layout(format!(
+                    "the byte extent overflows: dimension {axis} has {extent} elements {stride} elements apart"
+                ))
+            };
+            let reach =
+                (extent as isize - 1).checked_mul(stride).and_then(|r| r.checked_mul(item)).ok_or_else(too_far)?;
             if reach < 0 {
-                lo = lo.checked_add(reach).ok_or_else(|| overflow("the byte extent"))?;
+                lo = lo.checked_add(reach).ok_or_else(too_far)?;
             } else {
-                hi = hi.checked_add(reach).ok_or_else(|| overflow("the byte extent"))?;
+                hi = hi.checked_add(reach).ok_or_else(too_far)?;
             }
         }
         let end = hi.checked_add(item).ok_or_else(|| overflow("the byte extent"))?;
@@ -402,6 +407,10 @@ mod tests {
         assert!(Layout::contiguous(&[1 << 40, 1 << 40]).is_err());
         assert!(Layout::new(&[2, 2], &[1]).is_err());
         assert!(Layout::new(&[3], &[isize::MAX]).is_err());
+        // A negative stride written as its unsigned value, divided by the item size (as
+        // one producer's DLPack export does): refused, naming the value.
+        let err = Layout::from_i64(&[2, 3], Some(&[3, 4611686018427387903])).unwrap_err();
+        assert!(err.to_string().contains("dimension 1 has 3 elements 4611686018427387903 elements apart"), "{err}");
         assert!(Layout::from_i64(&[2, -1], None).is_err());
         assert!(Layout::new(&[2; 65], &[0; 65]).is_err());
         assert!(Layout::from_byte_strides(&[2], &[6], 4).is_err());

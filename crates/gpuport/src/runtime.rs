@@ -367,10 +367,12 @@ impl fmt::Display for Runtime {
                             0 => write!(f, "memory unknown")?,
                             bytes => write!(f, "{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)?,
                         }
-                        if let Some((major, minor)) = d.compute_capability {
-                            write!(f, ", sm_{major}{minor}")?;
+                        let sm = d.compute_capability.map(|(major, minor)| format!("sm_{major}{minor}"));
+                        if let Some(sm) = &sm {
+                            write!(f, ", {sm}")?;
                         }
-                        if let Some(arch) = &d.arch {
+                        // CUDA names its architecture by the compute capability: said once.
+                        if let Some(arch) = d.arch.as_ref().filter(|a| Some(*a) != sm.as_ref()) {
                             write!(f, ", {arch}")?;
                         }
                         if let Some(n) = d.multiprocessors {

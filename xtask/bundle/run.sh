@@ -39,7 +39,7 @@ fi
 
 status=0
 # Time limits, in seconds: one part (a hung driver call must not stall the run) and the
-# whole run (a machine lent for a fixed time; parts left when it is spent are skipped,
+# whole run (a machine booked for a fixed time; parts left when it is spent are skipped,
 # which fails the run). The slow parts (compute-sanitizer) come last.
 part_limit="${GPUPORT_BUNDLE_PART_TIMEOUT:-900}"
 run_limit="${GPUPORT_BUNDLE_TIME_LIMIT:-0}"

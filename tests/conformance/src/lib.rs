@@ -318,10 +318,21 @@ pub struct Case {
 /// failed a different ordering case each time; every case passed alone.)
 pub fn run_case(case: &Case, target: &Arc<Target>) -> Outcome {
     gpuport::release::flush();
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (case.run)(target))) {
+    let given_up = cases::gates_given_up();
+    let outcome = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (case.run)(target))) {
         Ok(outcome) => outcome.map_err(|f| f.context(format!("[{}] {}", target.backend, case.name))),
         Err(_) => Err(Failure::new(format!("[{}] {} panicked", target.backend, case.name))),
-    }
+    };
+    outcome.map_err(|f| {
+        if cases::gates_given_up() == given_up {
+            return f;
+        }
+        Failure::new(format!(
+            "{f} (a gate gave up after 30 s while the case ran: a call of the case waited for the stream \
+             it held, which the port must queue instead — or, on a real driver, an implicit synchronisation \
+             such as a device allocation or free from another thread)"
+        ))
+    })
 }
 
 /// How one case ended.

@@ -29,24 +29,33 @@ fn the_producer_joins_vendor_streams_into_the_named_one() {
     let dev = rt.device(&format!("{backend}:{last}")).unwrap();
     let n = 3 * 1024;
     let a = Array::zeros(&dev, &[n], DType::U32).unwrap();
+    // Everything allocated, and earlier tests' deferred frees done, before the first gate:
+    // a real driver's allocation or free may wait for all of the device's work, the held
+    // writes' too, which would finish them before the checks.
+    let writers: Vec<_> = (0..3)
+        .map(|k| {
+            let s = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+            let src = Array::from_slice(&dev, &vec![k as u32 + 1; 1024], &[1024]).unwrap();
+            (s, src)
+        })
+        .collect();
+    let consumer = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    let ev = dev.create_event(EventFlags::DISABLE_TIMING).unwrap();
+    let out = dev.alloc(4 * n).unwrap();
+    gpuport::release::flush();
     let mut gates = Vec::new();
-    for k in 0..3 {
-        let s = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    for (k, (s, src)) in writers.iter().enumerate() {
         let part = a.slice(0, k * 1024, Some((k + 1) * 1024), 1).unwrap();
-        let src = Array::from_slice(&dev, &vec![k as u32 + 1; 1024], &[1024]).unwrap();
         let gate = Gate::default();
-        gate.block(&s).unwrap();
-        CopyEngine::default().copy_on(&src, &part, &s).unwrap();
+        gate.block(s).unwrap();
+        CopyEngine::default().copy_on(src, &part, s).unwrap();
         gates.push(gate);
     }
     let exported = export(&a).unwrap(); // at once
     assert_ne!(exported.interface.stream, CaiStream::None, "pending work names a stream");
     let named = exported.stream.clone().expect("the named stream is kept");
-    let consumer = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
-    let ev = dev.create_event(EventFlags::DISABLE_TIMING).unwrap();
     named.record(&ev).unwrap();
     consumer.wait(&ev).unwrap();
-    let out = dev.alloc(4 * n).unwrap();
     consumer.copy(a.buffer(), 0, &out, 0, 4 * n).unwrap();
     for gate in &gates {
         std::thread::sleep(Duration::from_millis(10));
@@ -64,16 +73,19 @@ fn imports_find_their_device_and_order_after_the_producer() {
     let (rt, backend) = gpuport_conformance::vendor_backend_under_test();
     for ordinal in gpuport_conformance::first_two_devices(&rt, &backend) {
         let dev = rt.device(&format!("{backend}:{ordinal}")).unwrap();
-        // Enqueue: later work on the import waits on the device, not the host.
+        // Enqueue: later work on the import waits on the device, not the host. The
+        // consumer's stream and memory come first: an allocation while a write is held
+        // may wait for it on a real driver.
+        let consumer = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+        let out = dev.alloc(1024).unwrap();
+        gpuport::release::flush();
         let (producer, gate) = slow_write(&dev, 9, 256);
         let interface = export(&producer).unwrap().interface;
         let round = Interface::from_value(&interface.to_value().unwrap()).unwrap();
         // SAFETY: `producer` owns the memory; the named stream is live.
         let imported = unsafe { import(&rt, &round, Box::new(producer.clone()), None, Sync::Enqueue) }.unwrap();
         assert_eq!(imported.device_id(), dev.id(), "pointer attributes name the owning device");
-        let consumer = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
         imported.wait_pending(&consumer, Access::Read).unwrap();
-        let out = dev.alloc(1024).unwrap();
         consumer.copy(imported.buffer(), 0, &out, 0, 1024).unwrap();
         std::thread::sleep(Duration::from_millis(20));
         assert!(!consumer.query().unwrap(), "work on the import ran before the producer's write");

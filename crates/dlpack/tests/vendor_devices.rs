@@ -89,14 +89,18 @@ fn the_consumers_vendor_stream_waits_for_a_slow_producer() {
     let writer = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
     let src = Array::from_slice(&dev, &data, &[data.len()]).unwrap();
     let a = Array::zeros(&dev, &[data.len()], DType::U32).unwrap();
+    // Everything allocated, and earlier tests' deferred frees done, before the gate: a
+    // real driver's allocation or free may wait for all of the device's work, the held
+    // write's too, which would finish it before the check.
+    let consumer = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    let out = dev.alloc(4 * data.len()).unwrap();
+    gpuport::release::flush();
     let gate = Gate::default();
     gate.block(&writer).unwrap();
     CopyEngine::default().copy_on(&src, &a, &writer).unwrap(); // held by the gate
-    let consumer = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
     let request = ExportRequest { stream: Some(consumer.raw_handle() as i64), ..Default::default() };
     // SAFETY: `consumer` is a live stream of the array's device.
     let tensor = unsafe { to_dlpack_on_stream(&rt, &a, &request) }.unwrap(); // returns at once
-    let out = dev.alloc(4 * data.len()).unwrap();
     consumer.copy(a.buffer(), 0, &out, 0, 4 * data.len()).unwrap();
     std::thread::sleep(Duration::from_millis(20));
     assert!(!consumer.query().unwrap(), "the consumer's stream did not wait for the pending write");

@@ -2,7 +2,7 @@
 //! its methods, from one list.
 
 /// Declares a twin trait (dispatched over its `Any*` enum by `enum_dispatch`, with an
-/// `as_any` for downcasting), forwards it from the plugin wrapper to its trait object, and
+/// `as_any` for downcasting), forwards it from the plugin wrapper to the handle it holds, and
 /// gives the `Any*` enum the same methods as inherent ones, so callers need no trait
 /// import (and `use gpuport::*` brings no second trait whose methods collide with the
 /// core traits' on typed handles). An `unsafe` method is marked `@unsafe fn`.
@@ -25,7 +25,10 @@ macro_rules! twin_trait {
                 twin_trait!(@forward $($unsafe)? $m(&self $(, $a: $t)*) -> $r);
             )*
             fn as_any(&self) -> &dyn Any {
-                self.0.as_any()
+                match &self.0 {
+                    $crate::dynamic::Held::Linked(h) => h.as_any(),
+                    $crate::dynamic::Held::Loaded(h) => h.as_any(),
+                }
             }
         }
         impl $any {
@@ -35,14 +38,23 @@ macro_rules! twin_trait {
         }
     };
     (@forward unsafe $m:ident(&self $(, $a:ident: $t:ty)*) -> $r:ty) => {
+        #[inline]
         unsafe fn $m(&self $(, $a: $t)*) -> $r {
-            // SAFETY: the caller upholds the trait method's contract, which is forwarded.
-            unsafe { self.0.$m($($a),*) }
+            match &self.0 {
+                // SAFETY: the caller upholds the trait method's contract, which is forwarded.
+                $crate::dynamic::Held::Linked(h) => unsafe { h.$m($($a),*) },
+                // SAFETY: as above.
+                $crate::dynamic::Held::Loaded(h) => unsafe { h.$m($($a),*) },
+            }
         }
     };
     (@forward $m:ident(&self $(, $a:ident: $t:ty)*) -> $r:ty) => {
+        #[inline]
         fn $m(&self $(, $a: $t)*) -> $r {
-            self.0.$m($($a),*)
+            match &self.0 {
+                $crate::dynamic::Held::Linked(h) => h.$m($($a),*),
+                $crate::dynamic::Held::Loaded(h) => h.$m($($a),*),
+            }
         }
     };
     (@inherent $tr:ident unsafe $m:ident(&self $(, $a:ident: $t:ty)*) -> $r:ty) => {

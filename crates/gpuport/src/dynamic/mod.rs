@@ -4,7 +4,9 @@
 //! `enum_dispatch` (wgpu-hal's `DynDevice` pattern).
 //!
 //! Built-in backends get their own enum variant (a direct `match`, no vtable); backends
-//! registered at run time live behind the `Plugin` variant's `Arc<dyn …>`.
+//! registered at run time share the `Plugin` variant: one linked in as Rust code behind an
+//! `Arc<dyn …>`, a plugin loaded from a shared library as the loader's own handle (its
+//! function table is then the only indirect call).
 //!
 //! The `Any*` enums also have every method of their twin trait as an inherent method, so
 //! using them needs no import from here; import these traits to write code generic over
@@ -31,33 +33,55 @@ use gpuport_cuda::{CudaDevice, CudaEvent, CudaStream};
 use gpuport_host::{HostDevice, HostEvent, HostStream};
 use gpuport_rocm::{RocmDevice, RocmEvent, RocmStream};
 
+use crate::plugin::{LoadedDevice, LoadedEvent, LoadedStream};
+
 pub use backend::DynBackend;
 pub use device::DynDevice;
 pub use event::DynEvent;
 pub use stream::DynStream;
 
-/// Wrappers of plugin handles, so the `Plugin` variants can hold trait objects.
+/// What a `Plugin` variant holds. A backend linked in as Rust code is a trait object; a
+/// plugin loaded from a shared library is one of the loader's own handle types, held
+/// directly: every loaded plugin shares those types, so a call on one needs no vtable and
+/// the plugin's function table is the only indirect call between the caller and the
+/// plugin.
+enum Held<D: ?Sized, L> {
+    Linked(Arc<D>),
+    Loaded(L),
+}
+
+impl<D: ?Sized, L: Clone> Clone for Held<D, L> {
+    fn clone(&self) -> Self {
+        match self {
+            Held::Linked(h) => Held::Linked(Arc::clone(h)),
+            Held::Loaded(h) => Held::Loaded(h.clone()),
+        }
+    }
+}
+
+/// Wrappers of plugin handles, so the `Plugin` variants can hold trait objects or loaded
+/// plugins' handles.
 macro_rules! plugin_handle {
-    ($name:ident, $tr:ident, $doc:literal) => {
+    ($name:ident, $tr:ident, $loaded:ty, $doc:literal) => {
         #[doc = $doc]
         ///
         /// Made only by the `*_into_any` functions, which give a built-in backend's handle
-        /// its own variant: one device never has two representations.
+        /// its own variant (one device never has two representations), and by the plugin
+        /// loader.
         #[derive(Clone)]
-        pub struct $name(Arc<dyn $tr>);
+        pub struct $name(Held<dyn $tr, $loaded>);
 
         impl $name {
-            /// A handle of a backend that implements the twin trait directly (a plugin
-            /// loaded from a shared library, whose kind is known only at run time).
-            pub(crate) fn from_dyn(handle: Arc<dyn $tr>) -> Self {
-                $name(handle)
+            /// A handle of a plugin loaded from a shared library.
+            pub(crate) fn from_loaded(handle: $loaded) -> Self {
+                $name(Held::Loaded(handle))
             }
         }
     };
 }
-plugin_handle!(PluginDevice, DynDevice, "A device of a backend registered at run time.");
-plugin_handle!(PluginStream, DynStream, "A stream of a backend registered at run time.");
-plugin_handle!(PluginEvent, DynEvent, "An event of a backend registered at run time.");
+plugin_handle!(PluginDevice, DynDevice, LoadedDevice, "A device of a backend registered at run time.");
+plugin_handle!(PluginStream, DynStream, LoadedStream, "A stream of a backend registered at run time.");
+plugin_handle!(PluginEvent, DynEvent, LoadedEvent, "An event of a backend registered at run time.");
 
 /// A device of any backend.
 #[enum_dispatch(DynDevice)]
@@ -154,7 +178,7 @@ macro_rules! into_any {
                     Err(v) => v,
                 };
             )*
-            $any::Plugin($plugin(Arc::new(value)))
+            $any::Plugin($plugin(Held::Linked(Arc::new(value))))
         }
     };
 }

@@ -5,6 +5,11 @@
 //!
 //! Every loaded plugin's handles are of these same types, so a handle taken from an `Any*`
 //! is checked to be of this plugin (its kind), not only of this type.
+//!
+//! The `Plugin` variants hold these handles directly (no trait object), and each method
+//! is kept out of line: the `Any*` dispatch reaches it with one direct jump, as it reaches
+//! a built-in backend's, and none of its other arms inherits this method's stack frame
+//! (inlined, the frame would be set up before the dispatch, for every backend).
 
 use std::any::Any;
 use std::ffi::c_void;
@@ -38,15 +43,15 @@ pub(crate) struct LoadedStream(VendorStream<PluginCalls>);
 pub(crate) struct LoadedEvent(VendorEvent<PluginCalls>);
 
 pub(crate) fn device_into_any(dev: LoadedDevice) -> AnyDevice {
-    AnyDevice::Plugin(PluginDevice::from_dyn(Arc::new(dev)))
+    AnyDevice::Plugin(PluginDevice::from_loaded(dev))
 }
 
 fn stream_into_any(stream: VendorStream<PluginCalls>) -> AnyStream {
-    AnyStream::Plugin(PluginStream::from_dyn(Arc::new(LoadedStream(stream))))
+    AnyStream::Plugin(PluginStream::from_loaded(LoadedStream(stream)))
 }
 
 fn event_into_any(event: VendorEvent<PluginCalls>) -> AnyEvent {
-    AnyEvent::Plugin(PluginEvent::from_dyn(Arc::new(LoadedEvent(event))))
+    AnyEvent::Plugin(PluginEvent::from_loaded(LoadedEvent(event)))
 }
 
 /// The handle of this plugin inside `any`: of this type and of this backend, or
@@ -72,69 +77,89 @@ fn event_of<'a>(e: &'a AnyEvent, op: &'static str, me: DeviceId) -> Result<&'a V
 }
 
 impl DynDevice for LoadedDevice {
+    #[inline(never)]
     fn id(&self) -> DeviceId {
         self.dev.device_id()
     }
+    #[inline(never)]
     fn info(&self) -> Result<DeviceInfo> {
         self.dev.info()
     }
+    #[inline(never)]
     fn dlpack_devices(&self) -> DlpackDevices {
         self.dlpack
     }
+    #[inline(never)]
     fn alloc(&self, bytes: usize) -> Result<Buffer> {
         self.dev.alloc(bytes)
     }
+    #[inline(never)]
     fn alloc_async(&self, bytes: usize, stream: &AnyStream) -> Result<Buffer> {
         self.dev.alloc_async(bytes, stream_of(stream, "alloc_async", self.id())?)
     }
+    #[inline(never)]
     fn alloc_pinned(&self, bytes: usize, flags: HostAllocFlags) -> Result<Buffer> {
         self.dev.alloc_pinned(bytes, flags)
     }
+    #[inline(never)]
     fn alloc_managed(&self, bytes: usize) -> Result<Buffer> {
         self.dev.alloc_managed(bytes)
     }
+    #[inline(never)]
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
         self.dev.memset(dst, offset, len, value)
     }
+    #[inline(never)]
     fn create_stream(&self, flags: StreamFlags, priority: i32) -> Result<AnyStream> {
         self.dev.create_stream(flags, priority).map(stream_into_any)
     }
+    #[inline(never)]
     fn stream_priority_range(&self) -> Result<(i32, i32)> {
         self.dev.stream_priority_range()
     }
+    #[inline(never)]
     fn default_stream(&self, which: DefaultStream) -> Result<AnyStream> {
         self.dev.default_stream(which).map(stream_into_any)
     }
+    #[inline(never)]
     unsafe fn wrap_stream(&self, raw: usize) -> Result<AnyStream> {
         // SAFETY: the caller upholds `Device::wrap_stream`'s contract.
         unsafe { self.dev.wrap_stream(raw) }.map(stream_into_any)
     }
+    #[inline(never)]
     fn create_event(&self, flags: EventFlags) -> Result<AnyEvent> {
         self.dev.create_event(flags).map(event_into_any)
     }
+    #[inline(never)]
     unsafe fn wrap_event(&self, raw: usize) -> Result<AnyEvent> {
         // SAFETY: the caller upholds `Device::wrap_event`'s contract.
         unsafe { self.dev.wrap_event(raw) }.map(event_into_any)
     }
+    #[inline(never)]
     fn synchronize(&self) -> Result<()> {
         self.dev.synchronize()
     }
+    #[inline(never)]
     fn can_access_peer(&self, peer: &AnyDevice) -> Result<bool> {
         match ours::<LoadedDevice>(peer.as_any(), |p| p.id(), "can_access_peer", self.id(), peer.id()) {
             Ok(p) => self.dev.can_access_peer(&p.dev),
             Err(_) => Ok(false), // another backend: never directly
         }
     }
+    #[inline(never)]
     fn enable_peer_access(&self, peer: &AnyDevice) -> Result<()> {
         let p = ours::<LoadedDevice>(peer.as_any(), |p| p.id(), "enable_peer_access", self.id(), peer.id())?;
         self.dev.enable_peer_access(&p.dev)
     }
+    #[inline(never)]
     fn pointer_attributes(&self, addr: u64) -> Result<PointerAttributes> {
         self.dev.pointer_attributes(addr)
     }
+    #[inline(never)]
     fn load_module(&self, image: ModuleImage<'_>) -> Result<Module> {
         self.dev.load_module(image)
     }
+    #[inline(never)]
     fn kernel(&self, module: &Module, name: &str) -> Result<Kernel> {
         self.dev.kernel(module, name)
     }
@@ -144,52 +169,68 @@ impl DynDevice for LoadedDevice {
 }
 
 impl DynStream for LoadedStream {
+    #[inline(never)]
     fn device_id(&self) -> DeviceId {
         self.0.device_id()
     }
+    #[inline(never)]
     fn ownership(&self) -> Ownership {
         self.0.ownership()
     }
+    #[inline(never)]
     fn raw_handle(&self) -> usize {
         self.0.raw_value()
     }
+    #[inline(never)]
     fn flags(&self) -> StreamFlags {
         self.0.flags()
     }
+    #[inline(never)]
     fn priority(&self) -> i32 {
         self.0.priority()
     }
+    #[inline(never)]
     fn copy(&self, src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<()> {
         self.0.copy(src, src_offset, dst, dst_offset, len)
     }
+    #[inline(never)]
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
         self.0.memset(dst, offset, len, value)
     }
+    #[inline(never)]
     fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize) -> Result<()> {
         self.0.write(src, dst, dst_offset)
     }
+    #[inline(never)]
     fn read(&self, src: &Buffer, src_offset: usize, dst: &mut [u8]) -> Result<()> {
         self.0.read(src, src_offset, dst)
     }
+    #[inline(never)]
     fn record(&self, event: &AnyEvent) -> Result<()> {
         self.0.record(event_of(event, "record", self.device_id())?)
     }
+    #[inline(never)]
     fn wait(&self, event: &AnyEvent) -> Result<()> {
         self.0.wait(event_of(event, "wait", self.device_id())?)
     }
+    #[inline(never)]
     fn host_callback(&self, f: HostCallback) -> Result<()> {
         self.0.host_callback(f)
     }
+    #[inline(never)]
     unsafe fn host_function(&self, func: HostFunction, user: *mut c_void) -> Result<()> {
         // SAFETY: forwarded: the caller's contract is the closure's.
         self.0.host_callback(unsafe { gpuport_core::host_function_callback(func, user) })
     }
+    #[inline(never)]
     fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
         self.0.launch(kernel, config, args)
     }
+    #[inline(never)]
     fn query(&self) -> Result<bool> {
         self.0.query()
     }
+    #[inline(never)]
     fn synchronize(&self) -> Result<()> {
         self.0.synchronize()
     }
@@ -199,24 +240,31 @@ impl DynStream for LoadedStream {
 }
 
 impl DynEvent for LoadedEvent {
+    #[inline(never)]
     fn device_id(&self) -> DeviceId {
         self.0.device_id()
     }
+    #[inline(never)]
     fn ownership(&self) -> Ownership {
         self.0.ownership()
     }
+    #[inline(never)]
     fn raw_handle(&self) -> usize {
         self.0.raw_handle()
     }
+    #[inline(never)]
     fn flags(&self) -> EventFlags {
         self.0.flags()
     }
+    #[inline(never)]
     fn query(&self) -> Result<bool> {
         self.0.query()
     }
+    #[inline(never)]
     fn synchronize(&self) -> Result<()> {
         self.0.synchronize()
     }
+    #[inline(never)]
     fn elapsed_ms(&self, end: &AnyEvent) -> Result<f32> {
         self.0.elapsed_ms(event_of(end, "elapsed_ms", self.device_id())?)
     }

@@ -34,7 +34,8 @@ use gpuport_plugin_abi as abi;
 
 use crate::dynamic::{AnyDevice, DynBackend};
 use calls::{PluginCalls, Shared};
-use handles::{device_into_any, LoadedDevice};
+use handles::device_into_any;
+pub(crate) use handles::{LoadedDevice, LoadedEvent, LoadedStream};
 use table::Table;
 
 /// Environment variable listing plugin libraries to load before discovery

@@ -19,7 +19,9 @@ type Dev = *mut abi::Device;
 /// Looks up `$f` in the table (`Unsupported` when absent) and calls it with `$args`.
 macro_rules! call {
     ($t:expr, $f:ident($($arg:expr),* $(,)?)) => {{
-        let f = $t.api.$f.ok_or_else(|| Error::unsupported($t.kind, concat!("`", stringify!($f), "` (the plugin's table lacks it)")))?;
+        let Some(f) = $t.api.$f else {
+            return Err($t.lacks(concat!("`", stringify!($f), "` (the plugin's table lacks it)")));
+        };
         // SAFETY: the function came from the plugin's validated table; the arguments are
         // what the header documents for it (the enclosing function's contract) and
         // pointers to this function's locals.

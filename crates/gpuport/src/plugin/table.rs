@@ -195,6 +195,13 @@ impl Table {
         self.failed(call, status)
     }
 
+    /// The error for a call the table lacks, kept out of line (every call checks).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn lacks(&self, what: &'static str) -> Error {
+        Error::unsupported(self.kind, what)
+    }
+
     /// [`Table::check`]'s error path, kept out of line.
     #[cold]
     #[inline(never)]

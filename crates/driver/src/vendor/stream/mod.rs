@@ -270,8 +270,20 @@ impl<V: VendorCalls> VendorStream<V> {
     /// per-thread default stream only on its own thread) and the device is current.
     #[inline(always)]
     pub fn raw(&self) -> Result<V::Stream> {
-        // Every stream call passes here: the two refusals are one thread-local read and one
-        // comparison, their messages written out of line.
+        // Every stream call passes here. The common case costs one thread-local read and one
+        // field test (not inside a host callback, not a per-thread default stream); the
+        // refusals are decided out of line, so a hot call keeps a small frame.
+        if IN_CALLBACK.with(Cell::get).is_some() || self.inner.thread.is_some() {
+            self.check_caller()?;
+        }
+        self.inner.dev.bind()?;
+        Ok(self.inner.raw)
+    }
+
+    /// [`VendorStream::raw`]'s refusals: a call inside one of this backend's host callbacks,
+    /// or on another thread's per-thread default stream.
+    #[inline(never)]
+    fn check_caller(&self) -> Result<()> {
         if IN_CALLBACK.with(Cell::get) == Some(self.inner.dev.kind()) {
             return Err(self.refused_in_callback());
         }
@@ -280,8 +292,7 @@ impl<V: VendorCalls> VendorStream<V> {
                 return Err(self.refused_other_thread());
             }
         }
-        self.inner.dev.bind()?;
-        Ok(self.inner.raw)
+        Ok(())
     }
 
     #[cold]

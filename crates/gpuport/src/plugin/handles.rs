@@ -7,9 +7,10 @@
 //! is checked to be of this plugin (its kind), not only of this type.
 //!
 //! The `Plugin` variants hold these handles directly (no trait object), and each method
-//! is kept out of line: the `Any*` dispatch reaches it with one direct jump, as it reaches
-//! a built-in backend's, and none of its other arms inherits this method's stack frame
-//! (inlined, the frame would be set up before the dispatch, for every backend).
+//! that calls into the plugin is kept out of line: the `Any*` dispatch reaches it with one
+//! direct jump, as it reaches a built-in backend's, and none of its other arms inherits
+//! this method's stack frame (inlined, the frame would be set up before the dispatch, for
+//! every backend). Plain accessors are left to the compiler.
 
 use std::any::Any;
 use std::ffi::c_void;
@@ -77,7 +78,6 @@ fn event_of<'a>(e: &'a AnyEvent, op: &'static str, me: DeviceId) -> Result<&'a V
 }
 
 impl DynDevice for LoadedDevice {
-    #[inline(never)]
     fn id(&self) -> DeviceId {
         self.dev.device_id()
     }
@@ -85,7 +85,6 @@ impl DynDevice for LoadedDevice {
     fn info(&self) -> Result<DeviceInfo> {
         self.dev.info()
     }
-    #[inline(never)]
     fn dlpack_devices(&self) -> DlpackDevices {
         self.dlpack
     }
@@ -169,23 +168,18 @@ impl DynDevice for LoadedDevice {
 }
 
 impl DynStream for LoadedStream {
-    #[inline(never)]
     fn device_id(&self) -> DeviceId {
         self.0.device_id()
     }
-    #[inline(never)]
     fn ownership(&self) -> Ownership {
         self.0.ownership()
     }
-    #[inline(never)]
     fn raw_handle(&self) -> usize {
         self.0.raw_value()
     }
-    #[inline(never)]
     fn flags(&self) -> StreamFlags {
         self.0.flags()
     }
-    #[inline(never)]
     fn priority(&self) -> i32 {
         self.0.priority()
     }
@@ -240,19 +234,15 @@ impl DynStream for LoadedStream {
 }
 
 impl DynEvent for LoadedEvent {
-    #[inline(never)]
     fn device_id(&self) -> DeviceId {
         self.0.device_id()
     }
-    #[inline(never)]
     fn ownership(&self) -> Ownership {
         self.0.ownership()
     }
-    #[inline(never)]
     fn raw_handle(&self) -> usize {
         self.0.raw_handle()
     }
-    #[inline(never)]
     fn flags(&self) -> EventFlags {
         self.0.flags()
     }

@@ -417,6 +417,15 @@ impl fmt::Display for Report {
 /// it cannot run are skipped with the reason) and returns the report. The entry point for
 /// a port's own test file.
 pub fn run_port(port: &Port) -> Report {
+    run_port_cases(port, |_| true)
+}
+
+/// Runs the cases whose `group::name` `selected` accepts, as [`run_port`] runs the whole
+/// suite (the same discovery and probes, the same order, the same release of the port's
+/// memory at the end); the report lists only those cases. For rerunning the case a port
+/// failed while fixing it, and for the mutation check, which asks of each broken port
+/// only that the case named for its flaw fails.
+pub fn run_port_cases(port: &Port, selected: impl Fn(&str) -> bool) -> Report {
     let backend = port.name.to_owned();
     let opened = register(port).and_then(|()| open_target(&Runtime::discover(), port.name, port.kernel));
     let target = match opened {
@@ -425,6 +434,7 @@ pub fn run_port(port: &Port) -> Report {
     };
     let cases = CASES
         .iter()
+        .filter(|case| selected(case.name))
         .map(|case| {
             let result = match target.missing(case.needs) {
                 Some(why) => CaseResult::Skipped(why),

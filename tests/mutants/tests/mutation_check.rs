@@ -1,7 +1,10 @@
-//! The mutation check: every mutant of `gpuport-mutants` runs the whole conformance suite
+//! The mutation check: every mutant of `gpuport-mutants` runs the conformance suite
 //! through its public entry point, in a process of its own (a broken port must not disturb
 //! the others, and a hang is killed). A mutant passes this check only when the suite
-//! fails it in the case named for it; the control must pass every case.
+//! fails it in the case named for it; the control must pass every case. A mutant's run
+//! is only that case (`run_port_cases`): the claim is that this case catches the flaw,
+//! and the other cases, run on the mutant, would add minutes to every test run and
+//! nothing to the verdict.
 //!
 //! The driver mutants (`driver/cuda/FLAW`, `driver/rocm/FLAW`) run the suite on the CUDA
 //! or ROCm backend over a driver double given one flaw (`GPUPORT_DOUBLE_MUTANT`). They
@@ -14,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use gpuport::Runtime;
-use gpuport_conformance::{builtin_ports, registered_fill_kernel, run_port, Port};
+use gpuport_conformance::{builtin_ports, registered_fill_kernel, run_port_cases, Port};
 use gpuport_mutants::{with_mutant, DRIVER_MUTANTS, MUTANTS};
 use libtest_mimic::{Arguments, Failed, Trial};
 
@@ -81,14 +84,18 @@ struct Judged {
 
 /// In the child: runs the suite against the mutant `what` names, prints the report.
 fn run_child(what: &str) -> i32 {
-    if let Some((backend, _flaw)) = what.split_once('/') {
+    if let Some((backend, flaw)) = what.split_once('/') {
         // A driver mutant: the built-in vendor port, over the double the parent's
         // environment loads with the flaw it names.
         let Some(port) = builtin_ports().into_iter().find(|p| p.name == backend) else {
             eprintln!("{CHILD_ENV}={what:?} names no built-in backend");
             return 2;
         };
-        print!("{}", run_port(&port));
+        let Some(mutant) = DRIVER_MUTANTS.iter().find(|m| m.flaw == flaw) else {
+            eprintln!("{CHILD_ENV}={what:?} names no driver flaw");
+            return 2;
+        };
+        print!("{}", run_port_cases(&port, |case| case == mutant.caught_by));
         return 0;
     }
     run_software_mutant(what)
@@ -111,8 +118,10 @@ fn run_software_mutant(index: &str) -> i32 {
             return 2;
         }
     }
-    let report = run_port(&Port { name: MUTANTS[index].name, register: None, kernel: Some(registered_fill_kernel()) });
-    print!("{report}");
+    let port = Port { name: MUTANTS[index].name, register: None, kernel: Some(registered_fill_kernel()) };
+    // The control runs every case; a mutant, the one named for its flaw.
+    let caught_by = MUTANTS[index].caught_by;
+    print!("{}", run_port_cases(&port, |case| caught_by.is_empty() || case == caught_by));
     0
 }
 

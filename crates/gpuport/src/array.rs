@@ -415,6 +415,13 @@ impl Array {
     /// Overwrites the elements from row-major bytes, scattering into strided layouts (bytes
     /// of the span that are not elements of this view are preserved). Ordered after pending
     /// reads and writes; the write has completed on return.
+    ///
+    /// A strided view is written as one read-modify-write of its span (the bytes from its
+    /// first element to its last): one read and one write of the device, not one per
+    /// element. The span's other bytes are written back as they were read, so another
+    /// thread's write to them between the two — through another view of the allocation,
+    /// or work it queues meanwhile — is lost: order writes to views of one allocation from
+    /// several threads, as for any read-modify-write.
     pub fn copy_from_bytes(&self, bytes: &[u8]) -> Result<()> {
         self.copy_from_bytes_on(bytes, &self.default_stream()?)
     }

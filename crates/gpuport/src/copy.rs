@@ -8,7 +8,9 @@
 //! | anything else (ext:0↔ext:1 without a link, CUDA↔ROCm) | staged through two pinned host buffers in chunks: the device-to-host copy of chunk *i* overlaps the host-to-device copy of chunk *i − 1* |
 //!
 //! Strided arrays are copied as runs (the longest trailing block contiguous in both);
-//! when the runs are short and many, through the host. For staged copies a strided
+//! when the runs are short and many, through the host (the caller waits for it, and a
+//! strided destination is written as one read-modify-write of its span: see
+//! [`Array::copy_from_bytes`]). For staged copies a strided
 //! source is first packed on its device and a strided destination filled from a packed
 //! temporary on its device.
 //!

@@ -6,7 +6,7 @@
 //! it first.
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -237,6 +237,56 @@ struct State {
     /// Destroyed streams whose queued work has not all completed: a context's
     /// synchronisation still waits for it.
     draining: Vec<Arc<StreamCore>>,
+    /// Destroyed streams still in the clocks, each with its last tick: forgotten once the
+    /// host clock covers that tick (see [`State::forget_retired`]).
+    retiring: Vec<(u64, u64)>,
+    /// Destroyed streams forgotten by the clocks: every access they made is ordered before
+    /// every operation queued since (the host saw all of their work complete).
+    retired: HashSet<u64>,
+}
+
+impl State {
+    /// Joins what the host has seen complete into the host clock.
+    fn learn(&mut self, clock: &VClock) {
+        self.host_clock.join(clock);
+        self.forget_retired();
+    }
+
+    /// Marks destroyed `stream` for forgetting, and forgets what can be.
+    fn retire(&mut self, stream: u64) {
+        let last = self.clocks.get(&stream).map_or(0, |c| c.get(stream));
+        self.retiring.push((stream, last));
+        self.forget_retired();
+    }
+
+    /// Drops from every clock the destroyed streams whose last tick the host clock covers.
+    /// Without this each clock would hold a component for every stream the process ever
+    /// made, and every operation (which copies and joins clocks) would cost more the
+    /// longer the process ran. Their accesses still recorded on allocations count as
+    /// ordered (`retired`): the host saw all of that work complete, and everything queued
+    /// since starts from the host clock. Called after every join into the host clock.
+    fn forget_retired(&mut self) {
+        if self.retiring.is_empty() {
+            return;
+        }
+        let host = &self.host_clock;
+        let (done, waiting): (Vec<_>, Vec<_>) = self.retiring.iter().partition(|&&(s, last)| host.covers(s, last));
+        self.retiring = waiting;
+        for (stream, _) in done {
+            self.clocks.remove(&stream);
+            for clock in self.clocks.values_mut() {
+                clock.forget(stream);
+            }
+            self.host_clock.forget(stream);
+            self.retired.insert(stream);
+        }
+    }
+
+    /// Whether an access `stream` made at `tick` is ordered before an operation with
+    /// `clock`.
+    fn ordered(&self, clock: &VClock, stream: u64, tick: u64) -> bool {
+        clock.covers(stream, tick) || self.retired.contains(&stream)
+    }
 }
 
 /// The simulated machine (one per double, per process).
@@ -619,14 +669,14 @@ impl Machine {
         st.destroyed.insert(id, HandleKind::Context);
         for s in ctx.legacy.iter().chain(ctx.per_thread.values()) {
             s.close();
-            st.clocks.remove(&s.id);
+            st.retire(s.id);
         }
         let streams: Vec<u64> = st.streams.iter().filter(|(_, s)| s.core.ctx == id).map(|(&k, _)| k).collect();
         for s in streams {
             if let Some(e) = st.streams.remove(&s) {
                 e.core.close();
             }
-            st.clocks.remove(&s);
+            st.retire(s);
             st.destroyed.insert(s, HandleKind::Stream);
         }
         st.events.retain(|_, e| e.ctx != id);
@@ -784,6 +834,7 @@ impl Machine {
         entry.core.close();
         st.draining.retain(|s| s.completed() < s.enqueued());
         st.draining.push(entry.core.clone());
+        st.retire(id);
         if let Some(code) = entry.core.shared.poisoned() {
             return Err(Error::Raw(code));
         }
@@ -841,10 +892,9 @@ impl Machine {
             return Err(Error::Raw(self.vendor.lost_status));
         }
         waits.extend(self.implicit_waits(st, core));
-        let host = st.host_clock.clone();
         let clock = {
             let c = st.clocks.entry(core.id).or_default();
-            c.join(&host);
+            c.join(&st.host_clock);
             c.tick(core.id);
             c.clone()
         };
@@ -879,35 +929,39 @@ impl Machine {
         write: bool,
     ) -> Option<u64> {
         let start = st.alloc_at(addr)?.start;
-        let host = st.host_clock.clone();
-        let alloc = st.allocs.get_mut(&start)?;
         let (lo, hi) = (addr, addr + len);
-        for prior in &alloc.accesses {
+        let racing = st.allocs.get(&start)?.accesses.iter().find(|prior| {
             let overlaps = prior.lo < hi && lo < prior.hi;
-            if overlaps && prior.stream != core.id && (prior.write || write) && !clock.covers(prior.stream, prior.tick)
-            {
-                violation(
-                    "hazard",
-                    cx,
-                    format!(
-                        "{} [{lo:#x}, {hi:#x}) on stream {} while stream {} {} [{:#x}, {:#x}) ({}) with nothing ordering the two \
-                         (no event wait, synchronize or legacy-stream ordering between them)",
-                        if write { "writes" } else { "reads" },
-                        core.id,
-                        prior.stream,
-                        if prior.write { "writes" } else { "reads" },
-                        prior.lo,
-                        prior.hi,
-                        prior.call,
-                    ),
-                );
-                break;
-            }
+            overlaps
+                && prior.stream != core.id
+                && (prior.write || write)
+                && !st.ordered(clock, prior.stream, prior.tick)
+        });
+        if let Some(prior) = racing {
+            violation(
+                "hazard",
+                cx,
+                format!(
+                    "{} [{lo:#x}, {hi:#x}) on stream {} while stream {} {} [{:#x}, {:#x}) ({}) with nothing ordering the two \
+                     (no event wait, synchronize or legacy-stream ordering between them)",
+                    if write { "writes" } else { "reads" },
+                    core.id,
+                    prior.stream,
+                    if prior.write { "writes" } else { "reads" },
+                    prior.lo,
+                    prior.hi,
+                    prior.call,
+                ),
+            );
         }
         // Forget what every later operation is ordered after anyway, and what this access
         // supersedes on its own stream.
+        let (host, retired) = (&st.host_clock, &st.retired);
+        let alloc = st.allocs.get_mut(&start)?;
         alloc.accesses.retain(|a| {
-            !host.covers(a.stream, a.tick) && !(a.stream == core.id && lo <= a.lo && a.hi <= hi && (write || !a.write))
+            !host.covers(a.stream, a.tick)
+                && !retired.contains(&a.stream)
+                && !(a.stream == core.id && lo <= a.lo && a.hi <= hi && (write || !a.write))
         });
         if alloc.accesses.len() >= 256 {
             alloc.accesses.remove(0);
@@ -1075,7 +1129,7 @@ impl Machine {
         }
         let mut st = lock(&self.state);
         for c in clocks {
-            st.host_clock.join(&c);
+            st.learn(&c);
         }
     }
 
@@ -1112,7 +1166,7 @@ impl Machine {
         if done {
             let clocks = Self::clocks_of(&st, &targets);
             for c in clocks {
-                st.host_clock.join(&c);
+                st.learn(&c);
             }
         }
         Ok(done)
@@ -1211,7 +1265,7 @@ impl Machine {
         }
         let done = slot.is_done();
         if done {
-            st.host_clock.join(&slot.clock);
+            st.learn(&slot.clock);
         }
         Ok(done)
     }
@@ -1226,7 +1280,7 @@ impl Machine {
         };
         if let Some(slot) = slot {
             slot.stream.wait_for(slot.seq);
-            lock(&self.state).host_clock.join(&slot.clock);
+            lock(&self.state).learn(&slot.clock);
         }
         shared.and_then(|s| s.poisoned()).map_or(Ok(()), |c| Err(Error::Raw(c)))
     }

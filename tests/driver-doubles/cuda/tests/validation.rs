@@ -88,6 +88,29 @@ fn every_misuse_is_reported_and_correct_use_is_not() {
         });
         assert_eq!(disjoint, 0, "disjoint bytes are no hazard");
 
+        // A destroyed stream leaves the clocks only once the host has seen its work
+        // complete: before that its write is still unordered with another stream's...
+        let mut gone: Handle = null_mut();
+        ok(cuStreamCreateWithPriority(&mut gone, 1, 0));
+        let unordered = reports(|| {
+            ok(cuMemsetD8Async(a, 8, 4096, gone));
+            ok(cuStreamDestroy_v2(gone));
+            ok(cuMemsetD8Async(a, 9, 16, s2));
+            ok(cuCtxSynchronize());
+        });
+        assert_eq!(unordered, 1, "a destroyed stream's write the host never waited for");
+        // ...and after it, its recorded write counts as ordered before everything later.
+        let mut synced: Handle = null_mut();
+        ok(cuStreamCreateWithPriority(&mut synced, 1, 0));
+        let quiet = reports(|| {
+            ok(cuMemsetD8Async(b, 8, 4096, synced));
+            ok(cuStreamSynchronize(synced));
+            ok(cuStreamDestroy_v2(synced));
+            ok(cuMemsetD8Async(b, 9, 4096, s2));
+            ok(cuStreamSynchronize(s2));
+        });
+        assert_eq!(quiet, 0, "a write the host saw complete, on a stream destroyed since");
+
         // Ranges outside their allocation, and device addresses nobody allocated.
         assert_eq!(reports(|| assert_eq!(cuMemcpyAsync(b, a, 4097, s1), CUDA_ERROR_INVALID_VALUE)), 1);
         assert_eq!(reports(|| assert_eq!(cuMemsetD8Async(a + (1 << 20), 0, 8, s1), CUDA_ERROR_INVALID_VALUE)), 1);

@@ -8,6 +8,11 @@
 //! synchronize, a successful query) joins a host clock that every later operation starts
 //! from. An access made by stream `S` at tick `t` happened before an operation with clock
 //! `C` exactly when `C[S] >= t`.
+//!
+//! A destroyed stream leaves every clock once the host clock covers its last tick (the
+//! machine's `forget_retired`); its accesses still recorded count as ordered from then on.
+//! Without that, every clock would carry a component for every stream the process ever
+//! made, and each operation would cost more the longer a test ran.
 
 use std::collections::BTreeMap;
 

@@ -104,11 +104,12 @@ typedef struct wait_for {
     uint64_t generation;
 } wait_for;
 
-enum op_kind { OP_COPY, OP_SET, OP_HOST, OP_RECORD, OP_FILL, OP_WAIT };
+enum op_kind { OP_COPY, OP_COPY_2D, OP_SET, OP_HOST, OP_RECORD, OP_FILL, OP_WAIT };
 
 typedef struct op {
     enum op_kind kind;
     uint64_t dst, src, len; /* copy; set (len bytes of value); fill (len u32s of value) */
+    uint64_t rows, dst_pitch, src_pitch; /* 2D copy: rows of len bytes, each side's rows a pitch apart */
     uint32_t value;
     gpuport_host_func func;
     void *user;
@@ -202,6 +203,11 @@ static void run(op *o) {
     switch (o->kind) {
     case OP_COPY:
         memmove((void *)(uintptr_t)o->dst, (const void *)(uintptr_t)o->src, (size_t)o->len);
+        break;
+    case OP_COPY_2D:
+        for (uint64_t r = 0; r < o->rows; r++)
+            memmove((void *)(uintptr_t)(o->dst + r * o->dst_pitch), (const void *)(uintptr_t)(o->src + r * o->src_pitch),
+                    (size_t)o->len);
         break;
     case OP_SET:
         memset((void *)(uintptr_t)o->dst, (int)o->value, (size_t)o->len);
@@ -720,6 +726,21 @@ static gpuport_error *memcpy_async(gpuport_device *dev, uint64_t dst, uint64_t s
     return enqueue(as_stream(handle), o, NULL);
 }
 
+/* Optional (ABI minor 1): every row in one operation. gpuport checked both spans and
+ * passes pitches of at least the width. */
+static gpuport_error *memcpy_2d_async(gpuport_device *dev, uint64_t dst, uint64_t dst_pitch, uint64_t src,
+                                      uint64_t src_pitch, uint64_t width, uint64_t height, gpuport_stream handle) {
+    (void)dev;
+    NEW_OP(o, OP_COPY_2D);
+    o->dst = dst;
+    o->src = src;
+    o->len = width;
+    o->rows = height;
+    o->dst_pitch = dst_pitch;
+    o->src_pitch = src_pitch;
+    return enqueue(as_stream(handle), o, NULL);
+}
+
 static gpuport_error *memcpy_peer_async(gpuport_device *dev, uint64_t dst, gpuport_device *dst_device, uint64_t src,
                                         gpuport_device *src_device, uint64_t bytes, gpuport_stream handle) {
     (void)dst_device;
@@ -845,6 +866,7 @@ static const gpuport_plugin_api api = {
     .module_unload = module_unload,
     .module_function = module_function,
     .launch_kernel = launch_kernel,
+    .memcpy_2d_async = memcpy_2d_async,
 };
 
 const gpuport_plugin_api *gpuport_plugin_entry(void) { return &api; }

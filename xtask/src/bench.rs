@@ -144,6 +144,13 @@ const FIGURES: &[Figure] = &[
     },
     Figure {
         source: Source::Hal,
+        group: "strided_2d",
+        what: "sliced matrix host → ext (2048 rows × 256 B) / a memcpy per row",
+        ops: 1.0,
+        target: Target::Ratio(3.0),
+    },
+    Figure {
+        source: Source::Hal,
         group: "plugin_enqueue_10k",
         what: "ext as a plugin / linked in: no-op enqueue, per op",
         ops: 10_000.0,

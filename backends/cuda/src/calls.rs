@@ -112,6 +112,20 @@ impl VendorCalls for DeviceCtx {
         // SAFETY: forwarded: both ranges stay valid until the copy has run; the stream is live.
         unsafe { stream::memcpy_async(&self.driver.api, dst, src, len, s) }
     }
+    unsafe fn memcpy_2d_async(
+        &self,
+        dst: u64,
+        dst_pitch: usize,
+        src: u64,
+        src_pitch: usize,
+        width: usize,
+        height: usize,
+        s: CUstream,
+    ) -> Result<()> {
+        // SAFETY: forwarded: every row of both sides stays valid until the copy has run;
+        // the kit passes pitches the driver accepts.
+        unsafe { stream::memcpy_2d_async(&self.driver.api, dst, dst_pitch, src, src_pitch, width, height, s) }
+    }
     unsafe fn memcpy_peer_async(
         &self,
         dst: u64,

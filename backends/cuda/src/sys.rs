@@ -60,6 +60,62 @@ pub const MEMORYTYPE_ARRAY: c_uint = 3;
 /// `CU_MEMORYTYPE_UNIFIED`.
 pub const MEMORYTYPE_UNIFIED: c_uint = 4;
 
+/// `CUDA_MEMCPY2D`: a 2D copy's description, as `cuMemcpy2DAsync` reads it (gpuport's
+/// own declaration, with the memory types as plain integers; its layout is checked
+/// against cudarc's in the tests). gpuport fills only the unified-addressing fields.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct Memcpy2d {
+    pub srcXInBytes: usize,
+    pub srcY: usize,
+    pub srcMemoryType: c_uint,
+    pub srcHost: *const c_void,
+    pub srcDevice: CUdeviceptr,
+    pub srcArray: *mut c_void,
+    pub srcPitch: usize,
+    pub dstXInBytes: usize,
+    pub dstY: usize,
+    pub dstMemoryType: c_uint,
+    pub dstHost: *mut c_void,
+    pub dstDevice: CUdeviceptr,
+    pub dstArray: *mut c_void,
+    pub dstPitch: usize,
+    pub WidthInBytes: usize,
+    pub Height: usize,
+}
+
+impl Memcpy2d {
+    /// `height` rows of `width` bytes between two unified addresses, each side's rows its
+    /// pitch apart.
+    pub fn unified(
+        dst: CUdeviceptr,
+        dst_pitch: usize,
+        src: CUdeviceptr,
+        src_pitch: usize,
+        width: usize,
+        height: usize,
+    ) -> Self {
+        Memcpy2d {
+            srcXInBytes: 0,
+            srcY: 0,
+            srcMemoryType: MEMORYTYPE_UNIFIED,
+            srcHost: std::ptr::null(),
+            srcDevice: src,
+            srcArray: std::ptr::null_mut(),
+            srcPitch: src_pitch,
+            dstXInBytes: 0,
+            dstY: 0,
+            dstMemoryType: MEMORYTYPE_UNIFIED,
+            dstHost: std::ptr::null_mut(),
+            dstDevice: dst,
+            dstArray: std::ptr::null_mut(),
+            dstPitch: dst_pitch,
+            WidthInBytes: width,
+            Height: height,
+        }
+    }
+}
+
 /// The ABI version gpuport's declarations follow (CUDA 12.0, cudarc's `cuda-12000`).
 pub const ABI_VERSION: c_int = 12000;
 /// The oldest driver gpuport supports (CUDA 11.4: versioned symbol lookup, stream-ordered
@@ -177,6 +233,7 @@ api! {
     cuMemsetD8 = "cuMemsetD8" / "cuMemsetD8_v2": fn(CUdeviceptr, u8, usize);
     cuMemsetD8Async = "cuMemsetD8Async" / "cuMemsetD8Async": fn(CUdeviceptr, u8, usize, CUstream);
     cuMemcpyAsync = "cuMemcpyAsync" / "cuMemcpyAsync": fn(CUdeviceptr, CUdeviceptr, usize, CUstream);
+    cuMemcpy2DAsync = "cuMemcpy2DAsync" / "cuMemcpy2DAsync_v2": fn(*const Memcpy2d, CUstream);
     cuMemcpyPeerAsync = "cuMemcpyPeerAsync" / "cuMemcpyPeerAsync": fn(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, usize, CUstream);
     cuStreamCreateWithPriority = "cuStreamCreateWithPriority" / "cuStreamCreateWithPriority": fn(*mut CUstream, c_uint, c_int);
     cuStreamDestroy = "cuStreamDestroy" / "cuStreamDestroy_v2": fn(CUstream);
@@ -269,4 +326,43 @@ pub(crate) unsafe fn static_str(p: *const c_char) -> Option<String> {
 /// `12040` → `12.4`.
 pub fn format_version(v: c_int) -> String {
     format!("{}.{}", v / 1000, (v % 1000) / 10)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::mem::{align_of, offset_of, size_of};
+
+    use cudarc::driver::sys::CUDA_MEMCPY2D;
+
+    use super::Memcpy2d;
+
+    /// gpuport's `CUDA_MEMCPY2D` has the layout of cudarc's (generated from `cuda.h`).
+    #[test]
+    fn memcpy_2d_matches_cuda_h() {
+        assert_eq!(size_of::<Memcpy2d>(), size_of::<CUDA_MEMCPY2D>());
+        assert_eq!(align_of::<Memcpy2d>(), align_of::<CUDA_MEMCPY2D>());
+        macro_rules! same_offsets {
+            ($($field:ident),*) => {$(
+                assert_eq!(offset_of!(Memcpy2d, $field), offset_of!(CUDA_MEMCPY2D, $field), stringify!($field));
+            )*};
+        }
+        same_offsets!(
+            srcXInBytes,
+            srcY,
+            srcMemoryType,
+            srcHost,
+            srcDevice,
+            srcArray,
+            srcPitch,
+            dstXInBytes,
+            dstY,
+            dstMemoryType,
+            dstHost,
+            dstDevice,
+            dstArray,
+            dstPitch,
+            WidthInBytes,
+            Height
+        );
+    }
 }

@@ -130,6 +130,20 @@ impl VendorCalls for DeviceCtx {
         // addressing infers the direction.
         unsafe { stream::memcpy_async(&self.rt.api, ptr(dst), ptr(src), len, s) }
     }
+    unsafe fn memcpy_2d_async(
+        &self,
+        dst: u64,
+        dst_pitch: usize,
+        src: u64,
+        src_pitch: usize,
+        width: usize,
+        height: usize,
+        s: hipStream_t,
+    ) -> Result<()> {
+        // SAFETY: forwarded: every row of both sides stays valid until the copy has run;
+        // the kit passes pitches the runtime accepts.
+        unsafe { stream::memcpy_2d_async(&self.rt.api, ptr(dst), dst_pitch, ptr(src), src_pitch, width, height, s) }
+    }
     unsafe fn memcpy_peer_async(
         &self,
         dst: u64,

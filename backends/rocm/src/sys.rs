@@ -261,6 +261,7 @@ api! {
     hipMemset: fn(*mut c_void, c_int, usize) -> Status;
     hipMemsetAsync: fn(*mut c_void, c_int, usize, hipStream_t) -> Status;
     hipMemcpyAsync: fn(*mut c_void, *const c_void, usize, c_int, hipStream_t) -> Status;
+    hipMemcpy2DAsync: fn(*mut c_void, usize, *const c_void, usize, usize, usize, c_int, hipStream_t) -> Status;
     hipMemcpyPeerAsync: fn(*mut c_void, c_int, *const c_void, c_int, usize, hipStream_t) -> Status;
     hipStreamCreateWithPriority: fn(*mut hipStream_t, c_uint, c_int) -> Status;
     hipStreamDestroy: fn(hipStream_t) -> Status;

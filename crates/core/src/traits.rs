@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use crate::copy_2d::Copy2d;
 use crate::dlpack_device::DlpackDevices;
 use crate::dtype::{as_bytes, as_bytes_mut, zeroed_vec, Element};
 use crate::error::Result;
@@ -157,6 +158,25 @@ pub trait Stream: Clone + Send + Sync + 'static {
     /// (host↔device, device↔device, peer) follows from the buffers. Overlapping ranges are
     /// an error ([`crate::check_copy`]).
     fn copy(&self, src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<()>;
+    /// Copies `copy.height` rows of `copy.width` bytes from `src` to `dst`, each side's rows
+    /// `pitch` bytes apart ([`Copy2d`]): a strided block in one call. Checked as a whole
+    /// before anything is queued ([`crate::check_copy_2d`]); the same kinds of memory as
+    /// [`Stream::copy`].
+    ///
+    /// The provided method queues one [`Stream::copy`] per row. A backend whose runtime
+    /// has a 2D copy (`cuMemcpy2DAsync`, `hipMemcpy2DAsync`) or whose queue can carry the
+    /// rows as one operation overrides it.
+    fn copy_2d(&self, src: &Buffer, dst: &Buffer, copy: &Copy2d) -> Result<()> {
+        crate::check_copy_2d(src, dst, copy)?;
+        if copy.is_empty() {
+            return Ok(());
+        }
+        for row in 0..copy.height {
+            let (s, d) = copy.row_offsets(row);
+            self.copy(src, s, dst, d, copy.width)?;
+        }
+        Ok(())
+    }
     /// Sets `len` bytes at `offset` of `dst` to `value`.
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()>;
     /// Copies host bytes into `dst` after the work already queued; returns once the copy

@@ -286,6 +286,32 @@ fn benches(c: &mut Criterion) {
     );
     g.finish();
 
+    // A sliced matrix through the copy engine, host → ext:0: the first 256 bytes of each
+    // of 2048 rows 512 bytes apart — one 2D copy on ext's stream — against the same rows
+    // gathered on the calling thread by a loop of memcpys.
+    let (rows, width) = (2048usize, 256usize);
+    let wide = PageBuf::new(rows * 2 * width, 7);
+    let matrix = Array::from_slice(&host, wide.as_slice(), &[rows, 2 * width]).unwrap();
+    let view = matrix.slice(1, 0, Some(width), 1).unwrap();
+    let packed = Array::zeros(&rt.device("ext:0").unwrap(), &[rows, width], DType::U8).unwrap();
+    let mut gathered = PageBuf::new(rows * width, 0);
+    let mut g = group(c, "strided_2d", false);
+    pair(
+        &mut g,
+        rounds,
+        |b| {
+            b.iter(|| {
+                let (from, to) = (black_box(wide.as_slice()), gathered.as_mut_slice());
+                for (row, out) in to.chunks_exact_mut(width).enumerate() {
+                    out.copy_from_slice(&from[row * 2 * width..][..width]);
+                }
+                black_box(&mut gathered);
+            })
+        },
+        |b| b.iter(|| copy(black_box(&view), &packed).unwrap()),
+    );
+    g.finish();
+
     // Host → ext → host through the copy engine (one direct copy each way: ext's streams
     // reach host memory), and ext:0 → ext:1 (no link: staged through two pinned buffers),
     // each against two memcpys.

@@ -7,8 +7,11 @@
 //! | one side host-accessible memory (the host's, or another backend's pinned or managed memory) | one copy on the other side's stream: every stream reaches host-accessible memory, as `cuMemcpyAsync` reaches pageable memory — the destination's stream, or the source's default stream when the destination is the host-accessible side |
 //! | anything else (ext:0↔ext:1 without a link, CUDA↔ROCm) | staged through two pinned host buffers in chunks: the device-to-host copy of chunk *i* overlaps the host-to-device copy of chunk *i − 1* |
 //!
-//! Strided arrays are copied as runs (the longest trailing block contiguous in both);
-//! when the runs are short and many, through the host (the caller waits for it, and a
+//! Strided arrays are copied as runs (the longest trailing block contiguous in both),
+//! consecutive runs that step evenly on both sides joined into one 2D copy
+//! ([`Stream::copy_2d`](gpuport_core::Stream::copy_2d): a sliced matrix is one
+//! `cuMemcpy2DAsync`); when the blocks are many and their runs short, through the host
+//! (the caller waits for it, and a
 //! strided destination is written as one read-modify-write of its span: see
 //! [`Array::copy_from_bytes`]). For staged copies a strided
 //! source is first packed on its device and a strided destination filled from a packed
@@ -26,12 +29,13 @@
 //! calling thread waits for each chunk's source half to land in the pinned buffer before
 //! queuing its destination half. [`copy`] waits for all of it.
 
-use gpuport_core::{DefaultStream, Error, Layout, Result};
+use gpuport_core::{Copy2d, DefaultStream, Error, Layout, Result};
 
 use crate::array::Array;
 use crate::dynamic::{AnyDevice, AnyStream};
 use crate::pending::Access;
 
+mod blocks;
 mod staging;
 
 /// Which route a copy took.
@@ -91,8 +95,8 @@ impl Array {
     }
 }
 
-/// Strided copies with more runs than this, each shorter than [`SHORT_RUN_BYTES`], go
-/// through the host instead of one device copy per run.
+/// Strided copies in more 2D blocks than this, their runs shorter than
+/// [`SHORT_RUN_BYTES`], go through the host instead of one device copy per block.
 const MANY_RUNS: usize = 4096;
 const SHORT_RUN_BYTES: usize = 4096;
 
@@ -309,17 +313,43 @@ fn strided_copy(stream: &AnyStream, src: &Array, dst: &Array) -> Result<()> {
     let item = src.dtype().itemsize()?;
     let (run, src_runs, dst_runs) = runs(src.layout(), dst.layout())?;
     let run_bytes = run * item;
-    if src_runs.len() > MANY_RUNS && run_bytes < SHORT_RUN_BYTES {
+    let blocks = blocks::blocks(&src_runs, &dst_runs, run as isize);
+    if blocks.len() > MANY_RUNS && run_bytes < SHORT_RUN_BYTES {
         // Through the host: both arrays' own methods order themselves after their pending
         // work, and `stream`'s (already waited for by the caller) is flushed first.
         stream.synchronize()?;
         return dst.copy_from_bytes(&src.to_bytes()?);
     }
+    let bytes = |elems: isize| elems.checked_mul(item as isize).ok_or_else(|| Error::invalid_layout("run offset"));
     let at = |base: usize, elems: isize| -> Result<usize> {
-        usize::try_from(base as isize + elems * item as isize).map_err(|_| Error::invalid_layout("run offset"))
+        usize::try_from(base as isize + bytes(elems)?).map_err(|_| Error::invalid_layout("run offset"))
     };
-    for (&s, &d) in src_runs.iter().zip(&dst_runs) {
-        stream.copy(src.buffer(), at(src.byte_offset(), s)?, dst.buffer(), at(dst.byte_offset(), d)?, run_bytes)?;
+    let one_buffer = src.buffer().same_allocation(dst.buffer());
+    for b in &blocks {
+        let copy = Copy2d {
+            src_offset: at(src.byte_offset(), b.src)?,
+            src_pitch: bytes(b.src_pitch)? as usize,
+            dst_offset: at(dst.byte_offset(), b.dst)?,
+            dst_pitch: bytes(b.dst_pitch)? as usize,
+            width: run_bytes,
+            height: b.rows,
+        };
+        // Two spans of one buffer that interleave (a matrix's columns copied onto its
+        // other columns) are not one 2D copy, which may not overlap: those go by row.
+        if b.rows == 1 || (one_buffer && spans_meet(&copy)?) {
+            for row in 0..copy.height {
+                let (s, d) = copy.row_offsets(row);
+                stream.copy(src.buffer(), s, dst.buffer(), d, run_bytes)?;
+            }
+        } else {
+            stream.copy_2d(src.buffer(), dst.buffer(), &copy)?;
+        }
     }
     Ok(())
+}
+
+/// Whether a 2D copy's source and destination spans share a byte (in one buffer).
+fn spans_meet(copy: &Copy2d) -> Result<bool> {
+    let (s, d) = (copy.src_offset, copy.dst_offset);
+    Ok(s < d + copy.dst_span()? && d < s + copy.src_span()?)
 }

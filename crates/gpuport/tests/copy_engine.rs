@@ -79,13 +79,41 @@ fn strided_sources_and_destinations() {
     assert_eq!(every_other.to_vec::<i32>().unwrap(), vals);
     let all = big.to_vec::<i32>().unwrap();
     assert!(all.iter().skip(1).step_by(2).all(|&v| v == -1), "gaps were overwritten");
-    // Many short runs on one device go through the host.
+    // A transposed matrix on one device: one 2D copy per source column (100 rows of one
+    // byte each), not 10,000 one-byte copies.
     let sq: Vec<u8> = bytes(100 * 100, 9);
     let m = Array::from_slice(&e0, &sq, &[100, 100]).unwrap();
     let mt = m.permute(&[1, 0]).unwrap();
     let out = Array::zeros(&e0, &[100, 100], DType::U8).unwrap();
     assert_eq!(engine.copy(&mt, &out).unwrap(), CopyRoute::SameDevice);
     assert_eq!(out.to_vec::<u8>().unwrap(), mt.to_vec::<u8>().unwrap());
+}
+
+#[test]
+fn strided_blocks_in_one_buffer_and_many_short_runs() {
+    let (host, e0, _) = devices();
+    // A matrix's even columns onto its odd columns: the two spans interleave in one
+    // buffer, so no single 2D copy may do it; the result is still every row's.
+    let vals: Vec<i32> = (0..8 * 6).collect();
+    let m = Array::from_slice(&e0, &vals, &[8, 6]).unwrap();
+    let (even, odd) = (m.slice(1, 0, None, 2).unwrap(), m.slice(1, 1, None, 2).unwrap());
+    copy(&even, &odd).unwrap();
+    let want: Vec<i32> = (0..8 * 6).map(|i| if i % 2 == 1 { i - 1 } else { i }).collect();
+    assert_eq!(m.to_vec::<i32>().unwrap(), want);
+    // Every other byte of a 20,000-byte row, to another device and back: 10,000 short
+    // runs one step apart on both sides, one 2D block.
+    let data = bytes(20_000, 3);
+    let src = u8_array(&host, &data).slice(0, 0, None, 2).unwrap();
+    let wide = Array::zeros(&e0, &[20_000], DType::U8).unwrap();
+    let dst = wide.slice(0, 1, None, 2).unwrap();
+    assert_eq!(copy(&src, &dst).unwrap(), CopyRoute::Direct);
+    let got = wide.to_vec::<u8>().unwrap();
+    assert!(got.iter().step_by(2).all(|&b| b == 0), "the gaps were written");
+    assert_eq!(got.iter().skip(1).step_by(2).copied().collect::<Vec<u8>>(), src.to_vec::<u8>().unwrap());
+    // And a reversed view: the block runs backwards on both sides and is turned around.
+    let back = Array::zeros(&host, &[10_000], DType::U8).unwrap();
+    copy(&dst.slice(0, 9_999, None, -1).unwrap(), &back.slice(0, 9_999, None, -1).unwrap()).unwrap();
+    assert_eq!(back.to_vec::<u8>().unwrap(), src.to_vec::<u8>().unwrap());
 }
 
 #[test]

@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define GPUPORT_PLUGIN_ABI_MAJOR 1
-#define GPUPORT_PLUGIN_ABI_MINOR 0
+#define GPUPORT_PLUGIN_ABI_MINOR 1
 
 /* The one exported symbol. */
 #define GPUPORT_PLUGIN_ENTRY_SYMBOL "gpuport_plugin_entry"
@@ -255,6 +255,19 @@ typedef struct gpuport_plugin_api {
     gpuport_error *(*launch_kernel)(gpuport_device *device, gpuport_function function,
                                     const gpuport_launch_config *config, gpuport_stream stream,
                                     const gpuport_kernel_arg *args, size_t arg_count);
+
+    /* --- Minor version 1 --- */
+
+    /* A 2D copy on the stream data path: `height` rows of `width` bytes, row i read at
+     * src + i * src_pitch and written at dst + i * dst_pitch (cuMemcpy2DAsync's shape),
+     * either side any memory memcpy_async takes. gpuport passes at least one row of at
+     * least one byte, pitches from `width` to 2^31 - 1, both spans (first row's start to
+     * last row's end) checked, and never two devices' memory (those copies go row by row
+     * through memcpy_peer_async). Optional: NULL, or a table too short to reach it, and
+     * gpuport queues one memcpy_async per row. */
+    gpuport_error *(*memcpy_2d_async)(gpuport_device *device, uint64_t dst, uint64_t dst_pitch, uint64_t src,
+                                      uint64_t src_pitch, uint64_t width, uint64_t height,
+                                      gpuport_stream stream);
 } gpuport_plugin_api;
 
 /* The entry point every plugin exports: its table, valid for the life of the process

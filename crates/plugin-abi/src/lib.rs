@@ -22,7 +22,7 @@ use core::ffi::{c_char, c_void};
 /// The ABI's major version: a plugin with another one is refused at load.
 pub const ABI_MAJOR: u32 = 1;
 /// The ABI's minor version: fields appended since the major version began.
-pub const ABI_MINOR: u32 = 0;
+pub const ABI_MINOR: u32 = 1;
 /// The one symbol a plugin exports, NUL-terminated for the loader.
 pub const ENTRY_SYMBOL: &[u8] = b"gpuport_plugin_entry\0";
 
@@ -304,6 +304,20 @@ pub struct PluginApi {
             stream: Stream,
             args: *const KernelArg,
             arg_count: usize,
+        ) -> Status,
+    >,
+
+    // Minor version 1.
+    pub memcpy_2d_async: Option<
+        unsafe extern "C" fn(
+            device: *mut Device,
+            dst: u64,
+            dst_pitch: u64,
+            src: u64,
+            src_pitch: u64,
+            width: u64,
+            height: u64,
+            stream: Stream,
         ) -> Status,
     >,
 }

@@ -105,6 +105,7 @@ fn all_fields() -> Vec<Field> {
             module_unload,
             module_function,
             launch_kernel,
+            memcpy_2d_async,
         ]
     ));
     all

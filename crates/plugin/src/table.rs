@@ -5,8 +5,8 @@
 use std::ffi::{c_char, c_void, CStr};
 
 use gpuport_core::{
-    Backend, DType, DefaultStream, Device, DeviceId, Error, Event, EventFlags, HostAllocFlags, Kernel, KernelArg,
-    LaunchConfig, MemoryKind, Module, ModuleImage, Result, Scalar, Stream, StreamFlags,
+    Backend, Copy2d, DType, DefaultStream, Device, DeviceId, Error, Event, EventFlags, HostAllocFlags, Kernel,
+    KernelArg, LaunchConfig, MemoryKind, Module, ModuleImage, Result, Scalar, Stream, StreamFlags,
 };
 use gpuport_plugin_abi as abi;
 
@@ -399,6 +399,32 @@ unsafe extern "C" fn memcpy_async<B: Backend>(
     })
 }
 
+unsafe extern "C" fn memcpy_2d_async<B: Backend>(
+    device: *mut abi::Device,
+    dst: u64,
+    dst_pitch: u64,
+    src: u64,
+    src_pitch: u64,
+    width: u64,
+    height: u64,
+    s: abi::Stream,
+) -> abi::Status {
+    guard(|| {
+        // SAFETY: the contract.
+        let d = unsafe { dev::<B>(device) }?;
+        let (dst_pitch, src_pitch) = (bytes_of(dst_pitch)?, bytes_of(src_pitch)?);
+        let (width, height) = (bytes_of(width)?, bytes_of(height)?);
+        let span = |pitch: usize| Copy2d { src_pitch: pitch, width, height, ..Copy2d::default() }.src_span();
+        let (src_span, dst_span) = (span(src_pitch)?, span(dst_pitch)?);
+        // SAFETY: a live stream.
+        let s = unsafe { stream::<B>(s) }?;
+        d.exported.with_pair((src, src_span), (dst, dst_span), |(sb, so), (db, doff)| {
+            let copy = Copy2d { src_offset: so, src_pitch, dst_offset: doff, dst_pitch, width, height };
+            s.copy_2d(sb, db, &copy)
+        })
+    })
+}
+
 unsafe extern "C" fn memcpy_peer_async<B: Backend>(
     device: *mut abi::Device,
     dst: u64,
@@ -582,5 +608,6 @@ pub(crate) fn table<B: Backend>(exported: &Exported<B>) -> abi::PluginApi {
         module_unload: Some(module_unload),
         module_function: Some(module_function::<B>),
         launch_kernel: Some(launch_kernel::<B>),
+        memcpy_2d_async: Some(memcpy_2d_async::<B>),
     }
 }

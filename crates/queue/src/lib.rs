@@ -45,7 +45,9 @@ pub use event::{EventState, QueueEvent};
 pub use kernels::{register_kernel, HostKernelArgs, HostKernelFn};
 pub use lazy::LazyStream;
 pub use port::QueueStreamPort;
-pub use queue::{copy_bytes, synchronize_all, ImplicitRole, ImplicitSync, QueueTracker, SendPtr, Work, WorkQueue};
+pub use queue::{
+    copy_bytes, synchronize_all, ImplicitRole, ImplicitSync, QueueTracker, Rows, SendPtr, Work, WorkQueue,
+};
 pub use queue_device::QueueDevice;
 pub use stream::{host_range, host_translator, QueueStream, Translate};
 
@@ -113,6 +115,14 @@ macro_rules! impl_queue_stream {
                 len: usize,
             ) -> $crate::__core::Result<()> {
                 $crate::QueueStreamPort::copy(self, src, src_offset, dst, dst_offset, len)
+            }
+            fn copy_2d(
+                &self,
+                src: &$crate::__core::Buffer,
+                dst: &$crate::__core::Buffer,
+                copy: &$crate::__core::Copy2d,
+            ) -> $crate::__core::Result<()> {
+                $crate::QueueStreamPort::copy_2d(self, src, dst, copy)
             }
             fn memset(
                 &self,

@@ -16,7 +16,7 @@
 //! });
 //! ```
 
-use gpuport_core::{Buffer, Kernel, KernelArg, LaunchConfig, Result};
+use gpuport_core::{Buffer, Copy2d, Kernel, KernelArg, LaunchConfig, Result};
 
 use crate::stream::{QueueStream, Translate};
 
@@ -33,6 +33,11 @@ pub trait QueueStreamPort {
     /// `Stream::copy`.
     fn copy(&self, src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<()> {
         self.queue().copy(src, src_offset, dst, dst_offset, len, self.translator("copy"))
+    }
+
+    /// `Stream::copy_2d`: every row in one queued operation.
+    fn copy_2d(&self, src: &Buffer, dst: &Buffer, copy: &Copy2d) -> Result<()> {
+        self.queue().copy_2d(src, dst, copy, self.translator("copy_2d"))
     }
 
     /// `Stream::memset`.

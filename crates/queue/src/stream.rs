@@ -7,14 +7,14 @@
 use std::sync::Arc;
 
 use gpuport_core::{
-    check_copy, Buffer, DeviceId, Error, HostCallback, HostFunction, Kernel, KernelArg, LaunchConfig, Ownership,
-    Result, StreamFlags, UserPointer,
+    check_copy, check_copy_2d, Buffer, Copy2d, DeviceId, Error, HostCallback, HostFunction, Kernel, KernelArg,
+    LaunchConfig, Ownership, Result, StreamFlags, UserPointer,
 };
 
 use crate::event::QueueEvent;
 use crate::handles::{HandleRegistry, OwnerGuard};
 use crate::kernels::{translate_args, HostKernel};
-use crate::queue::{copy_bytes, ImplicitRole, WorkQueue};
+use crate::queue::{copy_bytes, ImplicitRole, Rows, WorkQueue};
 
 /// How a backend turns `len` bytes at `offset` of a buffer into a host pointer for its
 /// worker, checking the range and that the buffer is memory it may touch.
@@ -130,6 +130,22 @@ impl QueueStream {
         // SAFETY: both ranges were checked against their buffers (which travel with the op)
         // and do not overlap.
         unsafe { self.queue().copy(s, d, len, [Some(src.clone()), Some(dst.clone())]) }
+    }
+
+    /// `Stream::copy_2d`: both spans translated and checked, then every row queued as one
+    /// operation with the buffers.
+    pub fn copy_2d(&self, src: &Buffer, dst: &Buffer, copy: &Copy2d, translate: impl Translate) -> Result<()> {
+        check_copy_2d(src, dst, copy)?;
+        let copy = copy.normalized();
+        let s = translate(src, copy.src_offset, copy.src_span()?)?;
+        let d = translate(dst, copy.dst_offset, copy.dst_span()?)?;
+        if copy.is_empty() {
+            return Ok(());
+        }
+        let rows = Rows { count: copy.height, src_pitch: copy.src_pitch, dst_pitch: copy.dst_pitch };
+        // SAFETY: both spans were checked against their buffers (which travel with the op),
+        // hold every row, and do not overlap.
+        unsafe { self.queue().copy_rows(s, d, copy.width, rows, [Some(src.clone()), Some(dst.clone())]) }
     }
 
     /// `Stream::memset`.

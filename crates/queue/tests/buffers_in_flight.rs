@@ -11,7 +11,7 @@ use std::sync::mpsc;
 
 use gpuport_core::{Buffer, DeviceId, MemoryKind};
 use gpuport_queue::memory::{host_buffer, PointerRegistry};
-use gpuport_queue::WorkQueue;
+use gpuport_queue::{Rows, WorkQueue};
 
 static REGISTRY: PointerRegistry = PointerRegistry::new();
 
@@ -65,4 +65,27 @@ fn a_waiting_copy_keeps_its_buffers_after_their_last_handle_is_dropped() {
     q.synchronize().unwrap();
     assert_eq!(contents(&watch), vec![9; LEN]);
     assert_eq!(watch.handle_count(), 1, "the copy let its handle go once it ran");
+}
+
+#[test]
+fn a_copy_of_rows_writes_each_row_at_its_pitch_and_nothing_between() {
+    let q = WorkQueue::new("rows".into()).unwrap();
+    let (src, dst) = (host_buffer(&REGISTRY, DeviceId::HOST, LEN, MemoryKind::Device, 1 << 30).unwrap(), filled(0));
+    let s = src.host_ptr(0, LEN).unwrap();
+    // SAFETY: LEN bytes of a fresh buffer nothing else uses.
+    unsafe { (0..LEN).for_each(|i| s.add(i).write(i as u8)) };
+    // Seven rows of 5 bytes, every 32 bytes of the source, every 9 of the destination.
+    let rows = Rows { count: 7, src_pitch: 32, dst_pitch: 9 };
+    let d = dst.host_ptr(0, LEN).unwrap();
+    // SAFETY: the last row ends at 6 * 32 + 5 and 6 * 9 + 5, inside both buffers, which
+    // the copy keeps.
+    unsafe { q.copy_rows(s, d, 5, rows, [Some(src.clone()), Some(dst.clone())]) }.unwrap();
+    q.synchronize().unwrap();
+    let mut want = vec![0u8; LEN];
+    for row in 0..7 {
+        for i in 0..5 {
+            want[row * 9 + i] = (row * 32 + i) as u8;
+        }
+    }
+    assert_eq!(contents(&dst), want);
 }

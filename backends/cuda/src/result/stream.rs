@@ -7,7 +7,7 @@ use std::ffi::{c_int, c_uint, c_void};
 use gpuport_core::Result;
 
 use super::{check, check_ready};
-use crate::sys::{Api, CUcontext, CUdeviceptr, CUevent, CUfunction, CUhostFn, CUstream};
+use crate::sys::{Api, CUcontext, CUdeviceptr, CUevent, CUfunction, CUhostFn, CUstream, Memcpy2d};
 
 /// `cuStreamCreateWithPriority` in the current context.
 pub fn create_with_priority(api: &Api, flags: c_uint, priority: c_int) -> Result<CUstream> {
@@ -70,6 +70,28 @@ pub unsafe fn launch_host_func(api: &Api, stream: CUstream, f: CUhostFn, user: *
 pub unsafe fn memcpy_async(api: &Api, dst: CUdeviceptr, src: CUdeviceptr, len: usize, stream: CUstream) -> Result<()> {
     // SAFETY: the caller's contract.
     check(api, unsafe { (api.cuMemcpyAsync)(dst, src, len, stream) }, "cuMemcpyAsync")
+}
+
+/// `cuMemcpy2DAsync` between unified addresses: `height` rows of `width` bytes, each
+/// side's rows its pitch apart (unified addressing picks the direction).
+///
+/// # Safety
+/// `stream` must be live and every row of both sides valid until the copy has run.
+#[allow(clippy::too_many_arguments)] // the driver call's own shape
+pub unsafe fn memcpy_2d_async(
+    api: &Api,
+    dst: CUdeviceptr,
+    dst_pitch: usize,
+    src: CUdeviceptr,
+    src_pitch: usize,
+    width: usize,
+    height: usize,
+    stream: CUstream,
+) -> Result<()> {
+    let copy = Memcpy2d::unified(dst, dst_pitch, src, src_pitch, width, height);
+    // SAFETY: the caller's contract; the description lives across the call (the driver
+    // reads it before returning).
+    check(api, unsafe { (api.cuMemcpy2DAsync)(&copy, stream) }, "cuMemcpy2DAsync")
 }
 
 /// `cuMemcpyPeerAsync` between two devices' memory.

@@ -90,6 +90,28 @@ pub unsafe fn memcpy_async(
     check(api, unsafe { (api.hipMemcpyAsync)(dst, src, len, sys::MEMCPY_DEFAULT, stream) }, "hipMemcpyAsync")
 }
 
+/// `hipMemcpy2DAsync` with `hipMemcpyDefault`: `height` rows of `width` bytes, each
+/// side's rows its pitch apart (unified addressing infers the direction).
+///
+/// # Safety
+/// `stream` must be live and every row of both sides valid until the copy has run.
+#[allow(clippy::too_many_arguments)] // the runtime call's own shape
+pub unsafe fn memcpy_2d_async(
+    api: &Api,
+    dst: *mut c_void,
+    dst_pitch: usize,
+    src: *const c_void,
+    src_pitch: usize,
+    width: usize,
+    height: usize,
+    stream: hipStream_t,
+) -> Result<()> {
+    let kind = sys::MEMCPY_DEFAULT;
+    // SAFETY: the caller's contract.
+    let status = unsafe { (api.hipMemcpy2DAsync)(dst, dst_pitch, src, src_pitch, width, height, kind, stream) };
+    check(api, status, "hipMemcpy2DAsync")
+}
+
 /// `hipMemcpyPeerAsync` between two devices' memory.
 ///
 /// # Safety

@@ -139,6 +139,31 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
         len: usize,
         stream: Self::Stream,
     ) -> Result<()>;
+    /// Queues a copy of `height` rows of `width` bytes on `stream`: row `i` from
+    /// `src + i * src_pitch` to `dst + i * dst_pitch`, either side device, pinned, managed
+    /// or host memory (unified addressing says which). The kit passes only pitches of at
+    /// least `width` and at most [`MAX_PITCH`](crate::vendor::MAX_PITCH), and at least one
+    /// row.
+    ///
+    /// The provided method queues one [`VendorCalls::memcpy_async`] per row; a runtime
+    /// with a 2D copy (`cuMemcpy2DAsync`, `hipMemcpy2DAsync`) overrides it with one call.
+    ///
+    /// # Safety
+    /// As for [`VendorCalls::memcpy_async`], for every row.
+    #[allow(clippy::too_many_arguments)] // the driver call's own shape
+    unsafe fn memcpy_2d_async(
+        &self,
+        dst: u64,
+        dst_pitch: usize,
+        src: u64,
+        src_pitch: usize,
+        width: usize,
+        height: usize,
+        stream: Self::Stream,
+    ) -> Result<()> {
+        // SAFETY: forwarded.
+        unsafe { memcpy_rows(self, dst, dst_pitch, src, src_pitch, width, height, stream) }
+    }
     /// Queues setting `len` bytes at `dst` (this backend's memory) to `value` on `stream`.
     ///
     /// # Safety
@@ -225,4 +250,29 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
     /// # Safety
     /// `module` is loaded.
     unsafe fn module_function(&self, module: Self::Module, name: &CStr) -> Result<Self::Function>;
+}
+
+/// A 2D copy as one [`VendorCalls::memcpy_async`] per row: the provided
+/// [`VendorCalls::memcpy_2d_async`], and the fallback of a driver whose 2D copy is
+/// optional.
+///
+/// # Safety
+/// As for [`VendorCalls::memcpy_2d_async`].
+#[allow(clippy::too_many_arguments)] // the driver call's own shape
+pub unsafe fn memcpy_rows<V: VendorCalls>(
+    calls: &V,
+    dst: u64,
+    dst_pitch: usize,
+    src: u64,
+    src_pitch: usize,
+    width: usize,
+    height: usize,
+    stream: V::Stream,
+) -> Result<()> {
+    for row in 0..height as u64 {
+        let (d, s) = (dst + row * dst_pitch as u64, src + row * src_pitch as u64);
+        // SAFETY: forwarded, row by row.
+        unsafe { calls.memcpy_async(d, s, width, stream) }?;
+    }
+    Ok(())
 }

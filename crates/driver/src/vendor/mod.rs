@@ -35,10 +35,10 @@ mod stream_errors;
 use std::sync::{Mutex, MutexGuard};
 
 pub use callback::{refuse_in_callback, run_host_callback};
-pub use calls::{RawHandle, VendorCalls};
+pub use calls::{memcpy_rows, RawHandle, VendorCalls};
 pub use device::{OpenDevices, VendorDevice};
 pub use event::VendorEvent;
-pub use stream::{DeviceStreams, RawStream, StreamState, VendorStream};
+pub use stream::{DeviceStreams, RawStream, StreamState, VendorStream, MAX_PITCH};
 pub use stream_errors::StreamErrors;
 
 /// Locks a mutex whose data a panic cannot leave inconsistent (counters, lists, kept

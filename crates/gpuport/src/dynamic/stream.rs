@@ -5,8 +5,8 @@ use std::any::Any;
 use std::ffi::c_void;
 
 use gpuport_core::{
-    Backend, Buffer, DeviceId, HostCallback, HostFunction, Kernel, KernelArg, LaunchConfig, Ownership, Result, Stream,
-    StreamFlags,
+    Backend, Buffer, Copy2d, DeviceId, HostCallback, HostFunction, Kernel, KernelArg, LaunchConfig, Ownership, Result,
+    Stream, StreamFlags,
 };
 
 use super::forward::twin_trait;
@@ -29,6 +29,8 @@ twin_trait! {
         fn priority(&self) -> i32;
         /// See [`Stream::copy`].
         fn copy(&self, src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<()>;
+        /// See [`Stream::copy_2d`].
+        fn copy_2d(&self, src: &Buffer, dst: &Buffer, copy: &Copy2d) -> Result<()>;
         /// See [`Stream::memset`].
         fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()>;
         /// See [`Stream::write`].
@@ -73,6 +75,9 @@ impl<S: Stream> DynStream for S {
     }
     fn copy(&self, src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<()> {
         Stream::copy(self, src, src_offset, dst, dst_offset, len)
+    }
+    fn copy_2d(&self, src: &Buffer, dst: &Buffer, copy: &Copy2d) -> Result<()> {
+        Stream::copy_2d(self, src, dst, copy)
     }
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
         Stream::memset(self, dst, offset, len, value)

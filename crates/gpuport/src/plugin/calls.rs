@@ -11,7 +11,7 @@ use gpuport_core::{
 };
 use gpuport_driver::kernel_args::ArgSlot;
 use gpuport_driver::release::Deferred;
-use gpuport_driver::vendor::{run_host_callback, OpenDevices, VendorCalls, VendorDevice};
+use gpuport_driver::vendor::{memcpy_rows, run_host_callback, OpenDevices, VendorCalls, VendorDevice};
 use gpuport_plugin_abi as abi;
 
 use super::table::{array_text, Table};
@@ -302,6 +302,24 @@ impl VendorCalls for PluginCalls {
     unsafe fn memcpy_async(&self, dst: u64, src: u64, len: usize, stream: abi::Stream) -> Result<()> {
         // SAFETY: forwarded: both ranges stay valid until the copy has run.
         unsafe { self.t().memcpy_async(self.raw, dst, src, len, stream) }
+    }
+    unsafe fn memcpy_2d_async(
+        &self,
+        dst: u64,
+        dst_pitch: usize,
+        src: u64,
+        src_pitch: usize,
+        width: usize,
+        height: usize,
+        stream: abi::Stream,
+    ) -> Result<()> {
+        if self.t().api.memcpy_2d_async.is_none() {
+            // An optional call (ABI minor 1): without it, a copy per row.
+            // SAFETY: forwarded.
+            return unsafe { memcpy_rows(self, dst, dst_pitch, src, src_pitch, width, height, stream) };
+        }
+        // SAFETY: forwarded: every row stays valid until the copy has run.
+        unsafe { self.t().memcpy_2d_async(self.raw, dst, dst_pitch, src, src_pitch, width, height, stream) }
     }
     unsafe fn memcpy_peer_async(
         &self,

@@ -17,9 +17,9 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use gpuport_core::{
-    Buffer, DefaultStream, DeviceId, DeviceInfo, DlpackDevices, Error, EventFlags, HostAllocFlags, HostCallback,
-    HostFunction, Kernel, KernelArg, LaunchConfig, Module, ModuleImage, Ownership, PointerAttributes, Result,
-    StreamFlags,
+    Buffer, Copy2d, DefaultStream, DeviceId, DeviceInfo, DlpackDevices, Error, EventFlags, HostAllocFlags,
+    HostCallback, HostFunction, Kernel, KernelArg, LaunchConfig, Module, ModuleImage, Ownership, PointerAttributes,
+    Result, StreamFlags,
 };
 use gpuport_driver::vendor::{VendorCalls, VendorDevice, VendorEvent, VendorStream};
 
@@ -186,6 +186,10 @@ impl DynStream for LoadedStream {
     #[inline(never)]
     fn copy(&self, src: &Buffer, src_offset: usize, dst: &Buffer, dst_offset: usize, len: usize) -> Result<()> {
         self.0.copy(src, src_offset, dst, dst_offset, len)
+    }
+    #[inline(never)]
+    fn copy_2d(&self, src: &Buffer, dst: &Buffer, copy: &Copy2d) -> Result<()> {
+        self.0.copy_2d(src, dst, copy)
     }
     #[inline(never)]
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {

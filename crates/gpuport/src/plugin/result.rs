@@ -331,6 +331,25 @@ impl Table {
     }
 
     /// # Safety
+    /// As for `memcpy_async`, for every row; the kit's limits on the shape hold.
+    #[allow(clippy::too_many_arguments)] // the call's own parameters, one for one
+    pub(crate) unsafe fn memcpy_2d_async(
+        &self,
+        dev: Dev,
+        dst: u64,
+        dst_pitch: usize,
+        src: u64,
+        src_pitch: usize,
+        width: usize,
+        height: usize,
+        stream: abi::Stream,
+    ) -> Result<()> {
+        let (dp, sp, w, h) = (dst_pitch as u64, src_pitch as u64, width as u64, height as u64);
+        let status = call!(self, memcpy_2d_async(dev, dst, dp, src, sp, w, h, stream));
+        self.check("memcpy_2d_async", status)
+    }
+
+    /// # Safety
     /// As for `memcpy_async`; both devices are open.
     #[allow(clippy::too_many_arguments)] // the call's own parameters, one for one
     pub(crate) unsafe fn memcpy_peer_async(

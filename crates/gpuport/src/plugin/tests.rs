@@ -4,7 +4,7 @@
 
 use std::ffi::c_char;
 
-use gpuport_core::{DefaultStream, Error, EventFlags, StreamFlags};
+use gpuport_core::{Copy2d, DefaultStream, Error, EventFlags, StreamFlags};
 use gpuport_ext::ExtBackend;
 use gpuport_plugin_abi as abi;
 
@@ -85,6 +85,15 @@ fn a_rust_backend_behind_the_c_table_runs_streams_events_and_copies() {
     // A plugin's error crosses as gpuport's: a copy past the end (checked before the
     // call), and a memset of memory it does not know (checked by the plugin).
     assert!(matches!(s.copy(&a, 4000, &b, 0, 100), Err(Error::InvalidArgument { .. })));
+    // A 2D copy crosses as one call of the table (`memcpy_2d_async`).
+    let rows = Copy2d { src_offset: 3, src_pitch: 100, dst_offset: 10, dst_pitch: 50, width: 20, height: 3 };
+    s.copy_2d(&a, &b, &rows).unwrap();
+    s.read(&b, 0, &mut out).unwrap();
+    for row in 0..3 {
+        let (from, to) = rows.row_offsets(row);
+        assert_eq!(&out[to..to + 20], &data[from..from + 20], "row {row}");
+    }
+    assert_eq!(&out[30..60], &data[29..59], "between the rows: the earlier copy's bytes");
 }
 
 #[test]
@@ -115,6 +124,53 @@ fn nothing_past_the_declared_size_is_read() {
     let mut api = good("extcut");
     api.struct_size = std::mem::offset_of!(abi::PluginApi, launch_kernel);
     refused(&api, "all or none");
+}
+
+/// Set by [`no_2d_copy`]: a table's 2D copy past its declared size was called.
+static CALLED_PAST_SIZE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A 2D copy that copies nothing, and says it was called.
+unsafe extern "C" fn no_2d_copy(
+    _device: *mut abi::Device,
+    _dst: u64,
+    _dst_pitch: u64,
+    _src: u64,
+    _src_pitch: u64,
+    _width: u64,
+    _height: u64,
+    _stream: abi::Stream,
+) -> abi::Status {
+    CALLED_PAST_SIZE.store(true, std::sync::atomic::Ordering::SeqCst);
+    std::ptr::null_mut()
+}
+
+#[test]
+fn a_minor_0_table_gets_2d_copies_row_by_row() {
+    // A plugin built before the 2D copy was appended declares the size without it; what
+    // lies past that is never called, and each row becomes a `memcpy_async`.
+    let mut api = good("extminor0");
+    api.abi_minor = 0;
+    api.struct_size = std::mem::offset_of!(abi::PluginApi, memcpy_2d_async);
+    api.memcpy_2d_async = Some(no_2d_copy);
+    let dev = load(&api).unwrap().open(0).unwrap();
+    let s = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    let (a, b) = (dev.alloc(256).unwrap(), dev.alloc(256).unwrap());
+    let data: Vec<u8> = (0..=255u8).collect();
+    s.write(&data, &a, 0).unwrap();
+    s.memset(&b, 0, 256, 0).unwrap();
+    let copy = Copy2d { src_offset: 1, src_pitch: 16, dst_offset: 0, dst_pitch: 5, width: 3, height: 10 };
+    s.copy_2d(&a, &b, &copy).unwrap();
+    let mut out = vec![0u8; 256];
+    s.read(&b, 0, &mut out).unwrap();
+    assert!(
+        !CALLED_PAST_SIZE.load(std::sync::atomic::Ordering::SeqCst),
+        "a function past the declared size was called"
+    );
+    for row in 0..10 {
+        let (from, to) = (1 + row * 16, row * 5);
+        assert_eq!(&out[to..to + 3], &data[from..from + 3], "row {row}");
+        assert_eq!(&out[to + 3..to + 5], &[0, 0], "the gap after row {row}");
+    }
 }
 
 #[test]

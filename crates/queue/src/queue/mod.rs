@@ -27,6 +27,7 @@ use gpuport_core::{Buffer, Error, HostCallback, HostFunction, Result, UserPointe
 use crate::event::EventState;
 use crate::wait::{current_queue, lock, spin_until, Signal};
 pub use implicit::{ImplicitRole, ImplicitSync};
+pub use ops::Rows;
 pub use ops::{copy_bytes, SendPtr, Work};
 use ops::{CopyOp, FillOp, Op};
 use tracker::Failure;
@@ -226,13 +227,37 @@ impl WorkQueue {
     /// them, or the caller must wait for the copy (e.g. with [`WorkQueue::synchronize`])
     /// before the memory goes away. Overlapping ranges must be in one allocation.
     pub unsafe fn copy(&self, src: *const u8, dst: *mut u8, len: usize, keep: [Option<Buffer>; 2]) -> Result<()> {
+        // SAFETY: forwarded.
+        unsafe { self.copy_rows(src, dst, len, Rows::ONE, keep) }
+    }
+
+    /// Queues a copy of `rows.count` rows of `len` bytes, each side's rows its pitch
+    /// apart, as one operation.
+    ///
+    /// # Safety
+    /// As for [`WorkQueue::copy`], for every row; rows of one side do not overlap each
+    /// other, nor the other side's unless they are the same bytes.
+    pub unsafe fn copy_rows(
+        &self,
+        src: *const u8,
+        dst: *mut u8,
+        len: usize,
+        rows: Rows,
+        keep: [Option<Buffer>; 2],
+    ) -> Result<()> {
         // The deliberate bug behind `deliberate-early-free`: the buffers are let go at once.
         #[cfg(feature = "deliberate-early-free")]
         let keep: [Option<Buffer>; 2] = {
             drop(keep);
             [None, None]
         };
-        self.push(Op::Copy(Box::new(CopyOp { src: SendPtr(src as *mut u8), dst: SendPtr(dst), len, _keep: keep })))
+        self.push(Op::Copy(Box::new(CopyOp {
+            src: SendPtr(src as *mut u8),
+            dst: SendPtr(dst),
+            len,
+            rows,
+            _keep: keep,
+        })))
     }
 
     /// Queues a fill of `len` bytes with `value`.

@@ -29,12 +29,30 @@ impl SendPtr {
 /// Work run on the queue's thread; an `Err` becomes the queue's sticky error.
 pub type Work = Box<dyn FnOnce() -> Result<()> + Send + 'static>;
 
-/// A copy's operands (boxed in [`Op`]: see there).
+/// A copy's operands (boxed in [`Op`]: see there): `rows` rows of `len` bytes.
 pub(super) struct CopyOp {
     pub(super) src: SendPtr,
     pub(super) dst: SendPtr,
     pub(super) len: usize,
+    pub(super) rows: Rows,
     pub(super) _keep: [Option<Buffer>; 2],
+}
+
+/// How many rows a copy moves and how far apart they start on each side (a plain copy is
+/// one row).
+#[derive(Debug, Clone, Copy)]
+pub struct Rows {
+    /// Number of rows.
+    pub count: usize,
+    /// Bytes from one source row's start to the next's.
+    pub src_pitch: usize,
+    /// Bytes from one destination row's start to the next's.
+    pub dst_pitch: usize,
+}
+
+impl Rows {
+    /// A single row.
+    pub const ONE: Rows = Rows { count: 1, src_pitch: 0, dst_pitch: 0 };
 }
 
 /// A fill's operands.
@@ -109,14 +127,16 @@ pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
 pub(super) fn run(op: Op, state: &QueueCore) {
     let announce = match op {
         Op::Copy(op) => {
-            let CopyOp { src, dst, len, _keep } = *op;
+            let CopyOp { src, dst, len, rows, _keep } = *op;
             // The deliberate bug behind `deliberate-race`: counted complete and announced
             // first, so a waiter goes on while the bytes are still being written.
             #[cfg(feature = "deliberate-race")]
             state.complete_with(|| ());
-            // SAFETY: the enqueuer checked both ranges and keeps the memory alive (see
-            // SendPtr).
-            unsafe { copy_bytes(src.0, dst.0, len) };
+            for row in 0..rows.count {
+                // SAFETY: the enqueuer checked both spans (every row inside them) and keeps
+                // the memory alive (see SendPtr); the offsets stay inside the spans.
+                unsafe { copy_bytes(src.0.add(row * rows.src_pitch), dst.0.add(row * rows.dst_pitch), len) };
+            }
             // Released before the op counts as complete: after a synchronize, no clone
             // of the op's buffers is left on the worker (`Buffer::free` can succeed).
             drop(_keep);

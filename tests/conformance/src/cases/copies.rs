@@ -1,4 +1,4 @@
-use gpuport::{AnyDevice, Buffer, DefaultStream, Error, HostAllocFlags};
+use gpuport::{AnyDevice, Buffer, Copy2d, DefaultStream, Error, HostAllocFlags};
 
 use super::{pattern, read_all, stream, Gate, OpenOnDrop};
 use crate::{ensure, ensure_err, Failure, Outcome, Target};
@@ -70,6 +70,80 @@ pub fn every_copy_kind(t: &Target) -> Outcome {
             ensure!(host_stream.read_vec::<u8>(&h, 0, n - 1)? == data[1..], "copy to pageable host memory differs");
         }
     }
+    Ok(())
+}
+
+/// The 2D copies `copy_2d` checks, each inside a 4099-byte buffer: uneven pitches, rows
+/// packed on both sides, one row (its pitches unused), one-byte rows, none.
+const SHAPES_2D: [Copy2d; 5] = [
+    Copy2d { src_offset: 3, src_pitch: 64, dst_offset: 5, dst_pitch: 40, width: 33, height: 50 },
+    Copy2d { src_offset: 0, src_pitch: 17, dst_offset: 1, dst_pitch: 17, width: 17, height: 200 },
+    Copy2d { src_offset: 4000, src_pitch: 0, dst_offset: 9, dst_pitch: 3, width: 99, height: 1 },
+    Copy2d { src_offset: 11, src_pitch: 1, dst_offset: 2, dst_pitch: 100, width: 1, height: 40 },
+    Copy2d { src_offset: 0, src_pitch: 0, dst_offset: 0, dst_pitch: 0, width: 0, height: 1000 },
+];
+
+/// What `copy` does to `model` (the destination's bytes), from the source's bytes.
+fn apply_2d(model: &mut [u8], src: &[u8], copy: &Copy2d) {
+    for row in 0..if copy.width == 0 { 0 } else { copy.height } {
+        let (s, d) = copy.row_offsets(row);
+        model[d..d + copy.width].copy_from_slice(&src[s..s + copy.width]);
+    }
+}
+
+pub fn copy_2d(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    let n = 4099;
+    let bufs = buffers(dev, n)?;
+    for (si, (sname, src)) in bufs.iter().enumerate() {
+        for (di, (dname, dst)) in bufs.iter().enumerate() {
+            if si == di {
+                continue;
+            }
+            let src_data = pattern(n, (si * 5 + di) as u8);
+            let mut model = pattern(n, 0xC3);
+            s.write(&src_data, src, 0)?;
+            s.write(&model, dst, 0)?;
+            for copy in &SHAPES_2D {
+                s.copy_2d(src, dst, copy)?;
+                apply_2d(&mut model, &src_data, copy);
+            }
+            ensure!(read_all(&s, dst)? == model, "2D copies {sname} -> {dname} differ from the model");
+        }
+    }
+    // Within one buffer, spans apart: rows 0..8 of pitch 16 to the buffer's second half.
+    let (a, b) = (&bufs[0].1, &bufs[1].1);
+    let original = read_all(&s, a)?;
+    let mut model = original.clone();
+    let within = Copy2d { src_offset: 0, src_pitch: 16, dst_offset: 2048, dst_pitch: 24, width: 8, height: 60 };
+    s.copy_2d(a, a, &within)?;
+    apply_2d(&mut model, &original, &within);
+    ensure!(read_all(&s, a)? == model, "a 2D copy within one buffer differs from the model");
+
+    // Refused before anything is queued: the destination keeps its bytes.
+    let before = read_all(&s, b)?;
+    let rows = |width, height, pitch| Copy2d { src_pitch: pitch, dst_pitch: pitch, width, height, ..Copy2d::default() };
+    ensure_err!(s.copy_2d(a, b, &rows(16, 2, 8)), Error::InvalidArgument { .. }, "2D copy with pitch below width");
+    ensure_err!(s.copy_2d(a, b, &rows(100, 41, 100)), Error::InvalidArgument { .. }, "2D copy past the end");
+    let last_row_past = Copy2d { dst_offset: 3000, ..rows(100, 12, 100) };
+    ensure_err!(
+        s.copy_2d(a, b, &last_row_past),
+        Error::InvalidArgument { .. },
+        "2D copy whose last row is past the end"
+    );
+    ensure_err!(
+        s.copy_2d(a, b, &rows(8, usize::MAX, 8)),
+        Error::InvalidArgument { .. },
+        "2D copy with an overflowing span"
+    );
+    let overlap = Copy2d { dst_offset: 8, ..rows(8, 10, 16) };
+    ensure_err!(
+        s.copy_2d(a, a, &overlap),
+        Error::InvalidArgument { .. },
+        "2D copy with overlapping spans in one buffer"
+    );
+    ensure!(read_all(&s, b)? == before, "a refused 2D copy changed its destination");
     Ok(())
 }
 

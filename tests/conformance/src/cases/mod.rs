@@ -33,6 +33,7 @@ pub const CASES: &[Case] = &[
     Case { name: "memory::pointer_attributes", run: memory::pointer_attributes, needs: &[] },
     Case { name: "copies::memset_odd_ranges", run: copies::memset_odd_ranges, needs: &[] },
     Case { name: "copies::every_copy_kind", run: copies::every_copy_kind, needs: &[] },
+    Case { name: "copies::copy_2d", run: copies::copy_2d, needs: &[] },
     Case { name: "copies::large_copy", run: copies::large_copy, needs: &[] },
     Case { name: "copies::peer_copy", run: copies::peer_copy, needs: &[Need::TwoDevices] },
     Case { name: "devices::facts_of_every_device", run: devices::facts_of_every_device, needs: &[] },

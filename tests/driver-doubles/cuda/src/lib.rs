@@ -50,6 +50,32 @@ pub struct CUuuid {
     pub bytes: [c_char; 16],
 }
 
+/// `CU_MEMORYTYPE_UNIFIED`.
+pub const MEMORYTYPE_UNIFIED: c_uint = 4;
+
+/// `CUDA_MEMCPY2D`, as `cuda.h` declares it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+#[allow(missing_docs)] // the fields of `cuda.h`
+pub struct CUDA_MEMCPY2D {
+    pub srcXInBytes: usize,
+    pub srcY: usize,
+    pub srcMemoryType: c_uint,
+    pub srcHost: *const c_void,
+    pub srcDevice: CUdeviceptr,
+    pub srcArray: *mut c_void,
+    pub srcPitch: usize,
+    pub dstXInBytes: usize,
+    pub dstY: usize,
+    pub dstMemoryType: c_uint,
+    pub dstHost: *mut c_void,
+    pub dstDevice: CUdeviceptr,
+    pub dstArray: *mut c_void,
+    pub dstPitch: usize,
+    pub WidthInBytes: usize,
+    pub Height: usize,
+}
+
 /// The driver version reported (CUDA 12.4).
 pub const DRIVER_VERSION: c_int = 12040;
 
@@ -467,6 +493,31 @@ gpuport_double_sim::export_c! {
         machine(&cx)?.memcpy(&cx, dst as usize, src as usize, ByteCount, stream_ref(hStream), MemcpyCheck::Unified)
     }
 
+    /// `cuMemcpy2DAsync` (`_v2`): unified addressing on both sides
+    /// (`CU_MEMORYTYPE_UNIFIED`, the row offsets `XInBytes` and `Y` honoured), pitches
+    /// between the width and the device's maximum. Arrays and the typed host and device
+    /// memory kinds are refused: gpuport never passes them (stricter than the driver).
+    #[no_mangle]
+    fn cuMemcpy2DAsync_v2[cx](pCopy: *const CUDA_MEMCPY2D, hStream: Handle) {
+        let m = machine(&cx)?;
+        // SAFETY: the caller passes a valid description or null (refused).
+        let Some(c) = (unsafe { pCopy.as_ref() }) else { return Err(Error::InvalidValue) };
+        if c.srcMemoryType != MEMORYTYPE_UNIFIED || c.dstMemoryType != MEMORYTYPE_UNIFIED {
+            violation(
+                "unsupported-memory-type",
+                &cx,
+                format!("memory types {} → {}: only unified addressing (4) is served", c.srcMemoryType, c.dstMemoryType),
+            );
+            return Err(Error::InvalidValue);
+        }
+        let corner = |base: CUdeviceptr, x: usize, y: usize, pitch: usize| {
+            y.checked_mul(pitch).and_then(|rows| rows.checked_add(x)).and_then(|o| (base as usize).checked_add(o))
+        };
+        let src = corner(c.srcDevice, c.srcXInBytes, c.srcY, c.srcPitch).ok_or(Error::InvalidValue)?;
+        let dst = corner(c.dstDevice, c.dstXInBytes, c.dstY, c.dstPitch).ok_or(Error::InvalidValue)?;
+        m.memcpy_2d(&cx, dst, c.dstPitch, src, c.srcPitch, c.WidthInBytes, c.Height, stream_ref(hStream))
+    }
+
     /// `cuMemcpyPeerAsync`: each side must be device memory of its context's device.
     #[no_mangle]
     fn cuMemcpyPeerAsync[cx](
@@ -825,6 +876,7 @@ fn entry_points() -> &'static [(&'static str, c_int, usize)] {
             "cuMemsetD8" 3020 => cuMemsetD8_v2,
             "cuMemsetD8Async" 3020 => cuMemsetD8Async,
             "cuMemcpyAsync" 4000 => cuMemcpyAsync,
+            "cuMemcpy2DAsync" 3020 => cuMemcpy2DAsync_v2,
             "cuMemcpyPeerAsync" 4000 => cuMemcpyPeerAsync,
             "cuStreamCreateWithPriority" 5050 => cuStreamCreateWithPriority,
             "cuStreamDestroy" 4000 => cuStreamDestroy_v2,

@@ -115,6 +115,48 @@ fn every_misuse_is_reported_and_correct_use_is_not() {
         assert_eq!(reports(|| assert_eq!(cuMemcpyAsync(b, a, 4097, s1), CUDA_ERROR_INVALID_VALUE)), 1);
         assert_eq!(reports(|| assert_eq!(cuMemsetD8Async(a + (1 << 20), 0, 8, s1), CUDA_ERROR_INVALID_VALUE)), 1);
 
+        // 2D copies: rows land a pitch apart; a pitch below the width, a last row past the
+        // allocation, and arrays (not unified addresses) are refused and reported.
+        let rows =
+            |dst: CUdeviceptr, dst_pitch: usize, src: CUdeviceptr, src_pitch: usize, width, height| CUDA_MEMCPY2D {
+                srcXInBytes: 0,
+                srcY: 0,
+                srcMemoryType: MEMORYTYPE_UNIFIED,
+                srcHost: std::ptr::null(),
+                srcDevice: src,
+                srcArray: null_mut(),
+                srcPitch: src_pitch,
+                dstXInBytes: 0,
+                dstY: 0,
+                dstMemoryType: MEMORYTYPE_UNIFIED,
+                dstHost: null_mut(),
+                dstDevice: dst,
+                dstArray: null_mut(),
+                dstPitch: dst_pitch,
+                WidthInBytes: width,
+                Height: height,
+            };
+        let mut host = vec![0u8; 4096];
+        let quiet = reports(|| {
+            ok(cuMemsetD8Async(a, 0, 4096, s1));
+            ok(cuMemsetD8Async(a + 100, 0xAB, 8, s1));
+            ok(cuMemsetD8Async(a + 164, 0xCD, 8, s1));
+            ok(cuMemcpy2DAsync_v2(&rows(b, 16, a + 100, 64, 8, 2), s1));
+            ok(cuMemcpyAsync(host.as_mut_ptr() as CUdeviceptr, b, 32, s1));
+            ok(cuStreamSynchronize(s1));
+        });
+        assert_eq!(quiet, 0, "a correct 2D copy was reported");
+        assert_eq!(&host[..8], &[0xAB; 8]);
+        assert_eq!(&host[16..24], &[0xCD; 8]);
+        assert_eq!(
+            reports(|| assert_eq!(cuMemcpy2DAsync_v2(&rows(b, 4, a, 8, 8, 2), s1), CUDA_ERROR_INVALID_VALUE)),
+            1
+        );
+        let past = rows(b, 2048, a, 8, 8, 3);
+        assert_eq!(reports(|| assert_eq!(cuMemcpy2DAsync_v2(&past, s1), CUDA_ERROR_INVALID_VALUE)), 1);
+        let array = CUDA_MEMCPY2D { srcMemoryType: 3, ..rows(b, 8, a, 8, 8, 2) };
+        assert_eq!(reports(|| assert_eq!(cuMemcpy2DAsync_v2(&array, s1), CUDA_ERROR_INVALID_VALUE)), 1);
+
         // Frees of unknown pointers, twice, and of an interior address.
         assert_eq!(reports(|| assert_eq!(cuMemFree_v2(a + 8), CUDA_ERROR_INVALID_VALUE)), 1);
         let mut c: CUdeviceptr = 0;

@@ -403,6 +403,26 @@ gpuport_double_sim::export_c! {
         m.memcpy(&cx, dst as usize, src as usize, sizeBytes, stream_ref(stream), MemcpyCheck::Unified)
     }
 
+    /// `hipMemcpy2DAsync`: `kind` 0–4 (`hipMemcpyDefault` infers it), pitches between the
+    /// width and the device's maximum.
+    #[no_mangle]
+    fn hipMemcpy2DAsync[cx](
+        dst: *mut c_void,
+        dpitch: usize,
+        src: *const c_void,
+        spitch: usize,
+        width: usize,
+        height: usize,
+        kind: c_int,
+        stream: Handle,
+    ) {
+        let m = machine(&cx)?;
+        if !(0..=4).contains(&kind) {
+            return Err(Error::Raw(hipErrorInvalidMemcpyDirection));
+        }
+        m.memcpy_2d(&cx, dst as usize, dpitch, src as usize, spitch, width, height, stream_ref(stream))
+    }
+
     /// `hipMemcpyPeerAsync`: each side must be device memory of its device.
     #[no_mangle]
     fn hipMemcpyPeerAsync[cx](dst: *mut c_void, dstDeviceId: c_int, src: *const c_void, srcDevice: c_int, sizeBytes: usize, stream: Handle) {
@@ -756,6 +776,7 @@ fn entry_points() -> &'static [(&'static str, usize)] {
             hipMemset,
             hipMemsetAsync,
             hipMemcpyAsync,
+            hipMemcpy2DAsync,
             hipMemcpyPeerAsync,
             hipStreamCreateWithPriority,
             hipStreamDestroy,

@@ -44,7 +44,7 @@ mod stream;
 
 pub use machine::{
     current_context, in_host_function, set_current_context, Attributes, DeviceFacts, EventTiming, HostCallback,
-    Machine, MemcpyCheck, PointerInfo, StreamKind, StreamRef, Vendor,
+    Machine, MemcpyCheck, PointerInfo, StreamKind, StreamRef, Vendor, MAX_PITCH,
 };
 
 /// How a call failed, before the vendor layer turns it into its status code.

@@ -23,6 +23,10 @@ pub use crate::stream::{in_host_function, HostFn as HostCallback, StreamKind};
 use crate::stream::{spawn_worker, Completion, CtxShared, Op, RecordSlot, StreamCore, Work};
 use crate::{Call, Error, Result};
 
+/// The largest pitch a 2D copy accepts: 2³¹ − 1 bytes, what CUDA and HIP devices report
+/// (`CU_DEVICE_ATTRIBUTE_MAX_PITCH`, `hipDeviceAttributeMaxPitch`).
+pub const MAX_PITCH: usize = i32::MAX as usize;
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -1057,6 +1061,52 @@ impl Machine {
         let sp = self.resolve(cx, &st, src, len, sd)?;
         let work = Work::Copy { dst: d, src: sp, len };
         self.enqueue(cx, &mut st, &core, |_, _| work, &[(src, len, false), (dst, len, true)], Vec::new())?;
+        Ok(())
+    }
+
+    /// `cuMemcpy2DAsync` / `hipMemcpy2DAsync` between unified addresses: `height` rows of
+    /// `width` bytes, each side's rows its pitch apart. Each pitch must be at least the
+    /// width and at most [`MAX_PITCH`] (the drivers refuse others); each side's span —
+    /// first row's start to last row's end — must lie in one allocation or in host memory
+    /// the double does not know. The whole span counts as accessed: stricter than the
+    /// driver for another stream's use of the bytes between the rows.
+    #[allow(clippy::too_many_arguments)] // the driver call's own shape
+    pub fn memcpy_2d(
+        &self,
+        cx: &Call<'_>,
+        dst: usize,
+        dst_pitch: usize,
+        src: usize,
+        src_pitch: usize,
+        width: usize,
+        height: usize,
+        s: StreamRef,
+    ) -> Result<()> {
+        let mut st = lock(&self.state);
+        let core = self.stream(cx, &mut st, s)?;
+        if width == 0 || height == 0 {
+            return Ok(());
+        }
+        for (side, pitch) in [("destination", dst_pitch), ("source", src_pitch)] {
+            if pitch < width || pitch > MAX_PITCH {
+                violation(
+                    "bad-pitch",
+                    cx,
+                    format!(
+                        "the {side} pitch {pitch} is outside [{width}, {MAX_PITCH}] (the row width, the largest pitch)"
+                    ),
+                );
+                return Err(Error::InvalidValue);
+            }
+        }
+        let span = |pitch: usize| (height - 1).checked_mul(pitch).and_then(|r| r.checked_add(width));
+        let (Some(dst_span), Some(src_span)) = (span(dst_pitch), span(src_pitch)) else {
+            return Err(Error::InvalidValue);
+        };
+        let d = self.resolve(cx, &st, dst, dst_span, None)?;
+        let sp = self.resolve(cx, &st, src, src_span, None)?;
+        let work = Work::Copy2d { dst: d, src: sp, width, height, dst_pitch, src_pitch };
+        self.enqueue(cx, &mut st, &core, |_, _| work, &[(src, src_span, false), (dst, dst_span, true)], Vec::new())?;
         Ok(())
     }
 

@@ -63,6 +63,15 @@ pub(crate) enum Work {
         src: *const u8,
         len: usize,
     },
+    /// `height` rows of `width` bytes, each side's rows its pitch apart.
+    Copy2d {
+        dst: *mut u8,
+        src: *const u8,
+        width: usize,
+        height: usize,
+        dst_pitch: usize,
+        src_pitch: usize,
+    },
     Fill {
         dst: *mut u8,
         value: u8,
@@ -239,6 +248,14 @@ fn run(core: &StreamCore, op: &Op) {
             // the program vouched for) when the copy was queued, and stay alive until it
             // completes; they may overlap.
             unsafe { std::ptr::copy(*src, *dst, *len) }
+        }
+        (Work::Copy2d { dst, src, width, height, dst_pitch, src_pitch }, None) => {
+            for row in 0..*height {
+                // SAFETY: both spans (first row's start to last row's end) were checked
+                // against live allocations (or are host memory the program vouched for)
+                // when the copy was queued, and stay alive until it completes.
+                unsafe { std::ptr::copy(src.add(row * src_pitch), dst.add(row * dst_pitch), *width) }
+            }
         }
         (Work::Fill { dst, value, len }, None) => {
             // SAFETY: a range checked when queued, kept alive until completion.

@@ -4,9 +4,9 @@
 //! before the driver sees it, and every buffer and kernel the queued work touches is
 //! parked until that work has run.
 
-use gpuport_core::{check_copy, Buffer, Kernel, KernelArg, LaunchConfig, Result};
+use gpuport_core::{check_copy, check_copy_2d, Buffer, Copy2d, DeviceId, Kernel, KernelArg, LaunchConfig, Result};
 
-use super::{refuse_in_callback, VendorCalls, VendorStream};
+use super::{refuse_in_callback, VendorCalls, VendorStream, MAX_PITCH};
 use crate::kernel_args::{pack_kernel_args, PackedArgs};
 use crate::parking::Keep;
 use crate::vendor::event::VendorEvent;
@@ -28,21 +28,62 @@ impl<V: VendorCalls> VendorStream<V> {
             return Ok(());
         }
         let raw = self.raw()?;
-        let (sd, dd) = (src.device(), dst.device());
-        let peer = sd.kind == self.inner.dev.kind()
-            && dd.kind == self.inner.dev.kind()
-            && sd != dd
-            && !src.is_host_accessible()
-            && !dst.is_host_accessible();
-        if peer {
-            // SAFETY: both ranges were checked against their buffers, which are parked below
-            // until the copy has run; each buffer keeps its device open.
-            unsafe { self.dev().memcpy_peer_async(d, dd, s, sd, len, raw) }?;
+        // SAFETY: both ranges were checked against their buffers, which are parked below
+        // until the copy has run; each buffer keeps its device open.
+        unsafe { self.queue_copy(src, dst, d, s, len, raw) }?;
+        self.park([Keep::Buffer(src.clone()), Keep::Buffer(dst.clone())])
+    }
+
+    /// `Stream::copy_2d`: the memory `copy` reaches, both spans checked; one driver call
+    /// (a runtime without a 2D copy queues the rows one by one), except between two
+    /// devices of the backend or with a pitch above [`MAX_PITCH`], which go row by row.
+    pub fn copy_2d(&self, src: &Buffer, dst: &Buffer, copy: &Copy2d) -> Result<()> {
+        check_copy_2d(src, dst, copy)?;
+        let copy = copy.normalized();
+        let s = self.reachable_addr(src, copy.src_offset, copy.src_span()?, "copy_2d")?;
+        let d = self.reachable_addr(dst, copy.dst_offset, copy.dst_span()?, "copy_2d")?;
+        if copy.is_empty() {
+            return Ok(());
+        }
+        let raw = self.raw()?;
+        let (sp, dp) = (copy.src_pitch, copy.dst_pitch);
+        if self.peer(src, dst).is_some() || sp > MAX_PITCH || dp > MAX_PITCH {
+            for row in 0..copy.height as u64 {
+                let (rs, rd) = (s + row * sp as u64, d + row * dp as u64);
+                // SAFETY: every row lies inside a span checked against its buffer; the
+                // buffers are parked below.
+                unsafe { self.queue_copy(src, dst, rd, rs, copy.width, raw) }?;
+            }
         } else {
-            // SAFETY: as above.
-            unsafe { self.dev().memcpy_async(d, s, len, raw) }?;
+            // SAFETY: both spans were checked against their buffers (parked below), hold
+            // every row, and the pitches are within what the kit promises the driver.
+            unsafe { self.dev().memcpy_2d_async(d, dp, s, sp, copy.width, copy.height, raw) }?;
         }
         self.park([Keep::Buffer(src.clone()), Keep::Buffer(dst.clone())])
+    }
+
+    /// The two devices of a copy between devices of this backend (a peer copy, which
+    /// names both), or `None`.
+    fn peer(&self, src: &Buffer, dst: &Buffer) -> Option<(DeviceId, DeviceId)> {
+        let (sd, dd) = (src.device(), dst.device());
+        let kind = self.inner.dev.kind();
+        let peer =
+            sd.kind == kind && dd.kind == kind && sd != dd && !src.is_host_accessible() && !dst.is_host_accessible();
+        peer.then_some((sd, dd))
+    }
+
+    /// Queues one copy of `len` bytes from `s` (in `src`) to `d` (in `dst`): a peer copy
+    /// between two devices of the backend, else a unified-addressing copy.
+    ///
+    /// # Safety
+    /// Both ranges are inside their buffers, which the caller parks after queuing.
+    unsafe fn queue_copy(&self, src: &Buffer, dst: &Buffer, d: u64, s: u64, len: usize, raw: V::Stream) -> Result<()> {
+        match self.peer(src, dst) {
+            // SAFETY: forwarded; each buffer keeps its device open.
+            Some((sd, dd)) => unsafe { self.dev().memcpy_peer_async(d, dd, s, sd, len, raw) },
+            // SAFETY: forwarded.
+            None => unsafe { self.dev().memcpy_async(d, s, len, raw) },
+        }
     }
 
     /// `Stream::memset`: this backend's memory only.
@@ -151,6 +192,14 @@ macro_rules! impl_vendor_stream {
                 len: usize,
             ) -> $crate::__core::Result<()> {
                 self.0.copy(src, src_offset, dst, dst_offset, len)
+            }
+            fn copy_2d(
+                &self,
+                src: &$crate::__core::Buffer,
+                dst: &$crate::__core::Buffer,
+                copy: &$crate::__core::Copy2d,
+            ) -> $crate::__core::Result<()> {
+                self.0.copy_2d(src, dst, copy)
             }
             fn memset(
                 &self,

@@ -19,6 +19,11 @@
 
 mod data_path;
 
+/// The largest pitch a 2D copy hands the driver: 2³¹ − 1 bytes, what CUDA and HIP devices
+/// report as their maximum (`CU_DEVICE_ATTRIBUTE_MAX_PITCH`, `hipDeviceAttributeMaxPitch`;
+/// the drivers refuse a larger one). A 2D copy with a larger pitch is queued row by row.
+pub const MAX_PITCH: usize = i32::MAX as usize;
+
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;

@@ -8,10 +8,13 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use gpuport_core::{
-    as_bytes, Buffer, BufferDesc, DType, DefaultStream, DeviceId, Element, Error, Layout, MemoryKind, Result,
+    as_bytes, Buffer, BufferDesc, DType, DefaultStream, DeviceId, Element, Error, EventFlags, Layout, MemoryKind,
+    Result,
 };
 
+use crate::copy::strided::{self, Side};
 use crate::dynamic::{AnyDevice, AnyStream};
+use crate::host_copy::host_copy;
 use crate::pending::{Access, PendingWork};
 
 /// An allocation and the work pending on it, shared by every view.
@@ -206,6 +209,10 @@ impl Array {
     #[inline]
     pub fn byte_offset(&self) -> usize {
         self.offset
+    }
+    /// The buffer and element 0's offset, as a strided copy reads or writes them.
+    pub(crate) fn side(&self) -> Side<'_> {
+        Side { buffer: self.buffer(), offset: self.offset }
     }
     /// Address of element `[0, …, 0]`.
     #[inline]
@@ -416,12 +423,16 @@ impl Array {
     /// of the span that are not elements of this view are preserved). Ordered after pending
     /// reads and writes; the write has completed on return.
     ///
-    /// A strided view is written as one read-modify-write of its span (the bytes from its
-    /// first element to its last): one read and one write of the device, not one per
-    /// element. The span's other bytes are written back as they were read, so another
-    /// thread's write to them between the two — through another view of the allocation,
-    /// or work it queues meanwhile — is lost: order writes to views of one allocation from
-    /// several threads, as for any read-modify-write.
+    /// A strided view is written as the copy engine writes one: its runs of contiguous
+    /// elements joined into 2D copies (a sliced matrix is one `cuMemcpy2DAsync`), from a
+    /// host copy of `bytes`; the bytes between the elements are not touched. A view whose
+    /// elements are thousands of short, unevenly spaced runs is written instead as one
+    /// read-modify-write of its span (the bytes from its first element to its last): one
+    /// read and one write of the device, not one per run. The span's other bytes are then
+    /// written back as they were read, so another thread's write to them between the two —
+    /// through another view of the allocation, or work it queues meanwhile — is lost:
+    /// order writes to views of one allocation from several threads, as for any
+    /// read-modify-write.
     pub fn copy_from_bytes(&self, bytes: &[u8]) -> Result<()> {
         self.copy_from_bytes_on(bytes, &self.default_stream()?)
     }
@@ -441,6 +452,15 @@ impl Array {
         self.wait_pending(stream, Access::Write)?;
         if self.layout.is_c_contiguous() {
             return stream.write(bytes, self.buffer(), self.offset);
+        }
+        let item = self.dtype.itemsize()?;
+        if let Some(plan) = strided::plan(&Layout::contiguous(self.shape())?, &self.layout, item)? {
+            // `bytes` is only borrowed: the work reads a copy that it keeps alive itself.
+            let host = host_copy(bytes)?;
+            strided::queue(stream, Side { buffer: &host, offset: 0 }, self.side(), &plan)?;
+            let done = self.device.create_event(EventFlags::DISABLE_TIMING)?;
+            stream.record(&done)?;
+            return done.synchronize();
         }
         let (span_start, mut raw) = self.read_span_on(stream)?;
         let item = self.dtype.itemsize()?;
@@ -531,5 +551,35 @@ mod tests {
         assert_eq!(a.to_vec::<f64>().unwrap(), vec![10.0, 2.0, 30.0], "scatter keeps the gap");
         let empty = Array::zeros(&dev, &[0, 4], DType::F32).unwrap();
         assert_eq!(empty.to_vec::<f32>().unwrap(), Vec::<f32>::new());
+    }
+
+    /// Writes `n` distinct bytes through `view` of `base`'s bytes and checks them against
+    /// a model: each element where the view puts it, every other byte as it was.
+    fn write_through(base: &Array, view: &Array, old: &[u8]) {
+        let n = view.numel();
+        let new: Vec<u8> = (0..n).map(|i| (i % 251) as u8 + 1).collect();
+        view.copy_from_bytes(&new).unwrap();
+        let mut model = old.to_vec();
+        let mut next = new.iter();
+        view.layout().for_each_offset(|o| model[(view.byte_offset() as isize + o) as usize] = *next.next().unwrap());
+        assert_eq!(base.to_bytes().unwrap(), model);
+    }
+
+    #[test]
+    fn strided_writes_in_blocks_and_through_the_span() {
+        let dev = host();
+        // A transposed matrix's columns 1..3: evenly spaced runs, written as 2D blocks.
+        let old: Vec<u8> = (0..64 * 8).map(|i| (i % 7) as u8 + 100).collect();
+        let base = Array::from_slice(&dev, &old, &[64, 8]).unwrap();
+        let view = base.slice(1, 1, Some(3), 1).unwrap().permute(&[1, 0]).unwrap();
+        write_through(&base, &view, &old);
+        // Steps alternating 3 and 4 bytes: 4,100 blocks of two one-byte runs, too many and
+        // too short for a copy each, written through the span.
+        let n = 4100;
+        let old: Vec<u8> = (0..7 * n).map(|i| (i % 5) as u8 + 200).collect();
+        let base = Array::from_slice(&dev, &old, &[7 * n]).unwrap();
+        let layout = Layout::new(&[n, 2], &[7, 3]).unwrap();
+        let view = Array::from_buffer(&dev, base.buffer().clone(), 0, DType::U8, layout).unwrap();
+        write_through(&base, &view, &old);
     }
 }

@@ -11,9 +11,8 @@
 //! consecutive runs that step evenly on both sides joined into one 2D copy
 //! ([`Stream::copy_2d`](gpuport_core::Stream::copy_2d): a sliced matrix is one
 //! `cuMemcpy2DAsync`); when the blocks are many and their runs short, through the host
-//! (the caller waits for it, and a
-//! strided destination is written as one read-modify-write of its span: see
-//! [`Array::copy_from_bytes`]). For staged copies a strided
+//! (the caller waits for it; [`Array::copy_from_bytes`] says how a strided destination is
+//! then written). For staged copies a strided
 //! source is first packed on its device and a strided destination filled from a packed
 //! temporary on its device.
 //!
@@ -29,7 +28,7 @@
 //! calling thread waits for each chunk's source half to land in the pinned buffer before
 //! queuing its destination half. [`copy`] waits for all of it.
 
-use gpuport_core::{Copy2d, DefaultStream, Error, Layout, Result};
+use gpuport_core::{DefaultStream, Error, Result};
 
 use crate::array::Array;
 use crate::dynamic::{AnyDevice, AnyStream};
@@ -37,6 +36,7 @@ use crate::pending::Access;
 
 mod blocks;
 mod staging;
+pub(crate) mod strided;
 
 /// Which route a copy took.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,11 +94,6 @@ impl Array {
         Ok(copy)
     }
 }
-
-/// Strided copies in more 2D blocks than this, their runs shorter than
-/// [`SHORT_RUN_BYTES`], go through the host instead of one device copy per block.
-const MANY_RUNS: usize = 4096;
-const SHORT_RUN_BYTES: usize = 4096;
 
 impl CopyEngine {
     /// An engine staging through chunks of `chunk_bytes` (at least 1).
@@ -273,28 +268,6 @@ impl CopyEngine {
     }
 }
 
-/// The element offsets of every run of `src` and `dst` (the longest trailing block that is
-/// contiguous in both), and the run length in elements.
-fn runs(src: &Layout, dst: &Layout) -> Result<(usize, Vec<isize>, Vec<isize>)> {
-    let shape = src.shape();
-    let mut run = 1usize;
-    let mut outer_shape = shape.to_vec();
-    for axis in (0..shape.len()).rev() {
-        let extent = shape[axis];
-        if extent != 1 && (src.strides()[axis] != run as isize || dst.strides()[axis] != run as isize) {
-            break;
-        }
-        run *= extent;
-        outer_shape[axis] = 1;
-    }
-    let outer = |l: &Layout| -> Result<Vec<isize>> {
-        let mut offsets = Vec::new();
-        Layout::new(&outer_shape, l.strides())?.for_each_offset(|o| offsets.push(o));
-        Ok(offsets)
-    };
-    Ok((run, outer(src)?, outer(dst)?))
-}
-
 /// Copies `src` to `dst` on `stream`, which reaches both (same device, a peer, or one side
 /// host-accessible): `stream` waits for what the copy conflicts with, and the copy is
 /// recorded as a read of `src` and a write of `dst` on it.
@@ -307,49 +280,14 @@ fn one_stream_copy(stream: &AnyStream, src: &Array, dst: &Array) -> Result<()> {
     dst.record_access_on(device, stream, Access::Write)
 }
 
-/// Copies between arrays reachable from one stream, run by run; many short runs go
-/// through the host.
+/// Copies between arrays reachable from one stream, in 2D blocks of runs; many short
+/// blocks go through the host.
 fn strided_copy(stream: &AnyStream, src: &Array, dst: &Array) -> Result<()> {
-    let item = src.dtype().itemsize()?;
-    let (run, src_runs, dst_runs) = runs(src.layout(), dst.layout())?;
-    let run_bytes = run * item;
-    let blocks = blocks::blocks(&src_runs, &dst_runs, run as isize);
-    if blocks.len() > MANY_RUNS && run_bytes < SHORT_RUN_BYTES {
-        // Through the host: both arrays' own methods order themselves after their pending
-        // work, and `stream`'s (already waited for by the caller) is flushed first.
-        stream.synchronize()?;
-        return dst.copy_from_bytes(&src.to_bytes()?);
+    if let Some(plan) = strided::plan(src.layout(), dst.layout(), src.dtype().itemsize()?)? {
+        return strided::queue(stream, src.side(), dst.side(), &plan);
     }
-    let bytes = |elems: isize| elems.checked_mul(item as isize).ok_or_else(|| Error::invalid_layout("run offset"));
-    let at = |base: usize, elems: isize| -> Result<usize> {
-        usize::try_from(base as isize + bytes(elems)?).map_err(|_| Error::invalid_layout("run offset"))
-    };
-    let one_buffer = src.buffer().same_allocation(dst.buffer());
-    for b in &blocks {
-        let copy = Copy2d {
-            src_offset: at(src.byte_offset(), b.src)?,
-            src_pitch: bytes(b.src_pitch)? as usize,
-            dst_offset: at(dst.byte_offset(), b.dst)?,
-            dst_pitch: bytes(b.dst_pitch)? as usize,
-            width: run_bytes,
-            height: b.rows,
-        };
-        // Two spans of one buffer that interleave (a matrix's columns copied onto its
-        // other columns) are not one 2D copy, which may not overlap: those go by row.
-        if b.rows == 1 || (one_buffer && spans_meet(&copy)?) {
-            for row in 0..copy.height {
-                let (s, d) = copy.row_offsets(row);
-                stream.copy(src.buffer(), s, dst.buffer(), d, run_bytes)?;
-            }
-        } else {
-            stream.copy_2d(src.buffer(), dst.buffer(), &copy)?;
-        }
-    }
-    Ok(())
-}
-
-/// Whether a 2D copy's source and destination spans share a byte (in one buffer).
-fn spans_meet(copy: &Copy2d) -> Result<bool> {
-    let (s, d) = (copy.src_offset, copy.dst_offset);
-    Ok(s < d + copy.dst_span()? && d < s + copy.src_span()?)
+    // Through the host: both arrays' own methods order themselves after their pending
+    // work, and `stream`'s (already waited for by the caller) is flushed first.
+    stream.synchronize()?;
+    dst.copy_from_bytes(&src.to_bytes()?)
 }

@@ -60,6 +60,7 @@
 mod array;
 mod copy;
 pub mod dynamic;
+mod host_copy;
 mod mirror;
 mod pending;
 mod plugin;

@@ -463,7 +463,6 @@ impl Array {
             return done.synchronize();
         }
         let (span_start, mut raw) = self.read_span_on(stream)?;
-        let item = self.dtype.itemsize()?;
         let mut next = bytes.chunks_exact(item);
         self.layout.for_each_offset(|o| {
             let at = (o * item as isize - span_start) as usize;

@@ -59,7 +59,7 @@ pub(crate) fn queue(stream: &AnyStream, src: Side<'_>, dst: Side<'_>, plan: &Pla
             width: plan.run_bytes,
             height: b.rows,
         };
-        if b.rows == 1 || (one_buffer && spans_meet(&copy)?) {
+        if b.rows == 1 || (one_buffer && copy.spans_meet()?) {
             for row in 0..copy.height {
                 let (s, d) = copy.row_offsets(row);
                 stream.copy(src.buffer, s, dst.buffer, d, plan.run_bytes)?;
@@ -91,10 +91,4 @@ fn runs(src: &Layout, dst: &Layout) -> Result<(usize, Vec<isize>, Vec<isize>)> {
         Ok(offsets)
     };
     Ok((run, outer(src)?, outer(dst)?))
-}
-
-/// Whether a 2D copy's source and destination spans share a byte (in one buffer).
-fn spans_meet(copy: &Copy2d) -> Result<bool> {
-    let (s, d) = (copy.src_offset, copy.dst_offset);
-    Ok(s < d + copy.dst_span()? && d < s + copy.src_span()?)
 }

@@ -3,8 +3,9 @@ same GPU, in the same run (the GPU bundle's run.sh runs both and prints the rati
 
 Pinned host->device, device->host and device->device copies at 1 MiB, 16 MiB, 256 MiB and
 1 GiB (event-timed on the GPU), event record, stream wait and kernel launch + synchronize
-latency (host-timed), printed as `RESULT <metric> <value> <unit>` with gpuport's metric
-names. Exits with status 2 when CuPy or a CUDA GPU is missing.
+latency (host-timed), strided views read to NumPy (`cupy.asnumpy`, host-timed: a column
+of an 8192 x 8192 float32 matrix, every 8th float32 of 64 MiB, the 64 MiB whole), printed
+as `RESULT <metric> <value> <unit>` with gpuport's metric names. Exits with status 2 when CuPy or a CUDA GPU is missing.
 """
 
 import statistics
@@ -86,6 +87,15 @@ def main():
         stream.synchronize()
 
     print(f"RESULT launch_sync {per_op_us(1_000, launch_sync, lambda: None):.3f} us")
+
+    matrix = cupy.zeros((8192, 8192), dtype=cupy.float32)
+    line = cupy.zeros(16 << 20, dtype=cupy.float32)
+    for metric, view, reps in [
+        ("column_read", matrix[:, 17], 20),
+        ("every8_read", line[::8], 3),
+        ("whole_64MiB_read", line, 3),
+    ]:
+        print(f"RESULT {metric} {per_op_us(reps, lambda: cupy.asnumpy(view), lambda: None):.1f} us")
     return 0
 
 

@@ -151,6 +151,13 @@ const FIGURES: &[Figure] = &[
     },
     Figure {
         source: Source::Hal,
+        group: "column_read",
+        what: "a 4096 × 4096 f32 ext matrix's column to host / a gathering loop",
+        ops: 1.0,
+        target: Target::Ratio(5.0),
+    },
+    Figure {
+        source: Source::Hal,
         group: "plugin_enqueue_10k",
         what: "ext as a plugin / linked in: no-op enqueue, per op",
         ops: 10_000.0,

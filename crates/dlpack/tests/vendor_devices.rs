@@ -1,7 +1,8 @@
 //! DLPack on CUDA and ROCm arrays: every memory kind's device type (kDLCUDA, kDLCUDAHost,
 //! kDLCUDAManaged, kDLROCM, kDLROCMHost), the stream handshake with a slow producer on a
-//! vendor stream, CPU requests, and CUDA ↔ ROCm copies through the copy engine with
-//! IS_COPIED. Ignored by default: `cargo xtask test --backend cuda|rocm --double` (or
+//! vendor stream, CPU requests, CUDA ↔ ROCm copies through the copy engine with
+//! IS_COPIED, and the host copies of strided views (`to_bytes`, `copy_from_bytes`: 2D
+//! copies between device memory and pageable host memory). Ignored by default: `cargo xtask test --backend cuda|rocm --double` (or
 //! `--backend cuda` on a GPU) runs them for the backend it names in
 //! `GPUPORT_CONFORMANCE_BACKENDS`, which must then be available.
 
@@ -128,6 +129,31 @@ fn cpu_requests_copy_and_are_ready_on_return() {
     let err = export(&rt, &a, ExportRequest { max_version: V1, dl_device: Some(CPU), copy: Some(false), stream: None })
         .unwrap_err();
     assert!(matches!(err, Error::Interchange { .. }), "{err}");
+}
+
+#[test]
+#[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
+fn strided_views_read_and_write_their_elements_alone() {
+    let (rt, backend) = gpuport_conformance::vendor_backend_under_test();
+    let dev = rt.device(&format!("{backend}:0")).unwrap();
+    let (rows, cols) = (300usize, 1000usize);
+    let data: Vec<i32> = (0..(rows * cols) as i32).map(|i| i * 5 + 1).collect();
+    let a = Array::from_slice(&dev, &data, &[rows, cols]).unwrap();
+    // A column (its span 1.2 MB, its elements 1.2 KB: read as one 2D copy of its
+    // elements), then two columns backwards; written the same way.
+    let column = a.index_axis(1, 7).unwrap();
+    let want: Vec<i32> = (0..rows).map(|r| data[r * cols + 7]).collect();
+    assert_eq!(column.to_vec::<i32>().unwrap(), want);
+    let pair = a.slice(1, 3, Some(5), 1).unwrap().slice(0, rows - 1, None, -1).unwrap();
+    let want: Vec<i32> = (0..rows).rev().flat_map(|r| [data[r * cols + 3], data[r * cols + 4]]).collect();
+    assert_eq!(pair.to_vec::<i32>().unwrap(), want);
+    let new: Vec<i32> = (0..rows as i32).map(|i| -i).collect();
+    column.copy_from_slice(&new).unwrap();
+    let mut model = data.clone();
+    for (r, v) in new.iter().enumerate() {
+        model[r * cols + 7] = *v;
+    }
+    assert_eq!(a.to_vec::<i32>().unwrap(), model, "the column written, nothing else");
 }
 
 #[test]

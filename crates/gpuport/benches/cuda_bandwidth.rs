@@ -1,7 +1,10 @@
 //! CUDA bandwidth and latency through gpuport, on `cuda:0`: pinned host→device,
 //! device→host and device→device copies at 1 MiB, 16 MiB, 256 MiB and 1 GiB (event-timed
 //! on the GPU), and event record, stream wait and kernel launch + synchronize latency
-//! (host-timed). Prints one `RESULT <metric> <value> <unit>` line per figure; the GPU
+//! (host-timed), and strided views read to the host (`Array::to_bytes`, host-timed: one
+//! column of an 8192 × 8192 `f32` matrix, every 8th `f32` of 64 MiB — the elements alone
+//! as 2D copies — and the 64 MiB read whole, what reading a view's span costs). Prints
+//! one `RESULT <metric> <value> <unit>` line per figure; the GPU
 //! bundle's `run.sh` runs CuPy's `bench/cupy_peer.py` with the same metric names in the
 //! same run and prints the ratios. Asserts nothing about time. Without a CUDA GPU it says
 //! why and exits with status 2.
@@ -12,7 +15,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use gpuport::prelude::*;
-use gpuport::{KernelArg, LaunchConfig, ModuleImage};
+use gpuport::{Array, DType, KernelArg, LaunchConfig, ModuleImage};
 
 const SIZES: &[(usize, &str)] = &[(1 << 20, "1MiB"), (16 << 20, "16MiB"), (256 << 20, "256MiB"), (1 << 30, "1GiB")];
 
@@ -82,6 +85,21 @@ fn run(dev: &AnyDevice) -> Result<()> {
         || Ok(()),
     )?;
     println!("RESULT launch_sync {launch_sync:.3} us");
+    strided_reads(dev)
+}
+
+/// Strided views read back to pageable host memory. Whether `to_bytes` reads a view's
+/// elements alone or its whole span is decided by costs measured on the software devices;
+/// these figures say what a GPU's 2D copies of short rows cost against the whole read.
+fn strided_reads(dev: &AnyDevice) -> Result<()> {
+    let n = 8192usize;
+    let matrix = Array::zeros(dev, &[n, n], DType::F32)?;
+    let column = matrix.index_axis(1, 17)?;
+    let read = |a: &Array, reps: usize| per_op_us(reps, || a.to_bytes().map(drop), || Ok(()));
+    println!("RESULT column_read {:.1} us", read(&column, 20)?);
+    let line = Array::zeros(dev, &[16 << 20], DType::F32)?;
+    println!("RESULT every8_read {:.1} us", read(&line.slice(0, 0, None, 8)?, 3)?);
+    println!("RESULT whole_64MiB_read {:.1} us", read(&line, 3)?);
     Ok(())
 }
 

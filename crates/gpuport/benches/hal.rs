@@ -312,6 +312,26 @@ fn benches(c: &mut Criterion) {
     );
     g.finish();
 
+    // One column of a 4096 × 4096 `f32` matrix on ext:0 read back with `Array::to_bytes`
+    // (its elements alone, one 2D copy), against the same column gathered from a host
+    // matrix by a loop on the calling thread.
+    let n = 4096usize;
+    let square = PageBuf::new(n * n * 4, 3);
+    let column = Array::from_slice(&ext, square.as_f32(), &[n, n]).unwrap().index_axis(1, 17).unwrap();
+    let mut g = group(c, "column_read", false);
+    pair(
+        &mut g,
+        rounds,
+        |b| {
+            b.iter(|| {
+                let from = black_box(square.as_f32());
+                black_box((0..n).map(|row| from[row * n + 17]).collect::<Vec<f32>>());
+            })
+        },
+        |b| b.iter(|| black_box(black_box(&column).to_bytes().unwrap())),
+    );
+    g.finish();
+
     // Host → ext → host through the copy engine (one direct copy each way: ext's streams
     // reach host memory), and ext:0 → ext:1 (no link: staged through two pinned buffers),
     // each against two memcpys.

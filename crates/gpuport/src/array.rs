@@ -14,7 +14,7 @@ use gpuport_core::{
 
 use crate::copy::strided::{self, Side};
 use crate::dynamic::{AnyDevice, AnyStream};
-use crate::host_copy::host_copy;
+use crate::host_copy::{host_copy, host_zeroed};
 use crate::pending::{Access, PendingWork};
 
 /// An allocation and the work pending on it, shared by every view.
@@ -394,6 +394,12 @@ impl Array {
 
     /// The elements' bytes in row-major order (gathering strided layouts), after pending
     /// writes.
+    ///
+    /// A strided view is read whole — one read of its span (the bytes from its first element
+    /// to its last), the elements picked out on the host — unless the bytes between its
+    /// elements outweigh the cost of copying the elements alone: a column of a large
+    /// matrix is then one 2D copy of its elements into a host buffer (its runs joined as the
+    /// copy engine joins them), where reading the span would bring the whole matrix over.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         self.to_bytes_on(&self.default_stream()?)
     }
@@ -409,8 +415,13 @@ impl Array {
             }
             return Ok(out);
         }
-        let (span_start, raw) = self.read_span_on(stream)?;
         let item = self.dtype.itemsize()?;
+        if strided::gather_beats_span(&self.layout, item, self.layout.span(item)?.len()) {
+            if let Some(plan) = strided::plan(&self.layout, &Layout::contiguous(self.shape())?, item)? {
+                return self.gather_on(stream, &plan);
+            }
+        }
+        let (span_start, raw) = self.read_span_on(stream)?;
         let mut out = Vec::with_capacity(self.nbytes());
         self.layout.for_each_offset(|o| {
             let at = (o * item as isize - span_start) as usize;
@@ -458,9 +469,7 @@ impl Array {
             // `bytes` is only borrowed: the work reads a copy that it keeps alive itself.
             let host = host_copy(bytes)?;
             strided::queue(stream, Side { buffer: &host, offset: 0 }, self.side(), &plan)?;
-            let done = self.device.create_event(EventFlags::DISABLE_TIMING)?;
-            stream.record(&done)?;
-            return done.synchronize();
+            return self.wait_queued(stream);
         }
         let (span_start, mut raw) = self.read_span_on(stream)?;
         let mut next = bytes.chunks_exact(item);
@@ -471,6 +480,28 @@ impl Array {
             }
         });
         stream.write(&raw, self.buffer(), (self.offset as isize + span_start) as usize)
+    }
+
+    /// [`Array::to_bytes_on`] for a view whose elements are a small part of their span (a
+    /// column of a matrix): the elements alone are copied, in the blocks of `plan`, into a
+    /// host buffer the queued work keeps alive, then out of it once that work has run.
+    fn gather_on(&self, stream: &AnyStream, plan: &strided::Plan) -> Result<Vec<u8>> {
+        let len = self.nbytes();
+        let host = host_zeroed(len)?;
+        strided::queue(stream, self.side(), Side { buffer: &host, offset: 0 }, plan)?;
+        self.wait_queued(stream)?;
+        let at = host.host_ptr(0, len)?;
+        // SAFETY: `host` owns `len` initialised bytes at `at` and lives to the end of this
+        // function; the copies into them have run (waited for above), and no queued work
+        // writes them any more.
+        Ok(unsafe { std::slice::from_raw_parts(at, len) }.to_vec())
+    }
+
+    /// Waits for the work queued on `stream` so far (and no later work of other threads).
+    fn wait_queued(&self, stream: &AnyStream) -> Result<()> {
+        let done = self.device.create_event(EventFlags::DISABLE_TIMING)?;
+        stream.record(&done)?;
+        done.synchronize()
     }
 
     /// Reads the span on `stream` (already ordered after pending work); the read has
@@ -580,5 +611,44 @@ mod tests {
         let layout = Layout::new(&[n, 2], &[7, 3]).unwrap();
         let view = Array::from_buffer(&dev, base.buffer().clone(), 0, DType::U8, layout).unwrap();
         write_through(&base, &view, &old);
+    }
+
+    /// Checks `view.to_bytes()` against its elements gathered from `bytes`, the bytes of
+    /// the whole allocation.
+    fn read_through(view: &Array, bytes: &[u8]) {
+        let item = view.dtype().itemsize().unwrap() as isize;
+        let mut model = Vec::new();
+        view.layout().for_each_offset(|o| {
+            let at = (view.byte_offset() as isize + o * item) as usize;
+            model.extend_from_slice(&bytes[at..at + item as usize]);
+        });
+        assert_eq!(view.to_bytes().unwrap(), model);
+    }
+
+    #[test]
+    fn strided_reads_gather_sparse_views_and_read_dense_spans() {
+        let dev = host();
+        let data: Vec<u16> = (0..512 * 256).map(|i| (i * 3 + 1) as u16).collect();
+        let bytes = as_bytes(&data).to_vec();
+        let base = Array::from_slice(&dev, &data, &[512, 256]).unwrap();
+        // Sparse (gathered): a column (one 2D copy of one-element rows), the same column
+        // backwards, and two columns of a 3D view (runs of two elements).
+        let column = base.index_axis(1, 5).unwrap();
+        read_through(&column, &bytes);
+        read_through(&column.slice(0, 511, None, -1).unwrap(), &bytes);
+        let cube = base.reshape(&[64, 8, 256]).unwrap();
+        read_through(&cube.index_axis(1, 2).unwrap().slice(1, 3, Some(5), 1).unwrap(), &bytes);
+        // Dense (read through the span): the transposed matrix, every other column, and a
+        // small matrix's column.
+        read_through(&base.permute(&[1, 0]).unwrap(), &bytes);
+        read_through(&base.slice(1, 0, None, 2).unwrap(), &bytes);
+        read_through(&base.slice(0, 0, Some(8), 1).unwrap().index_axis(1, 9).unwrap(), &bytes);
+        // Sparse, but thousands of one-byte runs unevenly spaced: too many blocks, read
+        // through the span.
+        let n = 4100;
+        let raw: Vec<u8> = (0..200 * n).map(|i| (i % 13) as u8).collect();
+        let base = Array::from_slice(&dev, &raw, &[200 * n]).unwrap();
+        let layout = Layout::new(&[n, 2], &[200, 3]).unwrap();
+        read_through(&Array::from_buffer(&dev, base.buffer().clone(), 0, DType::U8, layout).unwrap(), &raw);
     }
 }

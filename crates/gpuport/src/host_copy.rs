@@ -1,5 +1,6 @@
-//! An owned host buffer holding a copy of some bytes: what work queued on a stream may
-//! read after the caller's slice is gone, kept alive by that work as every `Buffer` is.
+//! Owned host buffers for work queued on a stream: a copy of some bytes, which the work
+//! may read after the caller's slice is gone, or zeroed bytes the work writes into; kept
+//! alive by that work as every `Buffer` is.
 
 use std::ptr::NonNull;
 
@@ -16,7 +17,7 @@ unsafe impl Sync for Boxed {}
 
 impl Release for Boxed {
     fn release(&mut self, _addr: u64, _len: usize) -> Result<()> {
-        // SAFETY: made by `Box::into_raw` in `host_copy`, released once (the `Release`
+        // SAFETY: made by `Box::leak` in `owned`, released once (the `Release`
         // contract).
         drop(unsafe { Box::from_raw(self.0.as_ptr()) });
         Ok(())
@@ -26,11 +27,21 @@ impl Release for Boxed {
 /// A host-accessible buffer owning a copy of `bytes` (which is not empty), ordinary host
 /// memory of no device: every backend's streams reach it.
 pub(crate) fn host_copy(bytes: &[u8]) -> Result<Buffer> {
-    let boxed = NonNull::from(Box::leak(Box::<[u8]>::from(bytes)));
+    owned(Box::from(bytes))
+}
+
+/// A host-accessible buffer of `len` (not 0) zeroed bytes, as [`host_copy`]'s.
+pub(crate) fn host_zeroed(len: usize) -> Result<Buffer> {
+    owned(vec![0u8; len].into_boxed_slice())
+}
+
+fn owned(bytes: Box<[u8]>) -> Result<Buffer> {
+    let len = bytes.len();
+    let boxed = NonNull::from(Box::leak(bytes));
     let base = boxed.cast::<u8>();
     let desc = BufferDesc {
         addr: base.as_ptr().addr() as u64,
-        len: bytes.len(),
+        len,
         device: DeviceId::HOST,
         memory: MemoryKind::Host,
         host_accessible: true,

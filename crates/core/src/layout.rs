@@ -176,6 +176,26 @@ impl Layout {
         self.is_contiguous_in(self.shape.len(), |i| i)
     }
 
+    /// True when the elements fill their span exactly — no gaps between them, none shared —
+    /// in any order: a contiguous layout with its axes permuted or walked backwards (a
+    /// transposed matrix, reversed rows). Every byte of such a layout's span is an element.
+    pub fn is_dense(&self) -> bool {
+        let mut axes: Vec<(usize, usize)> = (0..self.ndim())
+            .filter(|&a| self.shape[a] != 1)
+            .map(|a| (self.strides[a].unsigned_abs(), self.shape[a]))
+            .collect();
+        axes.sort_unstable();
+        let mut expected = 1usize;
+        for (stride, extent) in axes {
+            if stride != expected {
+                return self.numel == 0;
+            }
+            // Cannot overflow: numel fits in isize.
+            expected *= extent;
+        }
+        true
+    }
+
     fn is_contiguous_in(&self, n: usize, axis_from_fastest: impl Fn(usize) -> usize) -> bool {
         if self.numel == 0 {
             return true;
@@ -479,6 +499,37 @@ mod tests {
             if l.is_c_contiguous() && l.numel() > 0 {
                 prop_assert_eq!(span.len(), l.numel() * item);
             }
+        }
+
+        #[test]
+        fn dense_means_the_offsets_fill_their_range_once(
+            dims in proptest::collection::vec((0usize..5, -6isize..7), 0..5),
+        ) {
+            let shape: Vec<usize> = dims.iter().map(|d| d.0).collect();
+            let strides: Vec<isize> = dims.iter().map(|d| d.1).collect();
+            let l = Layout::new(&shape, &strides).unwrap();
+            let mut offsets = Vec::new();
+            l.for_each_offset(|o| offsets.push(o));
+            offsets.sort_unstable();
+            let tiles = offsets.windows(2).all(|w| w[1] == w[0] + 1);
+            prop_assert_eq!(l.is_dense(), tiles, "{:?} {:?}", shape, strides);
+        }
+
+        #[test]
+        fn permuted_and_reversed_contiguous_layouts_are_dense(
+            dims in proptest::collection::vec((1usize..5, any::<u8>(), any::<bool>()), 0..5),
+        ) {
+            let shape: Vec<usize> = dims.iter().map(|d| d.0).collect();
+            // Contiguous in the order of the random keys, each axis maybe walked backwards.
+            let mut order: Vec<usize> = (0..dims.len()).collect();
+            order.sort_by_key(|&a| (dims[a].1, a));
+            let mut strides = vec![0isize; dims.len()];
+            let mut step = 1isize;
+            for &a in order.iter().rev() {
+                strides[a] = if dims[a].2 { -step } else { step };
+                step *= shape[a] as isize;
+            }
+            prop_assert!(Layout::new(&shape, &strides).unwrap().is_dense(), "{:?} {:?}", shape, strides);
         }
 
         #[test]

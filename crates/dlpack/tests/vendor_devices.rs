@@ -140,7 +140,7 @@ fn strided_views_read_and_write_their_elements_alone() {
     let data: Vec<i32> = (0..(rows * cols) as i32).map(|i| i * 5 + 1).collect();
     let a = Array::from_slice(&dev, &data, &[rows, cols]).unwrap();
     // A column (its span 1.2 MB, its elements 1.2 KB: read as one 2D copy of its
-    // elements), then two columns backwards; written the same way.
+    // elements), then two columns backwards; the column written the same way.
     let column = a.index_axis(1, 7).unwrap();
     let want: Vec<i32> = (0..rows).map(|r| data[r * cols + 7]).collect();
     assert_eq!(column.to_vec::<i32>().unwrap(), want);
@@ -154,6 +154,14 @@ fn strided_views_read_and_write_their_elements_alone() {
         model[r * cols + 7] = *v;
     }
     assert_eq!(a.to_vec::<i32>().unwrap(), model, "the column written, nothing else");
+    // The matrix transposed (every byte of its span an element): written as one write of
+    // the span, read as one read of it.
+    let transposed = a.permute(&[1, 0]).unwrap();
+    let values: Vec<i32> = (0..(rows * cols) as i32).map(|i| 7 - i).collect();
+    transposed.copy_from_slice(&values).unwrap();
+    assert_eq!(transposed.to_vec::<i32>().unwrap(), values);
+    let want: Vec<i32> = (0..rows * cols).map(|i| values[(i % cols) * rows + i / cols]).collect();
+    assert_eq!(a.to_vec::<i32>().unwrap(), want, "the transpose of what was written");
 }
 
 #[test]

@@ -423,10 +423,11 @@ impl Array {
         }
         let (span_start, raw) = self.read_span_on(stream)?;
         let mut out = Vec::with_capacity(self.nbytes());
-        self.layout.for_each_offset(|o| {
-            let at = (o * item as isize - span_start) as usize;
-            out.extend_from_slice(&raw[at..at + item]);
-        });
+        // The runs come in row-major order: each one extends the packed bytes.
+        strided::for_each_run(&self.layout, item, |_, at, len| {
+            let at = (at - span_start) as usize;
+            out.extend_from_slice(&raw[at..at + len]);
+        })?;
         Ok(out)
     }
 
@@ -434,7 +435,10 @@ impl Array {
     /// of the span that are not elements of this view are preserved). Ordered after pending
     /// reads and writes; the write has completed on return.
     ///
-    /// A strided view is written as the copy engine writes one: its runs of contiguous
+    /// A view whose elements fill their span — every byte from its first element to its
+    /// last is one of its elements: a transposed matrix, reversed rows — is arranged on the
+    /// host and written as one write of that span; nothing is read. Another strided view
+    /// is written as the copy engine writes one: its runs of contiguous
     /// elements joined into 2D copies (a sliced matrix is one `cuMemcpy2DAsync`), from a
     /// host copy of `bytes`; the bytes between the elements are not touched. A view whose
     /// elements are thousands of short, unevenly spaced runs is written instead as one
@@ -465,6 +469,14 @@ impl Array {
             return stream.write(bytes, self.buffer(), self.offset);
         }
         let item = self.dtype.itemsize()?;
+        if self.layout.is_dense() {
+            // Every byte of the span is an element (a transposed matrix, reversed rows):
+            // arranged on the host, the span is written whole, and nothing is read.
+            let span = self.layout.span(item)?;
+            let mut raw = vec![0u8; span.len()];
+            self.scatter(bytes, &mut raw, span.start)?;
+            return stream.write(&raw, self.buffer(), (self.offset as isize + span.start) as usize);
+        }
         if let Some(plan) = strided::plan(&Layout::contiguous(self.shape())?, &self.layout, item)? {
             // `bytes` is only borrowed: the work reads a copy that it keeps alive itself.
             let host = host_copy(bytes)?;
@@ -472,14 +484,17 @@ impl Array {
             return self.wait_queued(stream);
         }
         let (span_start, mut raw) = self.read_span_on(stream)?;
-        let mut next = bytes.chunks_exact(item);
-        self.layout.for_each_offset(|o| {
-            let at = (o * item as isize - span_start) as usize;
-            if let Some(src) = next.next() {
-                raw[at..at + item].copy_from_slice(src);
-            }
-        });
+        self.scatter(bytes, &mut raw, span_start)?;
         stream.write(&raw, self.buffer(), (self.offset as isize + span_start) as usize)
+    }
+
+    /// Puts `bytes` (the elements packed row-major) where the view has them in `span`, a
+    /// host copy of the span that starts `span_start` bytes from element 0.
+    fn scatter(&self, bytes: &[u8], span: &mut [u8], span_start: isize) -> Result<()> {
+        strided::for_each_run(&self.layout, self.dtype.itemsize()?, |packed, at, len| {
+            let at = (at - span_start) as usize;
+            span[at..at + len].copy_from_slice(&bytes[packed..packed + len]);
+        })
     }
 
     /// [`Array::to_bytes_on`] for a view whose elements are a small part of their span (a
@@ -598,6 +613,15 @@ mod tests {
     #[test]
     fn strided_writes_in_blocks_and_through_the_span() {
         let dev = host();
+        // Dense views of the middle rows (each written as one write of its span): the
+        // rows transposed, and the rows backwards; the rows around them untouched.
+        let old: Vec<u8> = (0..8 * 6).map(|i| (i % 9) as u8 + 50).collect();
+        let base = Array::from_slice(&dev, &old, &[8, 6]).unwrap();
+        let middle = base.slice(0, 2, Some(6), 1).unwrap();
+        write_through(&base, &middle.permute(&[1, 0]).unwrap(), &old);
+        write_through(&base, &base.slice(0, 5, Some(1), -1).unwrap(), &old);
+        let cube = Array::from_slice(&dev, &old, &[2, 4, 6]).unwrap();
+        write_through(&cube, &cube.permute(&[2, 0, 1]).unwrap().slice(1, 1, None, -1).unwrap(), &old);
         // A transposed matrix's columns 1..3: evenly spaced runs, written as 2D blocks.
         let old: Vec<u8> = (0..64 * 8).map(|i| (i % 7) as u8 + 100).collect();
         let base = Array::from_slice(&dev, &old, &[64, 8]).unwrap();

@@ -93,6 +93,21 @@ pub(crate) fn gather_beats_span(view: &Layout, item: usize, span: usize) -> bool
     span.saturating_sub(elements) > rows.saturating_mul(GATHER_ROW_BYTES).saturating_add(GATHER_CALL_BYTES)
 }
 
+/// Calls `f(packed, at, len)` for every run of `view` (the longest trailing block of
+/// contiguous elements) in row-major order: `len` bytes that start `packed` bytes into
+/// the elements packed row-major, and `at` bytes from element 0 in the view. How a host
+/// copy of a view's span is gathered from or scattered into, a run at a time.
+pub(crate) fn for_each_run(view: &Layout, item: usize, mut f: impl FnMut(usize, isize, usize)) -> Result<()> {
+    let (run, outer_shape) = run_length(view, view);
+    let len = run * item;
+    let mut packed = 0;
+    Layout::new(&outer_shape, view.strides())?.for_each_offset(|o| {
+        f(packed, o * item as isize, len);
+        packed += len;
+    });
+    Ok(())
+}
+
 /// The element offsets of every run of `src` and `dst` (the longest trailing block that is
 /// contiguous in both), and the run length in elements.
 fn runs(src: &Layout, dst: &Layout) -> Result<(usize, Vec<isize>, Vec<isize>)> {

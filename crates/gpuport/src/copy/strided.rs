@@ -1,7 +1,9 @@
 //! The plan of a strided copy: its runs (the longest trailing block contiguous on both
 //! sides), joined into 2D blocks (see `blocks`), and the queuing of that plan on one
-//! stream. Used by the copy engine between arrays and by `Array::copy_from_bytes` from
-//! host bytes into a strided view.
+//! stream. Used by the copy engine between arrays and by `Array::copy_from_bytes` and
+//! `Array::to_bytes` between host bytes and a strided view; with the choice between a
+//! view's blocks and its whole span (`gather_beats_span`), and the walk over a host copy
+//! of the span a run at a time (`for_each_run`).
 
 use gpuport_core::{Buffer, Copy2d, Error, Layout, Result};
 

@@ -195,6 +195,21 @@ static void wait_for_event(event *e, uint64_t generation) {
     pthread_mutex_unlock(&e->lock);
 }
 
+/* Completes a record's event. Called by the worker with the stream's lock held, right
+ * after counting the record complete: whoever sees the event complete then sees the
+ * stream's count, and whoever sees the count (under that lock) sees the event complete —
+ * a stream that says it is done never has an incomplete event recorded on it. */
+static void tell_event(op *o) {
+    event *e = o->record;
+    pthread_mutex_lock(&e->lock);
+    if (o->generation > e->completed) {
+        e->completed = o->generation;
+        clock_gettime(CLOCK_MONOTONIC, &e->at);
+    }
+    pthread_cond_broadcast(&e->changed);
+    pthread_mutex_unlock(&e->lock);
+}
+
 static void run(op *o) {
     for (size_t i = 0; i < o->wait_count; i++) {
         if (o->waits[i].stream != NULL) wait_for_stream(o->waits[i].stream, o->waits[i].seq);
@@ -220,17 +235,11 @@ static void run(op *o) {
     case OP_HOST:
         o->func(o->user);
         break;
-    case OP_RECORD: {
-        event *e = o->record;
-        pthread_mutex_lock(&e->lock);
-        if (o->generation > e->completed) {
-            e->completed = o->generation;
-            clock_gettime(CLOCK_MONOTONIC, &e->at);
-        }
-        pthread_cond_broadcast(&e->changed);
-        pthread_mutex_unlock(&e->lock);
-        break;
-    }
+    case OP_RECORD:
+#ifdef BROKEN_EVENT_BEFORE_COUNT
+        tell_event(o); /* before the stream counts the record */
+#endif
+        break; /* told with the stream's count: see tell_event */
     case OP_WAIT:
         break;
     }
@@ -265,6 +274,9 @@ static void *worker(void *arg) {
         s->head = o->next;
         if (s->head == NULL) s->tail = NULL;
         s->completed++;
+#ifndef BROKEN_EVENT_BEFORE_COUNT
+        if (o->kind == OP_RECORD) tell_event(o);
+#endif
         pthread_cond_broadcast(&s->changed);
         pthread_mutex_unlock(&s->lock);
         op_free(o);

@@ -208,6 +208,11 @@ pub const MUTANTS: &[Mutant] = &[
         breaks: "Stream::launch of an empty grid is accepted as nothing to do instead of refused",
         caught_by: "kernels::bad_launches",
     },
+    Mutant {
+        name: "mut-event-told-late",
+        breaks: "an event is completed by a notifier thread a moment after its stream passes the record: the stream can be done while the event is not",
+        caught_by: "events::stream_and_event_agree",
+    },
 ];
 
 /// A flaw of the driver doubles (`GPUPORT_DOUBLE_MUTANT=name`) and the conformance case
@@ -277,6 +282,7 @@ pub(crate) mod flaw {
     pub const PEER_COPY_ON_LEGACY_STREAM: u8 = 33;
     pub const READ_PAST_END_CLAMPED: u8 = 34;
     pub const ZERO_GRID_NOOP: u8 = 35;
+    pub const EVENT_TOLD_LATE: u8 = 36;
 }
 
 /// The backend of mutant `F`.
@@ -318,7 +324,7 @@ impl<const F: u8> Backend for MutantBackend<F> {
 macro_rules! with_mutant {
     ($index:expr, |$b:ident| $body:expr) => {
         $crate::with_mutant!(@each $index, $b, $body;
-            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35)
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36)
     };
     (@each $index:expr, $b:ident, $body:expr; $($n:literal)*) => {
         match $index {

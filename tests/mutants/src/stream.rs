@@ -3,13 +3,14 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use gpuport_core::{
     Buffer, DeviceId, Error, Event, EventFlags, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result,
     Stream, StreamFlags,
 };
-use gpuport_queue::{host_translator, QueueEvent, QueueStream};
+use gpuport_queue::{host_translator, EventState, QueueEvent, QueueStream, WorkQueue};
 
 use crate::{flaw, MutantBackend, MutantDevice};
 
@@ -22,11 +23,20 @@ pub(crate) struct StreamInner {
     destroy_on_drop: bool,
     /// The error the flawed synchronize keeps reporting.
     kept_error: Mutex<Option<Error>>,
+    /// The thread of its own that the late-telling port completes its events on.
+    notifier: OnceLock<WorkQueue>,
 }
 
 impl StreamInner {
     pub(crate) fn new(main: QueueStream, second: Option<QueueStream>, destroy_on_drop: bool) -> Self {
-        StreamInner { main, second, turn: AtomicUsize::new(0), destroy_on_drop, kept_error: Mutex::default() }
+        StreamInner {
+            main,
+            second,
+            turn: AtomicUsize::new(0),
+            destroy_on_drop,
+            kept_error: Mutex::default(),
+            notifier: OnceLock::new(),
+        }
     }
 
     pub(crate) fn main(&self) -> &QueueStream {
@@ -135,6 +145,20 @@ impl<const F: u8> Stream for MutantStream<F> {
         self.0.next().read(src, src_offset, dst, host_translator("read"))
     }
     fn record(&self, event: &MutantEvent<F>) -> Result<()> {
+        if F == flaw::EVENT_TOLD_LATE {
+            // The event is told by a notifier of its own once the stream has passed the
+            // record, a moment later (as an interrupt thread would): it still completes
+            // after the work before it, but the stream may be done while it is not yet.
+            let passed = EventState::new(self.device_id(), EventFlags::DISABLE_TIMING);
+            self.0.next().queue().record(&passed)?;
+            if self.0.notifier.get().is_none() {
+                let _ = self.0.notifier.set(WorkQueue::new("the late notifier".into())?);
+            }
+            let notifier = self.0.notifier.get().ok_or_else(|| Error::invalid_argument("no notifier"))?;
+            notifier.wait(&passed)?;
+            notifier.callback(Box::new(|| std::thread::sleep(Duration::from_micros(200))))?;
+            return notifier.record(event.queue.state());
+        }
         self.0.next().record(&event.queue)
     }
     fn wait(&self, event: &MutantEvent<F>) -> Result<()> {

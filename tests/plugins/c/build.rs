@@ -6,12 +6,13 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// (library suffix and backend name suffix, macro); the empty one is the correct plugin.
-const VARIANTS: [(&str, &str); 5] = [
+const VARIANTS: [(&str, &str); 6] = [
     ("", ""),
     ("noop-wait", "BROKEN_NOOP_WAIT"),
     ("query-always-done", "BROKEN_QUERY_ALWAYS_DONE"),
     ("fake-elapsed", "BROKEN_FAKE_ELAPSED"),
     ("no-implicit-sync", "BROKEN_NO_IMPLICIT_SYNC"),
+    ("event-before-count", "BROKEN_EVENT_BEFORE_COUNT"),
 ];
 
 fn main() {

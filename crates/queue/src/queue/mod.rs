@@ -11,7 +11,8 @@
 //! Hot path: an enqueue is one atomic increment, one channel send (the channel allocates
 //! per block of messages, not per message) and one load of the queue's scheduled flag;
 //! completion is one atomic increment, and the lock and condition variable are touched only
-//! when a waiter's target is reached. The two counters live on separate cache lines.
+//! when a waiter's target is reached; a query is three loads, no lock (unless it meets an
+//! event record being announced). The two counters live on separate cache lines.
 
 mod drain;
 mod implicit;
@@ -54,7 +55,11 @@ pub(crate) struct QueueCore {
     /// The smallest `completed` count a waiter waits for (`u64::MAX`: nobody waits). A
     /// completion takes the lock and notifies only when it reaches this.
     wake_at: AtomicU64,
-    /// Orders a completion's notify after a waiter's check-then-wait.
+    /// True while a marker is counted in `completed` and not yet announced (its event
+    /// told, its signal set): see [`QueueCore::reached`].
+    announcing: AtomicBool,
+    /// Orders a completion's notify after a waiter's check-then-wait; held while a marker
+    /// is counted and announced.
     lock: Mutex<()>,
     cv: Condvar,
     failure: Arc<Failure>,
@@ -95,24 +100,52 @@ impl QueueCore {
         self.wake_if_due(done);
     }
 
-    /// Counts a marker complete and announces it, atomically for `query` and waiters.
+    /// Counts a marker complete and announces it, atomically for `query` and waiters (see
+    /// [`QueueCore::reached`]). Counted first: whoever sees the event complete sees the
+    /// stream's work up to it counted.
     fn complete_with(&self, announce: impl FnOnce()) {
         let _guard = lock(&self.lock);
+        self.announcing.store(true, Ordering::SeqCst);
         let done = self.completed.fetch_add(1, Ordering::SeqCst) + 1;
         announce();
+        self.announcing.store(false, Ordering::SeqCst);
         if done >= self.wake_at.load(Ordering::SeqCst) {
             self.wake_at.store(u64::MAX, Ordering::SeqCst);
             self.cv.notify_all();
         }
     }
 
-    /// Blocks until `completed >= target`. Refused from the queue's own worker (a host
-    /// callback waiting for itself would never return).
+    /// Whether `completed` has reached `target` with every marker counted in it announced:
+    /// whoever sees the stream done sees its events complete. Without a lock on the common
+    /// path: the flag is raised before a marker's count and lowered after its announcement
+    /// (all SeqCst), so a count read here that includes a marker is followed by a flag read
+    /// that sees the raise — then the lock, held through the announcement, is waited for —
+    /// or a lowering made after that announcement, which it therefore sees.
+    #[inline]
+    fn reached(&self, target: u64) -> bool {
+        if self.completed.load(Ordering::SeqCst) < target {
+            return false;
+        }
+        if self.announcing.load(Ordering::SeqCst) {
+            self.await_announcement();
+        }
+        true
+    }
+
+    /// Waits for the marker being announced: its drainer holds the lock until it is.
+    #[cold]
+    #[inline(never)]
+    fn await_announcement(&self) {
+        drop(lock(&self.lock));
+    }
+
+    /// Blocks until `completed >= target`, every marker up to it announced. Refused from
+    /// the queue's own worker (a host callback waiting for itself would never return).
     fn wait_until(&self, target: u64, what: &str) -> Result<()> {
         if current_queue() == self.id() {
             return Err(Error::would_deadlock(format!("{what} of {}", self.name)));
         }
-        if spin_until(|| self.completed.load(Ordering::SeqCst) >= target) {
+        if spin_until(|| self.reached(target)) {
             return Ok(());
         }
         let mut guard = lock(&self.lock);
@@ -156,6 +189,7 @@ impl WorkQueue {
             submitted: Padded(AtomicU64::new(0)),
             completed: Padded(AtomicU64::new(0)),
             wake_at: AtomicU64::new(u64::MAX),
+            announcing: AtomicBool::new(false),
             lock: Mutex::new(()),
             cv: Condvar::new(),
             failure: Arc::default(),
@@ -350,9 +384,7 @@ impl WorkQueue {
     /// True when everything submitted has run.
     #[inline]
     pub fn query(&self) -> bool {
-        // Under the lock a marker is counted and announced in: see `run`.
-        let _guard = lock(&self.state.lock);
-        self.state.completed.load(Ordering::SeqCst) >= self.state.submitted.load(Ordering::SeqCst)
+        self.state.reached(self.state.submitted.load(Ordering::SeqCst))
     }
 
     /// Blocks until everything submitted before the call has run, then returns (and clears)

@@ -121,9 +121,9 @@ pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
 }
 
 /// Runs one operation and counts it complete. A marker (an event record, a flush's
-/// signal) is counted and announced in one step under the queue's lock, which `query`
-/// and `synchronize` also take: whoever sees the event complete sees the stream's work up
-/// to it counted, and whoever sees the count sees the event complete.
+/// signal) is counted and announced as one step (`QueueCore::complete_with`): whoever sees
+/// the event complete sees the stream's work up to it counted, and whoever sees the count
+/// (`query`, `synchronize`) sees the event complete.
 pub(super) fn run(op: Op, state: &QueueCore) {
     let announce = match op {
         Op::Copy(op) => {

@@ -1,4 +1,4 @@
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use gpuport::{Error, EventFlags};
 
@@ -96,5 +96,52 @@ pub fn rerecord(t: &Target) -> Outcome {
     ensure!(!ev.query()?, "the re-recorded event completed early");
     gate.open();
     ev.synchronize()?;
+    Ok(())
+}
+
+/// A stream and the events recorded on it agree about what has run. After
+/// `Stream::synchronize` returns, or once `Stream::query` says done, every event recorded
+/// on the stream is complete; once an event is complete, the stream's query says done when
+/// nothing was queued after the record. A port that tells its events from a thread of its
+/// own (an interrupt or completion-queue thread, say) breaks the first rule in the moment
+/// the stream has run and the event is not yet told, so the rounds below wait each way
+/// many times.
+pub fn stream_and_event_agree(t: &Target) -> Outcome {
+    // Under Miri (thousands of times slower) a few: it explores interleavings itself.
+    const ROUNDS: usize = if cfg!(miri) { 12 } else { 300 };
+    let dev = t.device();
+    let s = stream(dev)?;
+    let ev = dev.create_event(EventFlags::DISABLE_TIMING)?;
+    for round in 0..ROUNDS {
+        s.host_callback(Box::new(|| {}))?;
+        s.record(&ev)?;
+        match round % 3 {
+            0 => {
+                s.synchronize()?;
+                ensure!(
+                    ev.query()?,
+                    "round {round}: Stream::synchronize returned, an event recorded on it is incomplete"
+                );
+            }
+            1 => {
+                let start = Instant::now();
+                while !s.query()? {
+                    ensure!(
+                        start.elapsed() < FINISHES_WITHIN,
+                        "round {round}: a stream with one host callback never finished"
+                    );
+                    std::thread::yield_now();
+                }
+                ensure!(ev.query()?, "round {round}: Stream::query says done, an event recorded on it is incomplete");
+            }
+            _ => {
+                ev.synchronize()?;
+                ensure!(
+                    s.query()?,
+                    "round {round}: the last event recorded on a stream is complete, the stream's query says pending"
+                );
+            }
+        }
+    }
     Ok(())
 }

@@ -56,3 +56,8 @@ broken_variant!(
     "no-implicit-sync",
     "implicit::blocking_stream_waits_for_legacy"
 );
+broken_variant!(
+    an_event_told_before_its_stream_counts_it_is_caught,
+    "event-before-count",
+    "events::stream_and_event_agree"
+);

@@ -23,7 +23,8 @@ pub(crate) struct StreamInner {
     destroy_on_drop: bool,
     /// The error the flawed synchronize keeps reporting.
     kept_error: Mutex<Option<Error>>,
-    /// The thread of its own that the late-telling port completes its events on.
+    /// The queue of its own (a pool thread while it has work) that the late-telling port
+    /// completes its events on.
     notifier: OnceLock<WorkQueue>,
 }
 

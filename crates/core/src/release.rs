@@ -30,20 +30,25 @@ thread_local! {
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
 /// True when this thread must not run drops that may call a driver or foreign code.
+#[inline]
 pub fn on_restricted_thread() -> bool {
     RESTRICTED.with(|r| r.get() > 0)
 }
 
 /// Marks the calling thread restricted for the rest of its life: for stream worker threads.
+#[inline]
 pub fn mark_restricted_thread() {
     RESTRICTED.with(|r| r.set(r.get().saturating_add(1)));
 }
 
 /// Runs `f` with the calling thread marked restricted: for driver callback trampolines.
-/// The mark is removed afterwards, also when `f` unwinds.
+/// The mark is removed afterwards, also when `f` unwinds. Inlined: every host callback of
+/// a driver passes here, and `f` is then called in place rather than moved into a frame.
+#[inline]
 pub fn restricted<R>(f: impl FnOnce() -> R) -> R {
     struct Unmark;
     impl Drop for Unmark {
+        #[inline]
         fn drop(&mut self) {
             RESTRICTED.with(|r| r.set(r.get().saturating_sub(1)));
         }

@@ -349,6 +349,35 @@ fn callbacks_run_once_in_order_from_another_thread_and_their_slots_are_reused() 
 }
 
 #[test]
+fn a_reused_slot_reports_to_the_stream_of_its_callback() {
+    let dev = fake();
+    let (a, b) = (
+        VendorStream::new(&dev, 11, true, StreamFlags::empty(), 0),
+        VendorStream::new(&dev, 12, true, StreamFlags::empty(), 0),
+    );
+    // Run on this thread, `a`'s callbacks leave their slots (each still naming `a`'s
+    // reporter) first in this thread's free list, so `b`'s callbacks take exactly those.
+    for _ in 0..100 {
+        a.host_callback(Box::new(|| {})).unwrap();
+    }
+    dev.run(Some(11));
+    for i in 0..100 {
+        b.host_callback(Box::new(move || assert!(i != 50, "fake vendor: b's callback panics on purpose"))).unwrap();
+    }
+    dev.run(Some(12));
+    match b.synchronize() {
+        Err(Error::StreamWork { stream, .. }) => assert!(stream.starts_with("0xc on"), "reported as {stream}"),
+        other => panic!("b's failure was not reported to b: {other:?}"),
+    }
+    a.synchronize().expect("b's failure was reported to a");
+    // And back: `a` reuses slots that last named `b`.
+    a.host_callback(Box::new(|| panic!("fake vendor: a's callback panics on purpose"))).unwrap();
+    dev.run(Some(11));
+    b.synchronize().expect("a's failure was reported to b");
+    assert!(matches!(a.synchronize(), Err(Error::StreamWork { .. })));
+}
+
+#[test]
 fn a_refused_callback_is_dropped_unrun_and_the_stream_goes_on() {
     let dev = fake();
     let s = VendorStream::new(&dev, 8, true, StreamFlags::empty(), 0);

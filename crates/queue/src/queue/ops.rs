@@ -125,7 +125,7 @@ pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
 /// the event complete sees the stream's work up to it counted, and whoever sees the count
 /// (`query`, `synchronize`) sees the event complete.
 pub(super) fn run(op: Op, state: &QueueCore) {
-    let announce = match op {
+    match op {
         Op::Copy(op) => {
             let CopyOp { src, dst, len, rows, _keep } = *op;
             // The deliberate bug behind `deliberate-race`: counted complete and announced
@@ -142,19 +142,15 @@ pub(super) fn run(op: Op, state: &QueueCore) {
             drop(_keep);
             #[cfg(feature = "deliberate-race")]
             return;
-            #[cfg(not(feature = "deliberate-race"))]
-            None
         }
         Op::Fill(op) => {
             let FillOp { dst, len, value, _keep } = *op;
             // SAFETY: as above, for one range.
             unsafe { std::ptr::write_bytes(dst.0, value, len) };
             drop(_keep);
-            None
         }
         Op::Wait(event, generation) => {
             event.wait_for(generation);
-            None
         }
         Op::Follow(queue, target) => {
             if let Some(queue) = queue.upgrade() {
@@ -164,33 +160,25 @@ pub(super) fn run(op: Op, state: &QueueCore) {
                     state.fail(err.to_string());
                 }
             }
-            None
         }
-        Op::Run(work) => {
-            match catch_unwind(AssertUnwindSafe(work)) {
-                Ok(Ok(())) => {}
-                Ok(Err(err)) => state.fail(err.to_string()),
-                Err(unwound) => state.fail(gpuport_core::unwound_work_message(&*unwound)),
-            }
-            None
-        }
+        Op::Run(work) => match catch_unwind(AssertUnwindSafe(work)) {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => state.fail(err.to_string()),
+            Err(unwound) => state.fail(gpuport_core::unwound_work_message(&*unwound)),
+        },
         Op::Callback(f) => {
             if let Err(unwound) = catch_unwind(AssertUnwindSafe(f)) {
                 state.fail(gpuport_core::unwound_work_message(&*unwound));
             }
-            None
         }
         Op::HostFunction(func, user) => {
             // SAFETY: `Stream::host_function`'s contract: called once, on any thread; it
             // does not unwind.
             unsafe { func(user.0) };
-            None
         }
-        marker @ (Op::Record(..) | Op::Signal(_)) => Some(marker),
-    };
-    match announce {
-        Some(Op::Record(event, generation)) => state.complete_with(|| event.complete(generation)),
-        Some(Op::Signal(signal)) => state.complete_with(|| signal.set()),
-        _ => state.complete_one(),
+        // The markers return here: counted and announced as one step.
+        Op::Record(event, generation) => return state.complete_with(|| event.complete(generation)),
+        Op::Signal(signal) => return state.complete_with(|| signal.set()),
     }
+    state.complete_one();
 }

@@ -22,7 +22,7 @@ use gpuport_driver::vendor::{OpenDevices, VendorDevice};
 /// them — the fake's "work".
 #[derive(Default)]
 struct Fake {
-    pending: Mutex<Vec<(usize, usize)>>, // (stream, user pointer)
+    pending: Mutex<Vec<(usize, UserPtr)>>, // (stream, user pointer)
     synchronized: AtomicUsize,
     destroyed: Mutex<Vec<usize>>,
     events_made: AtomicUsize,
@@ -35,6 +35,13 @@ struct Fake {
     refuse_callbacks: std::sync::atomic::AtomicBool,
 }
 
+/// A host callback's pointer while the fake holds it: kept as a pointer (not an address),
+/// so Miri can check the slots with strict provenance.
+struct UserPtr(*mut c_void);
+
+// SAFETY: the pointer names a slot the vendor kit handed over for any thread to run.
+unsafe impl Send for UserPtr {}
+
 /// A fake device of its own (each test has its own registry, so tests share nothing).
 fn fake() -> Arc<VendorDevice<Fake>> {
     OpenDevices::new(gpuport_core::BackendKind::Host).open(0, 1, || Ok(Fake::default())).unwrap()
@@ -42,7 +49,7 @@ fn fake() -> Arc<VendorDevice<Fake>> {
 
 impl Fake {
     fn run(&self, stream: Option<usize>) {
-        let mine: Vec<(usize, usize)> = {
+        let mine: Vec<(usize, UserPtr)> = {
             let mut all = self.pending.lock().unwrap();
             let (run, keep) = all.drain(..).partition(|(s, _)| stream.is_none_or(|x| x == *s));
             *all = keep;
@@ -50,7 +57,7 @@ impl Fake {
         };
         for (_, user) in mine {
             // SAFETY: each pointer was handed to `launch_host_callback` once.
-            unsafe { run_host_callback(user as *mut c_void) };
+            unsafe { run_host_callback(user.0) };
         }
     }
 }
@@ -129,7 +136,7 @@ impl VendorCalls for Fake {
         if self.refuse_callbacks.load(Ordering::SeqCst) {
             return Err(Error::unsupported(self.kind(), "host callbacks (refused on purpose)"));
         }
-        self.pending.lock().unwrap().push((stream, user as usize));
+        self.pending.lock().unwrap().push((stream, UserPtr(user)));
         Ok(())
     }
     type Module = usize;

@@ -68,10 +68,10 @@ const QUEUE_STRICT: [Run; 2] = [
 const PLUGIN_ABI: Run = Run { package: "gpuport", args: &["--lib", "plugin::"], env: &[], strict_provenance: false };
 
 /// The vendor kit's streams against a fake runtime: host callbacks' slots taken on one
-/// thread and given back on another, and what they report to freed by a stream's last
-/// callback.
+/// thread and given back on another (a list linked through the slots, passed between
+/// threads), and the reporter a free slot keeps reused by the next stream's callback.
 const VENDOR_STREAMS: Run =
-    Run { package: "gpuport-driver", args: &["--test", "vendor_stream"], env: &[], strict_provenance: false };
+    Run { package: "gpuport-driver", args: &["--test", "vendor_stream"], env: &[], strict_provenance: true };
 
 const INTERCHANGE: [Run; 2] = [
     Run { package: "gpuport-dlpack", args: ALL, env: &[], strict_provenance: true },

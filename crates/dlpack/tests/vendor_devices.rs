@@ -1,8 +1,9 @@
 //! DLPack on CUDA and ROCm arrays: every memory kind's device type (kDLCUDA, kDLCUDAHost,
 //! kDLCUDAManaged, kDLROCM, kDLROCMHost), the stream handshake with a slow producer on a
 //! vendor stream, CPU requests, CUDA ↔ ROCm copies through the copy engine with
-//! IS_COPIED, and the host copies of strided views (`to_bytes`, `copy_from_bytes`: 2D
-//! copies between device memory and pageable host memory). Ignored by default: `cargo xtask test --backend cuda|rocm --double` (or
+//! IS_COPIED, and the host copies of strided views (`to_bytes`, `copy_from_bytes`: the
+//! elements packed by 2D copies in a stream-ordered scratch buffer of the device, moved to
+//! or from the host in one piece). Ignored by default: `cargo xtask test --backend cuda|rocm --double` (or
 //! `--backend cuda` on a GPU) runs them for the backend it names in
 //! `GPUPORT_CONFORMANCE_BACKENDS`, which must then be available.
 
@@ -96,6 +97,10 @@ fn the_consumers_vendor_stream_waits_for_a_slow_producer() {
     let consumer = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
     let out = dev.alloc(4 * data.len()).unwrap();
     gpuport::release::flush();
+    // And the device synchronised, so that what earlier tests left to the driver (memory
+    // freed in stream order, which a memory pool hands back to the system at a later
+    // synchronisation) is settled before the window too.
+    dev.synchronize().unwrap();
     let gate = Gate::default();
     gate.block(&writer).unwrap();
     CopyEngine::default().copy_on(&src, &a, &writer).unwrap(); // held by the gate

@@ -2,8 +2,9 @@
 //! device→host and device→device copies at 1 MiB, 16 MiB, 256 MiB and 1 GiB (event-timed
 //! on the GPU), and event record, stream wait and kernel launch + synchronize latency
 //! (host-timed), and strided views read to the host (`Array::to_bytes`, host-timed: one
-//! column of an 8192 × 8192 `f32` matrix, every 8th `f32` of 64 MiB — the elements alone
-//! as 2D copies — and the 64 MiB read whole, what reading a view's span costs). Prints
+//! column of an 8192 × 8192 `f32` matrix, every 8th `f32` of 64 MiB — the elements alone,
+//! packed on the device by 2D copies and read in one piece — and the 64 MiB read whole,
+//! what reading a view's span costs). Prints
 //! one `RESULT <metric> <value> <unit>` line per figure; the GPU
 //! bundle's `run.sh` runs CuPy's `bench/cupy_peer.py` with the same metric names in the
 //! same run and prints the ratios. Asserts nothing about time. Without a CUDA GPU it says
@@ -90,7 +91,7 @@ fn run(dev: &AnyDevice) -> Result<()> {
 
 /// Strided views read back to pageable host memory. Whether `to_bytes` reads a view's
 /// elements alone or its whole span is decided by costs measured on the software devices;
-/// these figures say what a GPU's 2D copies of short rows cost against the whole read.
+/// these figures say what packing the elements on a GPU costs against the whole read.
 fn strided_reads(dev: &AnyDevice) -> Result<()> {
     let n = 8192usize;
     let matrix = Array::zeros(dev, &[n, n], DType::F32)?;

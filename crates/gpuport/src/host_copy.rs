@@ -32,7 +32,7 @@ pub(crate) fn host_copy(bytes: &[u8]) -> Result<Buffer> {
 
 /// A host-accessible buffer of `len` (not 0) zeroed bytes, as [`host_copy`]'s.
 pub(crate) fn host_zeroed(len: usize) -> Result<Buffer> {
-    owned(vec![0u8; len].into_boxed_slice())
+    owned(crate::fresh_memory::zeroed_bytes(len).into_boxed_slice())
 }
 
 fn owned(bytes: Box<[u8]>) -> Result<Buffer> {

@@ -60,6 +60,7 @@
 mod array;
 mod copy;
 pub mod dynamic;
+mod fresh_memory;
 mod host_copy;
 mod mirror;
 mod pending;

@@ -33,6 +33,14 @@ pub(super) fn blocks(src_runs: &[isize], dst_runs: &[isize], run: isize) -> Vec<
 }
 
 impl Block {
+    /// `rows` runs from `src`/`dst`, each side stepping by its pitch (non-zero, one sign on
+    /// both sides, at least a run long — the caller's checks), turned to face forward.
+    pub(super) fn sweep(src: isize, dst: isize, src_pitch: isize, dst_pitch: isize, rows: usize) -> Block {
+        let mut b = Block { src, dst, src_pitch, dst_pitch, rows };
+        b.face_forward();
+        b
+    }
+
     /// The offsets of the block's last run.
     fn last(&self) -> (isize, isize) {
         let steps = self.rows as isize - 1;

@@ -44,13 +44,78 @@ pub(crate) struct Plan {
 /// Plans the copy of every element from layout `src` to layout `dst` (one shape), `item`
 /// bytes each; `None` when the blocks are many and their runs short (see [`MANY_BLOCKS`]).
 pub(crate) fn plan(src: &Layout, dst: &Layout, item: usize) -> Result<Option<Plan>> {
-    let (run, src_runs, dst_runs) = runs(src, dst)?;
+    let (run, outer_shape) = run_length(src, dst);
     let run_bytes = run.checked_mul(item).ok_or_else(|| Error::invalid_layout("run length"))?;
-    let blocks = blocks(&src_runs, &dst_runs, run as isize);
-    if blocks.len() > MANY_BLOCKS && run_bytes < SHORT_RUN_BYTES {
+    let too_many = |blocks: usize| blocks > MANY_BLOCKS && run_bytes < SHORT_RUN_BYTES;
+    let blocks = match regular_blocks(src, dst, &outer_shape, run, too_many)? {
+        Regular::Blocks(blocks) => blocks,
+        Regular::TooMany => return Ok(None),
+        Regular::No => {
+            let (run, src_runs, dst_runs) = runs(src, dst)?;
+            blocks(&src_runs, &dst_runs, run as isize)
+        }
+    };
+    if too_many(blocks.len()) {
         return Ok(None);
     }
     Ok(Some(Plan { item, run_bytes, blocks }))
+}
+
+/// What [`regular_blocks`] found.
+enum Regular {
+    Blocks(Vec<Block>),
+    /// More blocks than a plan takes ([`MANY_BLOCKS`] of runs under [`SHORT_RUN_BYTES`]).
+    TooMany,
+    /// Not the regular case: the runs are grouped one by one.
+    No,
+}
+
+/// The blocks of the common case without listing every run: the innermost axis outside
+/// the run (merged with the axes above it while they continue its steps on both sides)
+/// steps both sides by a distance that keeps rows apart and walks them the same way, so
+/// each sweep of it is one block. Every 8th element of 2M, or a column of a large matrix,
+/// is one block found at once; listing the runs first took two vectors of 2M offsets
+/// (32 MiB, most of the time of such a read from a GPU).
+fn regular_blocks(
+    src: &Layout,
+    dst: &Layout,
+    outer_shape: &[usize],
+    run: usize,
+    too_many: impl Fn(usize) -> bool,
+) -> Result<Regular> {
+    let mut shape = outer_shape.to_vec();
+    let Some(inner) = shape.iter().rposition(|&n| n > 1) else { return Ok(Regular::No) };
+    let (step_s, step_d) = (src.strides()[inner], dst.strides()[inner]);
+    let apart = |step: isize| step.unsigned_abs() >= run;
+    if step_s == 0 || step_s.signum() != step_d.signum() || !apart(step_s) || !apart(step_d) {
+        return Ok(Regular::No);
+    }
+    let mut rows = shape[inner];
+    shape[inner] = 1;
+    // The axes above that continue the sweep (a sliced matrix's rows, flattened).
+    for axis in (0..inner).rev() {
+        if shape[axis] == 1 {
+            continue;
+        }
+        let continues = |l: &Layout, step: isize| Some(l.strides()[axis]) == step.checked_mul(rows as isize);
+        if !continues(src, step_s) || !continues(dst, step_d) {
+            break;
+        }
+        rows = rows.checked_mul(shape[axis]).ok_or_else(|| Error::invalid_layout("rows"))?;
+        shape[axis] = 1;
+    }
+    let sweeps: usize = shape.iter().product();
+    if too_many(sweeps) {
+        return Ok(Regular::TooMany);
+    }
+    let starts = |l: &Layout| -> Result<Vec<isize>> {
+        let mut v = Vec::with_capacity(sweeps);
+        Layout::new(&shape, l.strides())?.for_each_offset(|o| v.push(o));
+        Ok(v)
+    };
+    let blocks =
+        starts(src)?.into_iter().zip(starts(dst)?).map(|(s, d)| Block::sweep(s, d, step_s, step_d, rows)).collect();
+    Ok(Regular::Blocks(blocks))
 }
 
 /// Queues `plan` on `stream`, which reaches both sides: one 2D copy per block, a copy per
@@ -141,11 +206,70 @@ fn run_length(src: &Layout, dst: &Layout) -> (usize, Vec<usize>) {
 
 #[cfg(test)]
 mod tests {
+    use proptest::strategy::Just;
+
     use super::*;
 
     /// `view` of `f32`s against the span that holds it.
     fn gathers(view: &Layout) -> bool {
         gather_beats_span(view, 4, view.span(4).unwrap().len())
+    }
+
+    /// The (source, destination) offsets of every run the blocks copy, sorted.
+    fn covered(blocks: &[Block]) -> Vec<(isize, isize)> {
+        let mut v: Vec<_> = blocks
+            .iter()
+            .flat_map(|b| (0..b.rows as isize).map(move |r| (b.src + r * b.src_pitch, b.dst + r * b.dst_pitch)))
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// A view of `shape` over a larger buffer: each axis's stride from `steps` (a multiple
+    /// of the axes inside it, signed), so views overlap nothing, as arrays' views do.
+    fn strided(shape: &[usize], steps: &[isize]) -> Layout {
+        let mut strides = vec![0isize; shape.len()];
+        let mut inner = 1isize;
+        for axis in (0..shape.len()).rev() {
+            strides[axis] = inner * steps[axis];
+            inner *= shape[axis] as isize * steps[axis].abs();
+        }
+        Layout::new(shape, &strides).unwrap()
+    }
+
+    proptest::proptest! {
+        /// The blocks found without listing the runs copy exactly the runs, each pitch
+        /// keeping rows apart and facing forward.
+        #[test]
+        fn regular_blocks_cover_exactly_the_runs(
+            shape in proptest::collection::vec(1usize..6, 1..4),
+            steps in proptest::collection::vec(proptest::prop_oneof![Just(1isize), Just(2), Just(3), Just(-1), Just(-2)], 4),
+            flip in proptest::bool::ANY,
+        ) {
+            let view = strided(&shape, &steps[..shape.len()]);
+            let packed = Layout::contiguous(&shape).unwrap();
+            let (src, dst) = if flip { (&packed, &view) } else { (&view, &packed) };
+            let (run, outer) = run_length(src, dst);
+            if let Regular::Blocks(b) = regular_blocks(src, dst, &outer, run, |_| false).unwrap() {
+                let (_, s, d) = runs(src, dst).unwrap();
+                let mut want: Vec<_> = s.into_iter().zip(d).collect();
+                want.sort_unstable();
+                proptest::prop_assert_eq!(covered(&b), want);
+                for b in &b {
+                    proptest::prop_assert!(b.rows >= 2 && b.src_pitch >= run as isize && b.dst_pitch >= run as isize);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_eighth_of_millions_is_one_block() {
+        let view = Layout::new(&[2 << 20], &[8]).unwrap();
+        let every = plan(&view, &Layout::contiguous(&[2 << 20]).unwrap(), 4).unwrap().unwrap();
+        assert_eq!(every.blocks, [Block::sweep(0, 0, 8, 1, 2 << 20)]);
+        let columns = Layout::new(&[4096, 3, 2], &[3 << 20, 1 << 20, 1]).unwrap();
+        let sliced = plan(&columns, &Layout::contiguous(&[4096, 3, 2]).unwrap(), 4).unwrap().unwrap();
+        assert_eq!(sliced.blocks, [Block::sweep(0, 0, 1 << 20, 2, 3 * 4096)], "the sweep continues up the axes");
     }
 
     #[test]

@@ -25,9 +25,9 @@ use std::sync::Arc;
 
 use enum_dispatch::enum_dispatch;
 use gpuport_core::{
-    as_bytes, as_bytes_mut, zeroed_vec, Buffer, Copy2d, DefaultStream, Device, DeviceId, DeviceInfo, DlpackDevices,
-    Element, Error, Event, EventFlags, HostAllocFlags, HostCallback, HostFunction, Kernel, KernelArg, LaunchConfig,
-    Module, ModuleImage, Ownership, PointerAttributes, Result, Stream, StreamFlags,
+    as_bytes, as_bytes_mut, Buffer, Copy2d, DefaultStream, Device, DeviceId, DeviceInfo, DlpackDevices, Element, Error,
+    Event, EventFlags, HostAllocFlags, HostCallback, HostFunction, Kernel, KernelArg, LaunchConfig, Module,
+    ModuleImage, Ownership, PointerAttributes, Result, Stream, StreamFlags,
 };
 use gpuport_cuda::{CudaDevice, CudaEvent, CudaStream};
 use gpuport_host::{HostDevice, HostEvent, HostStream};
@@ -132,7 +132,7 @@ impl AnyStream {
     }
     /// Typed [`DynStream::read`]: `len` elements of `src` from byte offset `src_offset`.
     pub fn read_vec<T: Element>(&self, src: &Buffer, src_offset: usize, len: usize) -> Result<Vec<T>> {
-        let mut out = zeroed_vec::<T>(len);
+        let mut out = crate::fresh_memory::zeroed_elements::<T>(len);
         self.read(src, src_offset, as_bytes_mut(&mut out))?;
         Ok(out)
     }

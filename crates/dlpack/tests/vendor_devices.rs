@@ -7,7 +7,7 @@
 //! `--backend cuda` on a GPU) runs them for the backend it names in
 //! `GPUPORT_CONFORMANCE_BACKENDS`, which must then be available.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use gpuport::{AnyDevice, Array, CopyEngine, DType, Error, Layout, Runtime, StreamFlags};
 use gpuport_conformance::Gate;
@@ -103,13 +103,27 @@ fn the_consumers_vendor_stream_waits_for_a_slow_producer() {
     dev.synchronize().unwrap();
     let gate = Gate::default();
     gate.block(&writer).unwrap();
+    // Each call in the window is timed: none may wait for the held write, and when the
+    // check below fails the times say whether one did (an implicit synchronisation of the
+    // driver) or the consumer really ran early (an ordering bug).
+    let mut waited = Vec::new();
+    let mut timed = |what: &'static str, start: Instant| waited.push((what, start.elapsed()));
+    let t = Instant::now();
     CopyEngine::default().copy_on(&src, &a, &writer).unwrap(); // held by the gate
+    timed("the copy on the producer", t);
     let request = ExportRequest { stream: Some(consumer.raw_handle() as i64), ..Default::default() };
+    let t = Instant::now();
     // SAFETY: `consumer` is a live stream of the array's device.
     let tensor = unsafe { to_dlpack_on_stream(&rt, &a, &request) }.unwrap(); // returns at once
+    timed("the export", t);
+    let t = Instant::now();
     consumer.copy(a.buffer(), 0, &out, 0, 4 * data.len()).unwrap();
+    timed("the consumer's copy", t);
     std::thread::sleep(Duration::from_millis(20));
-    assert!(!consumer.query().unwrap(), "the consumer's stream did not wait for the pending write");
+    let t = Instant::now();
+    let done = consumer.query().unwrap();
+    timed("the query", t);
+    assert!(!done, "the consumer's stream did not wait for the pending write; time each call took: {waited:?}");
     gate.open();
     consumer.synchronize().unwrap();
     assert_eq!(consumer.read_vec::<u32>(&out, 0, data.len()).unwrap(), data);

@@ -130,7 +130,11 @@ struct stream {
     pthread_mutex_t lock;
     pthread_cond_t changed;
     op *head, *tail;
-    uint64_t enqueued, completed;
+    /* Changed under the lock, and atomic: gpuport reads them without a call through
+     * `progress` (stream_progress). */
+    _Atomic uint64_t enqueued, completed;
+    _Atomic uint32_t publishing; /* raised while a counted record's event is being told */
+    gpuport_stream_progress progress;
     int closing;
     stream *next_of_device; /* the device's list, under its lock */
 };
@@ -273,9 +277,18 @@ static void *worker(void *arg) {
         pthread_mutex_lock(&s->lock);
         s->head = o->next;
         if (s->head == NULL) s->tail = NULL;
-        s->completed++;
 #ifndef BROKEN_EVENT_BEFORE_COUNT
-        if (o->kind == OP_RECORD) tell_event(o);
+        /* A reader of the counters that sees the record counted must not take the
+         * stream for done before the event is told: it sees `publishing` raised and asks
+         * stream_query, which waits for this lock. */
+        if (o->kind == OP_RECORD) atomic_store(&s->publishing, 1);
+        s->completed++;
+        if (o->kind == OP_RECORD) {
+            tell_event(o);
+            atomic_store(&s->publishing, 0);
+        }
+#else
+        s->completed++;
 #endif
         pthread_cond_broadcast(&s->changed);
         pthread_mutex_unlock(&s->lock);
@@ -295,6 +308,17 @@ static gpuport_error *new_stream(device *dev, int blocking, int legacy, stream *
     s->blocking = blocking;
     s->legacy = legacy;
     atomic_init(&s->refs, 2); /* the handle and the worker */
+    atomic_init(&s->enqueued, 0);
+    atomic_init(&s->completed, 0);
+    atomic_init(&s->publishing, 0);
+    s->progress.struct_size = sizeof s->progress;
+    s->progress.submitted = (const uint64_t *)&s->enqueued;
+#ifdef BROKEN_PROGRESS_WRONG_COUNTER
+    s->progress.completed = (const uint64_t *)&s->enqueued; /* always "done" */
+#else
+    s->progress.completed = (const uint64_t *)&s->completed;
+#endif
+    s->progress.publishing = (const uint32_t *)&s->publishing;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->changed, NULL);
     pthread_t thread;
@@ -543,6 +567,17 @@ static gpuport_error *stream_query(gpuport_device *dev, gpuport_stream handle, b
 #endif
     return NULL;
 }
+
+#ifndef BROKEN_QUERY_ALWAYS_DONE /* that variant's broken query must be the one asked */
+/* The stream's counters, so that gpuport reads them instead of calling stream_query;
+ * they live in the stream, which outlives every handle gpuport holds of it. */
+static gpuport_error *stream_progress(gpuport_device *dev, gpuport_stream handle,
+                                      const gpuport_stream_progress **progress) {
+    (void)dev;
+    *progress = &as_stream(handle)->progress;
+    return NULL;
+}
+#endif
 
 static gpuport_error *stream_synchronize(gpuport_device *dev, gpuport_stream handle) {
     (void)dev;
@@ -879,6 +914,11 @@ static const gpuport_plugin_api api = {
     .module_function = module_function,
     .launch_kernel = launch_kernel,
     .memcpy_2d_async = memcpy_2d_async,
+#ifdef BROKEN_QUERY_ALWAYS_DONE
+    .stream_progress = NULL,
+#else
+    .stream_progress = stream_progress,
+#endif
 };
 
 const gpuport_plugin_api *gpuport_plugin_entry(void) { return &api; }

@@ -20,6 +20,7 @@ mod id;
 mod kernel;
 mod layout;
 mod memory;
+mod progress;
 pub mod release;
 mod traits;
 
@@ -35,4 +36,5 @@ pub use id::{BackendKind, DeviceId};
 pub use kernel::{Kernel, KernelArg, LaunchConfig, Module, ModuleImage, Scalar};
 pub use layout::{c_strides, ByteSpan, Layout, MAX_NDIM};
 pub use memory::{check_copy, Buffer, BufferDesc, MemoryKind, PointerAttributes, Release};
+pub use progress::{read_counters, ProgressReading, StreamProgress};
 pub use traits::{Backend, Device, DeviceInfo, Event, HostCallback, HostFunction, LoadOptions, Stream};

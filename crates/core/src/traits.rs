@@ -221,6 +221,17 @@ pub trait Stream: Clone + Send + Sync + 'static {
 
     /// True when all queued work has completed.
     fn query(&self) -> Result<bool>;
+    /// The counters this stream keeps of its work, where it keeps them in memory
+    /// ([`StreamProgress`](crate::StreamProgress)): whoever holds them can tell whether the work is done without
+    /// calling [`Stream::query`] (the plugin boundary reads them instead of crossing it).
+    /// The counters live as long as the stream. `None` (the provided method): the stream
+    /// keeps none, and every query is a call.
+    ///
+    /// What they say must agree with [`Stream::query`]: the conformance suite checks both
+    /// while work is held back and after it has run.
+    fn progress(&self) -> Option<crate::StreamProgress<'_>> {
+        None
+    }
     /// Blocks until all queued work has completed. Reports the first error of queued work
     /// (a failed host callback, a failed kernel) since the last call.
     fn synchronize(&self) -> Result<()>;

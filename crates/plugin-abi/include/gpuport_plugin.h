@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define GPUPORT_PLUGIN_ABI_MAJOR 1
-#define GPUPORT_PLUGIN_ABI_MINOR 1
+#define GPUPORT_PLUGIN_ABI_MINOR 2
 
 /* The one exported symbol. */
 #define GPUPORT_PLUGIN_ENTRY_SYMBOL "gpuport_plugin_entry"
@@ -147,6 +147,32 @@ typedef struct gpuport_launch_config {
  * before it have returned); work queued after it waits until it returns. gpuport relies
  * on that order: what a stream's host functions share is freed by its last one. */
 typedef void (*gpuport_host_func)(void *user);
+
+/* Where a stream's progress can be read without a call (see stream_progress). Three
+ * words the plugin keeps in its own memory, changed only with sequentially consistent
+ * atomic operations (C11 atomic_fetch_add / atomic_store, C++ std::atomic, lock-free;
+ * submitted and completed 8-byte aligned, publishing 4-byte aligned), which gpuport reads
+ * with atomic loads:
+ *   - submitted: operations queued on the stream so far. Counted before the call that
+ *     queues one returns.
+ *   - completed: operations of the stream completed so far (never more than submitted).
+ *     Counted once an operation has finished and its effects are visible to the host
+ *     (copied bytes, a host function returned).
+ *   - publishing: NULL where the plugin never needs it; else nonzero while an operation
+ *     counted in completed still has effects to publish that a reader of a done stream
+ *     must see (an event it records completing). Raised before that count and lowered
+ *     after the effects are published.
+ * gpuport's query reads submitted, then completed, then publishing: completed below
+ * submitted is "not done"; otherwise a publishing of zero is "done", and a nonzero one
+ * makes it call stream_query. A stream whose progress is published is therefore never
+ * asked about its queued work's failures by a query: they are reported by
+ * stream_synchronize (and device_synchronize), as the contract allows. */
+typedef struct gpuport_stream_progress {
+    size_t struct_size;          /* sizeof(gpuport_stream_progress) as the plugin was built */
+    const uint64_t *submitted;
+    const uint64_t *completed;
+    const uint32_t *publishing;
+} gpuport_stream_progress;
 
 /* The function table. */
 typedef struct gpuport_plugin_api {
@@ -268,6 +294,20 @@ typedef struct gpuport_plugin_api {
     gpuport_error *(*memcpy_2d_async)(gpuport_device *device, uint64_t dst, uint64_t dst_pitch, uint64_t src,
                                       uint64_t src_pitch, uint64_t width, uint64_t height,
                                       gpuport_stream stream);
+
+    /* --- Minor version 2 --- */
+
+    /* The stream's progress words (gpuport_stream_progress), so that a query reads them
+     * instead of calling stream_query. The struct and its words stay valid, in place,
+     * until the stream is destroyed (the legacy stream: until device_close; the
+     * per-thread default stream: as long as the calling thread). gpuport asks once per
+     * stream handle it makes: after stream_create, legacy_stream, per_thread_stream, and
+     * for a raw handle it wraps. Optional: NULL, a table too short to reach it, or
+     * UNSUPPORTED for a stream, and gpuport calls stream_query on every query of it. A
+     * struct shorter than its first version, or a NULL or misaligned counter, is refused
+     * (the stream's creation fails, naming the fault). */
+    gpuport_error *(*stream_progress)(gpuport_device *device, gpuport_stream stream,
+                                      const gpuport_stream_progress **progress);
 } gpuport_plugin_api;
 
 /* The entry point every plugin exports: its table, valid for the life of the process

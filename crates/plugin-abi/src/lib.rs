@@ -22,7 +22,7 @@ use core::ffi::{c_char, c_void};
 /// The ABI's major version: a plugin with another one is refused at load.
 pub const ABI_MAJOR: u32 = 1;
 /// The ABI's minor version: fields appended since the major version began.
-pub const ABI_MINOR: u32 = 1;
+pub const ABI_MINOR: u32 = 2;
 /// The one symbol a plugin exports, NUL-terminated for the loader.
 pub const ENTRY_SYMBOL: &[u8] = b"gpuport_plugin_entry\0";
 
@@ -192,6 +192,25 @@ pub struct LaunchConfig {
     pub shared_mem_bytes: u32,
 }
 
+/// `gpuport_stream_progress`: where a stream's progress can be read without a call.
+/// The plugin keeps the struct and the words it points at valid, in place, until the
+/// stream is destroyed, and changes the words only with sequentially consistent atomic
+/// operations; gpuport reads them with atomic loads. See the header for the protocol.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct StreamProgress {
+    /// `sizeof(gpuport_stream_progress)` as the plugin was built.
+    pub struct_size: usize,
+    /// Operations queued on the stream so far (8-byte aligned; only grows).
+    pub submitted: *const u64,
+    /// Operations of the stream completed so far (8-byte aligned; only grows, never past
+    /// `submitted`).
+    pub completed: *const u64,
+    /// Nonzero while an operation counted in `completed` is still publishing its effects
+    /// (4-byte aligned; null where the plugin never needs it).
+    pub publishing: *const u32,
+}
+
 /// `gpuport_host_func`: called once, with its user pointer, when the stream reaches it.
 pub type HostFunc = unsafe extern "C" fn(user: *mut c_void);
 
@@ -319,6 +338,11 @@ pub struct PluginApi {
             height: u64,
             stream: Stream,
         ) -> Status,
+    >,
+
+    // Minor version 2.
+    pub stream_progress: Option<
+        unsafe extern "C" fn(device: *mut Device, stream: Stream, progress: *mut *const StreamProgress) -> Status,
     >,
 }
 

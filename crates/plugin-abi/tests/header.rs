@@ -50,6 +50,7 @@ fn all_fields() -> Vec<Field> {
         "gpuport_kernel_arg",
         [kind, size, value, dtype_code, dtype_bits, dtype_lanes, reserved]
     ));
+    all.extend(fields!(StreamProgress, "gpuport_stream_progress", [struct_size, submitted, completed, publishing]));
     all.extend(fields!(LaunchConfig, "gpuport_launch_config", [grid, block, shared_mem_bytes]));
     all.extend(fields!(
         PluginApi,
@@ -106,6 +107,7 @@ fn all_fields() -> Vec<Field> {
             module_function,
             launch_kernel,
             memcpy_2d_async,
+            stream_progress,
         ]
     ));
     all
@@ -117,6 +119,7 @@ fn structs() -> Vec<(&'static str, usize)> {
         ("gpuport_pointer_attributes", size_of::<PointerAttributes>()),
         ("gpuport_kernel_arg", size_of::<KernelArg>()),
         ("gpuport_launch_config", size_of::<LaunchConfig>()),
+        ("gpuport_stream_progress", size_of::<StreamProgress>()),
         ("gpuport_plugin_api", size_of::<PluginApi>()),
         ("gpuport_stream", size_of::<Stream>()),
         ("gpuport_event", size_of::<Event>()),

@@ -159,7 +159,12 @@ pub(crate) fn null_handle(what: &str) -> Error {
 
 /// A new handle for `value`: its box, leaked, as an integer.
 pub(crate) fn handle_of<T>(value: T) -> usize {
-    Box::into_raw(Box::new(value)).expose_provenance()
+    handle_of_box(Box::new(value))
+}
+
+/// A new handle for an object already boxed (one that points into itself stays put).
+pub(crate) fn handle_of_box<T>(boxed: Box<T>) -> usize {
+    Box::into_raw(boxed).expose_provenance()
 }
 
 /// Drops the object behind a handle.

@@ -11,7 +11,7 @@ use gpuport_core::{
 use gpuport_plugin_abi as abi;
 
 use crate::error::{error_destroy, error_kind, error_message, guard, put};
-use crate::state::{drop_handle, existing, handle_of, object, Exported};
+use crate::state::{drop_handle, existing, handle_of, handle_of_box, object, Exported};
 
 /// A loaded module: what `gpuport_module` boxes. Its kernels' handles point into it and
 /// go with it.
@@ -37,6 +37,27 @@ unsafe fn dev<'a, B: Backend>(dev: *mut abi::Device) -> Result<&'a DeviceState<B
 
 type StreamOf<B> = <B as Backend>::Stream;
 type EventOf<B> = <B as Backend>::Event;
+
+/// What a stream handle boxes: the backend's stream and, where the stream keeps its
+/// counters in memory, the progress struct `stream_progress` hands out (pointing at
+/// them). Boxed before the struct is filled in, so the counters — inside the stream or
+/// behind it — no longer move.
+struct StreamState<B: Backend> {
+    stream: StreamOf<B>,
+    progress: Option<abi::StreamProgress>,
+}
+
+/// A new stream handle for `stream`.
+fn stream_handle<B: Backend>(stream: StreamOf<B>) -> usize {
+    let mut state = Box::new(StreamState::<B> { stream, progress: None });
+    state.progress = state.stream.progress().map(|p| abi::StreamProgress {
+        struct_size: std::mem::size_of::<abi::StreamProgress>(),
+        submitted: p.submitted.as_ptr().cast_const(),
+        completed: p.completed.as_ptr().cast_const(),
+        publishing: p.publishing.as_ptr().cast_const(),
+    });
+    handle_of_box(state)
+}
 
 fn ordinal_of(id: DeviceId, kind: gpuport_core::BackendKind) -> i32 {
     if id.kind == kind {
@@ -71,7 +92,7 @@ unsafe extern "C" fn device_open<B: Backend>(ordinal: u32, out: *mut *mut abi::D
     guard(|| {
         let exported = existing::<B>()?;
         let device = exported.backend()?.open(ordinal)?;
-        let legacy = handle_of(device.default_stream(DefaultStream::Legacy)?);
+        let legacy = stream_handle::<B>(device.default_stream(DefaultStream::Legacy)?);
         let state = Box::new(DeviceState::<B> { exported, device, legacy });
         // SAFETY: the caller's out-pointer.
         unsafe { put(out, Box::into_raw(state).cast()) }
@@ -86,7 +107,7 @@ unsafe extern "C" fn device_close<B: Backend>(device: *mut abi::Device) -> abi::
         // SAFETY: opened by `device_open`, closed once (the contract).
         let state = unsafe { Box::from_raw(device.cast::<DeviceState<B>>()) };
         // SAFETY: the legacy stream's handle, made at open, dropped once here.
-        unsafe { drop_handle::<StreamOf<B>>(state.legacy, "stream") }
+        unsafe { drop_handle::<StreamState<B>>(state.legacy, "stream") }
     })
 }
 
@@ -198,7 +219,7 @@ unsafe extern "C" fn stream_create<B: Backend>(
         // SAFETY: the contract.
         let s = unsafe { dev::<B>(device) }?.device.create_stream(flags, priority)?;
         // SAFETY: the caller's out-pointer.
-        unsafe { put(out, handle_of(s)) }
+        unsafe { put(out, stream_handle::<B>(s)) }
     })
 }
 
@@ -209,14 +230,32 @@ unsafe extern "C" fn legacy_stream<B: Backend>(device: *mut abi::Device, out: *m
 
 unsafe extern "C" fn stream_destroy<B: Backend>(_device: *mut abi::Device, stream: abi::Stream) -> abi::Status {
     // SAFETY: a stream this plugin created, destroyed once (the contract).
-    guard(|| unsafe { drop_handle::<StreamOf<B>>(stream, "stream") })
+    guard(|| unsafe { drop_handle::<StreamState<B>>(stream, "stream") })
 }
 
 /// # Safety
 /// `stream` is a live stream handle of this plugin.
+#[inline]
 unsafe fn stream<'a, B: Backend>(stream: abi::Stream) -> Result<&'a StreamOf<B>> {
     // SAFETY: forwarded.
-    unsafe { object::<StreamOf<B>>(stream, "stream") }
+    unsafe { object::<StreamState<B>>(stream, "stream") }.map(|state| &state.stream)
+}
+
+unsafe extern "C" fn stream_progress<B: Backend>(
+    _d: *mut abi::Device,
+    s: abi::Stream,
+    out: *mut *const abi::StreamProgress,
+) -> abi::Status {
+    guard(|| {
+        // SAFETY: a live stream; its progress struct lives in its box, as long as it.
+        let state = unsafe { object::<StreamState<B>>(s, "stream") }?;
+        let progress = state
+            .progress
+            .as_ref()
+            .ok_or_else(|| Error::unsupported(B::KIND, "this stream keeps no progress counters"))?;
+        // SAFETY: the caller's out-pointer.
+        unsafe { put(out, progress as *const abi::StreamProgress) }
+    })
 }
 
 /// # Safety
@@ -609,5 +648,6 @@ pub(crate) fn table<B: Backend>(exported: &Exported<B>) -> abi::PluginApi {
         module_function: Some(module_function::<B>),
         launch_kernel: Some(launch_kernel::<B>),
         memcpy_2d_async: Some(memcpy_2d_async::<B>),
+        stream_progress: Some(stream_progress::<B>),
     }
 }

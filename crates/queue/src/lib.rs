@@ -173,6 +173,9 @@ macro_rules! impl_queue_stream {
             fn query(&self) -> $crate::__core::Result<bool> {
                 self.$field.query()
             }
+            fn progress(&self) -> Option<$crate::__core::StreamProgress<'_>> {
+                Some(self.$field.progress())
+            }
             fn synchronize(&self) -> $crate::__core::Result<()> {
                 self.$field.synchronize()
             }

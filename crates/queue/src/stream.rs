@@ -257,6 +257,12 @@ impl QueueStream {
         Ok(self.queue().query())
     }
 
+    /// `Stream::progress`: the queue's counters.
+    #[inline]
+    pub fn progress(&self) -> gpuport_core::StreamProgress<'_> {
+        self.queue().progress()
+    }
+
     /// `Stream::synchronize`.
     pub fn synchronize(&self) -> Result<()> {
         self.queue().synchronize()

@@ -6,13 +6,14 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// (library suffix and backend name suffix, macro); the empty one is the correct plugin.
-const VARIANTS: [(&str, &str); 6] = [
+const VARIANTS: [(&str, &str); 7] = [
     ("", ""),
     ("noop-wait", "BROKEN_NOOP_WAIT"),
     ("query-always-done", "BROKEN_QUERY_ALWAYS_DONE"),
     ("fake-elapsed", "BROKEN_FAKE_ELAPSED"),
     ("no-implicit-sync", "BROKEN_NO_IMPLICIT_SYNC"),
     ("event-before-count", "BROKEN_EVENT_BEFORE_COUNT"),
+    ("progress-wrong-counter", "BROKEN_PROGRESS_WRONG_COUNTER"),
 ];
 
 fn main() {

@@ -78,6 +78,15 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
     /// The per-thread default stream's handle (CUDA's `CU_STREAM_PER_THREAD`), or
     /// `Unsupported` with the reason where the vendor reaches it otherwise.
     fn per_thread_stream_handle(&self) -> Result<Self::Stream>;
+    /// The handle of a raw stream value a caller wraps (`Device::wrap_stream`). The
+    /// provided method takes the value as it is; a backend whose handles carry more than
+    /// the value (a plugin's progress counters) asks for the rest.
+    ///
+    /// # Safety
+    /// `raw` is a live stream of this device.
+    unsafe fn wrap_stream_handle(&self, raw: usize) -> Result<Self::Stream> {
+        Ok(RawHandle::from_raw(raw))
+    }
     /// A new event with `flags` (the vendor's own bits) on the bound device.
     fn event_create(&self, flags: EventFlags) -> Result<Self::Event>;
     /// Blocks until the event's latest record has completed.

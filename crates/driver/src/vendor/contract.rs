@@ -87,7 +87,9 @@ impl<V: VendorCalls> VendorDevice<V> {
     /// # Safety
     /// `raw` is a live stream of this device and outlives every handle made from it.
     pub unsafe fn wrap_stream(self: &Arc<Self>, raw: usize) -> Result<VendorStream<V>> {
-        Ok(VendorStream::new(self, RawHandle::from_raw(raw), false, StreamFlags::empty(), 0))
+        // SAFETY: forwarded: a live stream of this device.
+        let handle = unsafe { self.wrap_stream_handle(raw) }?;
+        Ok(VendorStream::new(self, handle, false, StreamFlags::empty(), 0))
     }
 
     /// `Device::create_event`.

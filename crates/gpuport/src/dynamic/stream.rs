@@ -6,7 +6,7 @@ use std::ffi::c_void;
 
 use gpuport_core::{
     Backend, Buffer, Copy2d, DeviceId, HostCallback, HostFunction, Kernel, KernelArg, LaunchConfig, Ownership, Result,
-    Stream, StreamFlags,
+    Stream, StreamFlags, StreamProgress,
 };
 
 use super::forward::twin_trait;
@@ -52,6 +52,9 @@ twin_trait! {
         fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()>;
         /// See [`Stream::query`].
         fn query(&self) -> Result<bool>;
+        /// See [`Stream::progress`]. `None` for a loaded plugin's stream: its counters
+        /// are the plugin's, read by its own query.
+        fn progress(&self) -> Option<::gpuport_core::StreamProgress<'_>>;
         /// See [`Stream::synchronize`].
         fn synchronize(&self) -> Result<()>;
     }
@@ -108,6 +111,9 @@ impl<S: Stream> DynStream for S {
     }
     fn query(&self) -> Result<bool> {
         Stream::query(self)
+    }
+    fn progress(&self) -> Option<StreamProgress<'_>> {
+        Stream::progress(self)
     }
     fn synchronize(&self) -> Result<()> {
         Stream::synchronize(self)

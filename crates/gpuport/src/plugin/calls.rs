@@ -7,13 +7,14 @@ use std::sync::Arc;
 
 use gpuport_core::{
     BackendKind, DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, LaunchConfig, MemoryKind, ModuleImage,
-    PointerAttributes, Result, StreamFlags,
+    PointerAttributes, ProgressReading, Result, StreamFlags,
 };
 use gpuport_driver::kernel_args::ArgSlot;
 use gpuport_driver::release::Deferred;
 use gpuport_driver::vendor::{memcpy_rows, run_host_callback, OpenDevices, VendorCalls, VendorDevice};
 use gpuport_plugin_abi as abi;
 
+use super::stream_handle::StreamHandle;
 use super::table::{array_text, Table};
 
 /// What every device of one loaded plugin shares: its table and its open devices.
@@ -52,7 +53,7 @@ pub(crate) struct PluginCalls {
     shared: Arc<Shared>,
     raw: *mut abi::Device,
     id: DeviceId,
-    legacy: abi::Stream,
+    legacy: StreamHandle,
     total_memory: usize,
     _opened: Deferred<Opened>,
 }
@@ -73,6 +74,8 @@ impl PluginCalls {
             let opened = Deferred::new(Opened { shared: shared.clone(), raw, id });
             // SAFETY: `raw` was just opened.
             let legacy = unsafe { t.legacy_stream(raw) }?;
+            // SAFETY: as above; the legacy stream lives as long as the device.
+            let legacy = StreamHandle::new(legacy, unsafe { t.stream_progress(raw, legacy, "legacy_stream") }?);
             // SAFETY: as above.
             let total_memory = unsafe { t.device_info(raw) }?.total_memory;
             let total_memory = usize::try_from(total_memory).unwrap_or(usize::MAX);
@@ -151,7 +154,7 @@ fn image_parts<'a>(image: &ModuleImage<'a>) -> (&'a str, &'a [u8]) {
 }
 
 impl VendorCalls for PluginCalls {
-    type Stream = abi::Stream;
+    type Stream = StreamHandle;
     type Event = abi::Event;
     type Module = abi::Module;
     type Function = abi::Function;
@@ -236,13 +239,35 @@ impl VendorCalls for PluginCalls {
         // SAFETY: this device is open.
         unsafe { self.t().stream_priority_range(self.raw) }
     }
-    fn stream_create(&self, flags: StreamFlags, priority: i32) -> Result<abi::Stream> {
+    fn stream_create(&self, flags: StreamFlags, priority: i32) -> Result<StreamHandle> {
         // SAFETY: as above.
-        unsafe { self.t().stream_create(self.raw, stream_flags(flags), priority) }
+        let raw = unsafe { self.t().stream_create(self.raw, stream_flags(flags), priority) }?;
+        // SAFETY: a stream just created; destroyed again when its progress is refused.
+        match unsafe { self.t().stream_progress(self.raw, raw, "stream_create") } {
+            Ok(progress) => Ok(StreamHandle::new(raw, progress)),
+            Err(e) => {
+                // SAFETY: created above, destroyed once, nothing queued on it.
+                if let Err(destroy) = unsafe { self.t().stream_destroy(self.raw, raw) } {
+                    log::warn!("destroying a stream of {} after its progress was refused: {destroy}", self.id);
+                }
+                Err(e)
+            }
+        }
     }
-    fn per_thread_stream_handle(&self) -> Result<abi::Stream> {
+    fn per_thread_stream_handle(&self) -> Result<StreamHandle> {
         // SAFETY: as above.
-        unsafe { self.t().per_thread_stream(self.raw) }
+        let raw = unsafe { self.t().per_thread_stream(self.raw) }?;
+        // SAFETY: the calling thread's live stream.
+        let progress = unsafe { self.t().stream_progress(self.raw, raw, "per_thread_stream") }?;
+        Ok(StreamHandle::new(raw, progress))
+    }
+    unsafe fn wrap_stream_handle(&self, raw: usize) -> Result<StreamHandle> {
+        if raw == 0 {
+            return Err(Error::invalid_handle(format!("a null stream handle of {}", self.id.kind)));
+        }
+        // SAFETY: the caller's promise: a live stream of this device.
+        let progress = unsafe { self.t().stream_progress(self.raw, raw, "a wrapped stream") }?;
+        Ok(StreamHandle::new(raw, progress))
     }
     fn event_create(&self, flags: EventFlags) -> Result<abi::Event> {
         // SAFETY: as above.
@@ -257,9 +282,9 @@ impl VendorCalls for PluginCalls {
         unsafe { self.t().event_elapsed_ms(self.raw, start, end) }
     }
     #[inline]
-    fn event_record(&self, event: abi::Event, stream: abi::Stream) -> Result<()> {
+    fn event_record(&self, event: abi::Event, stream: StreamHandle) -> Result<()> {
         // SAFETY: as above, and a live stream.
-        unsafe { self.t().event_record(self.raw, event, stream) }
+        unsafe { self.t().event_record(self.raw, event, stream.raw()) }
     }
     #[inline]
     fn event_done(&self, event: abi::Event) -> Result<bool> {
@@ -271,37 +296,44 @@ impl VendorCalls for PluginCalls {
         unsafe { self.t().event_destroy(self.raw, event) }
     }
     #[inline]
-    fn stream_done(&self, stream: abi::Stream) -> Result<bool> {
+    fn stream_done(&self, stream: StreamHandle) -> Result<bool> {
+        match stream.read_progress() {
+            Some(ProgressReading::Done) => return Ok(true),
+            Some(ProgressReading::Pending) => return Ok(false),
+            // Publishing, or no counters: the plugin's own query (which waits for the
+            // publication).
+            Some(ProgressReading::Publishing) | None => {}
+        }
         // SAFETY: the kit passes only live streams of this device.
-        unsafe { self.t().stream_query(self.raw, stream) }
+        unsafe { self.t().stream_query(self.raw, stream.raw()) }
     }
     #[inline]
-    fn stream_synchronize(&self, stream: abi::Stream) -> Result<()> {
+    fn stream_synchronize(&self, stream: StreamHandle) -> Result<()> {
         // SAFETY: as above.
-        unsafe { self.t().stream_synchronize(self.raw, stream) }
+        unsafe { self.t().stream_synchronize(self.raw, stream.raw()) }
     }
     fn device_synchronize(&self) -> Result<()> {
         // SAFETY: this device is open.
         unsafe { self.t().device_synchronize(self.raw) }
     }
-    fn stream_destroy(&self, stream: abi::Stream) -> Result<()> {
+    fn stream_destroy(&self, stream: StreamHandle) -> Result<()> {
         // SAFETY: the kit destroys each stream it created once.
-        unsafe { self.t().stream_destroy(self.raw, stream) }
+        unsafe { self.t().stream_destroy(self.raw, stream.raw()) }
     }
     #[inline]
-    fn launch_host_callback(&self, stream: abi::Stream, user: *mut c_void) -> Result<()> {
+    fn launch_host_callback(&self, stream: StreamHandle, user: *mut c_void) -> Result<()> {
         // SAFETY: a live stream; `host_func(user)` runs the kit's callback once.
-        unsafe { self.t().stream_launch_host_func(self.raw, stream, host_func, user) }
+        unsafe { self.t().stream_launch_host_func(self.raw, stream.raw(), host_func, user) }
     }
     #[inline]
-    fn stream_wait_event(&self, stream: abi::Stream, event: abi::Event) -> Result<()> {
+    fn stream_wait_event(&self, stream: StreamHandle, event: abi::Event) -> Result<()> {
         // SAFETY: live handles of this device.
-        unsafe { self.t().stream_wait_event(self.raw, stream, event) }
+        unsafe { self.t().stream_wait_event(self.raw, stream.raw(), event) }
     }
     #[inline]
-    unsafe fn memcpy_async(&self, dst: u64, src: u64, len: usize, stream: abi::Stream) -> Result<()> {
+    unsafe fn memcpy_async(&self, dst: u64, src: u64, len: usize, stream: StreamHandle) -> Result<()> {
         // SAFETY: forwarded: both ranges stay valid until the copy has run.
-        unsafe { self.t().memcpy_async(self.raw, dst, src, len, stream) }
+        unsafe { self.t().memcpy_async(self.raw, dst, src, len, stream.raw()) }
     }
     unsafe fn memcpy_2d_async(
         &self,
@@ -311,7 +343,7 @@ impl VendorCalls for PluginCalls {
         src_pitch: usize,
         width: usize,
         height: usize,
-        stream: abi::Stream,
+        stream: StreamHandle,
     ) -> Result<()> {
         if self.t().api.memcpy_2d_async.is_none() {
             // An optional call (ABI minor 1): without it, a copy per row.
@@ -319,7 +351,7 @@ impl VendorCalls for PluginCalls {
             return unsafe { memcpy_rows(self, dst, dst_pitch, src, src_pitch, width, height, stream) };
         }
         // SAFETY: forwarded: every row stays valid until the copy has run.
-        unsafe { self.t().memcpy_2d_async(self.raw, dst, dst_pitch, src, src_pitch, width, height, stream) }
+        unsafe { self.t().memcpy_2d_async(self.raw, dst, dst_pitch, src, src_pitch, width, height, stream.raw()) }
     }
     unsafe fn memcpy_peer_async(
         &self,
@@ -328,28 +360,28 @@ impl VendorCalls for PluginCalls {
         src: u64,
         src_device: DeviceId,
         len: usize,
-        stream: abi::Stream,
+        stream: StreamHandle,
     ) -> Result<()> {
         let (dst_raw, src_raw) = (self.peer_raw(dst_device)?, self.peer_raw(src_device)?);
         // SAFETY: forwarded; both devices are open (their buffers hold them).
-        unsafe { self.t().memcpy_peer_async(self.raw, dst, dst_raw, src, src_raw, len, stream) }
+        unsafe { self.t().memcpy_peer_async(self.raw, dst, dst_raw, src, src_raw, len, stream.raw()) }
     }
     #[inline]
-    unsafe fn memset_async(&self, dst: u64, value: u8, len: usize, stream: abi::Stream) -> Result<()> {
+    unsafe fn memset_async(&self, dst: u64, value: u8, len: usize, stream: StreamHandle) -> Result<()> {
         // SAFETY: forwarded: the range stays valid until the memset has run.
-        unsafe { self.t().memset_async(self.raw, dst, value, len, stream) }
+        unsafe { self.t().memset_async(self.raw, dst, value, len, stream.raw()) }
     }
     unsafe fn memset(&self, dst: u64, value: u8, len: usize) -> Result<()> {
         // The synchronous memset is one on the legacy default stream; the kit then waits
         // for that stream.
         // SAFETY: forwarded: a valid range of this device's memory.
-        unsafe { self.t().memset_async(self.raw, dst, value, len, self.legacy) }
+        unsafe { self.t().memset_async(self.raw, dst, value, len, self.legacy.raw()) }
     }
     unsafe fn launch_kernel(
         &self,
         function: abi::Function,
         config: &LaunchConfig,
-        stream: abi::Stream,
+        stream: StreamHandle,
         args: &mut [ArgSlot],
     ) -> Result<()> {
         let args: Vec<abi::KernelArg> = args
@@ -374,9 +406,9 @@ impl VendorCalls for PluginCalls {
             abi::LaunchConfig { grid: config.grid, block: config.block, shared_mem_bytes: config.shared_mem_bytes };
         // SAFETY: forwarded: a kernel of a loaded module, a live stream, addresses valid
         // until the launch has run.
-        unsafe { self.t().launch_kernel(self.raw, function, &config, stream, &args) }
+        unsafe { self.t().launch_kernel(self.raw, function, &config, stream.raw(), &args) }
     }
-    fn legacy_stream_handle(&self) -> abi::Stream {
+    fn legacy_stream_handle(&self) -> StreamHandle {
         self.legacy
     }
     fn total_memory(&self) -> usize {
@@ -400,9 +432,9 @@ impl VendorCalls for PluginCalls {
             None => Err(Error::unsupported(self.id.kind, "stream-ordered allocation (the plugin has none)")),
         }
     }
-    unsafe fn mem_alloc_async(&self, bytes: usize, stream: abi::Stream) -> Result<u64> {
+    unsafe fn mem_alloc_async(&self, bytes: usize, stream: StreamHandle) -> Result<u64> {
         // SAFETY: forwarded: a live stream of this device.
-        unsafe { self.t().mem_alloc_async(self.raw, self.id, bytes, stream) }
+        unsafe { self.t().mem_alloc_async(self.raw, self.id, bytes, stream.raw()) }
     }
     unsafe fn mem_free(&self, addr: u64) -> Result<()> {
         // SAFETY: forwarded: allocated here, freed once, unused.
@@ -412,9 +444,9 @@ impl VendorCalls for PluginCalls {
         // SAFETY: as above.
         unsafe { self.t().mem_free_host(self.raw, addr) }
     }
-    unsafe fn mem_free_async(&self, addr: u64, stream: abi::Stream) -> Result<()> {
+    unsafe fn mem_free_async(&self, addr: u64, stream: StreamHandle) -> Result<()> {
         // SAFETY: forwarded: allocated in stream order, freed once; a live stream.
-        unsafe { self.t().mem_free_async(self.raw, addr, stream) }
+        unsafe { self.t().mem_free_async(self.raw, addr, stream.raw()) }
     }
     fn module_load(&self, image: ModuleImage<'_>) -> Result<abi::Module> {
         let (format, bytes) = image_parts(&image);

@@ -228,6 +228,10 @@ impl DynStream for LoadedStream {
     fn query(&self) -> Result<bool> {
         self.0.query()
     }
+    fn progress(&self) -> Option<gpuport_core::StreamProgress<'_>> {
+        // The plugin's counters are read by the query above; they are not handed on.
+        None
+    }
     #[inline(never)]
     fn synchronize(&self) -> Result<()> {
         self.0.synchronize()

@@ -15,11 +15,13 @@
 //! | `table` | the validated table, and plugin errors turned into gpuport's |
 //! | `result` | one checked function per call of the table |
 //! | `calls` | the vendor kit's call table over it, one opened device each |
+//! | `stream_handle` | a stream's handle, with the progress counters a query reads |
 //! | `handles` | devices, streams and events in the dynamic tier |
 
 mod calls;
 mod handles;
 mod result;
+mod stream_handle;
 mod table;
 #[cfg(test)]
 mod tests;

@@ -12,6 +12,7 @@ use std::ffi::{c_char, c_void, CString};
 use gpuport_core::{DeviceId, Error, Result};
 use gpuport_plugin_abi as abi;
 
+use super::stream_handle::checked_progress;
 use super::table::Table;
 
 type Dev = *mut abi::Device;
@@ -144,6 +145,33 @@ impl Table {
         let status = call!(self, per_thread_stream(dev, &mut stream));
         self.check("per_thread_stream", status)?;
         self.live_handle("per_thread_stream", stream)
+    }
+
+    /// The progress struct of `stream` (ABI minor 2), checked; null where the table lacks
+    /// the call or the plugin answers `UNSUPPORTED` for this stream. `call` names the call
+    /// that gave the stream (for the error).
+    ///
+    /// # Safety
+    /// `stream` is a live stream of `dev`.
+    pub(crate) unsafe fn stream_progress(
+        &self,
+        dev: Dev,
+        stream: abi::Stream,
+        call: &str,
+    ) -> Result<*const abi::StreamProgress> {
+        let Some(f) = self.api.stream_progress else {
+            return Ok(std::ptr::null());
+        };
+        let mut progress = std::ptr::null();
+        // SAFETY: the function came from the plugin's validated table; a live stream (the
+        // caller) and a pointer to a local.
+        let status = unsafe { f(dev, stream, &mut progress) };
+        match self.check("stream_progress", status) {
+            // SAFETY: the plugin's struct, readable for its declared size (its promise).
+            Ok(()) => unsafe { checked_progress(progress, &format!("{}: {call}", self.kind)) },
+            Err(Error::Unsupported { .. }) => Ok(std::ptr::null()),
+            Err(e) => Err(e),
+        }
     }
 
     /// # Safety

@@ -256,3 +256,128 @@ fn libraries_that_are_not_plugins_are_errors_not_crashes() {
         other => panic!("expected BackendUnavailable, got {:?}", other.err()),
     }
 }
+
+/// A `stream_query` that counts its calls in `$count` and forwards to the exported ext
+/// backend's own.
+macro_rules! counting_query {
+    ($name:ident, $count:ident) => {
+        static $count: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        unsafe extern "C" fn $name(d: *mut abi::Device, s: abi::Stream, done: *mut bool) -> abi::Status {
+            $count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let query = good("extquery").stream_query.expect("the exported table has stream_query");
+            // SAFETY: forwarded as the loader called it.
+            unsafe { query(d, s, done) }
+        }
+    };
+}
+
+/// Queries a stream while a host callback holds it and after it ran: what the answers
+/// are must not depend on whether they were read or asked.
+fn held_and_released_queries(api: &abi::PluginApi) {
+    let dev = load(api).unwrap().open(0).unwrap();
+    let s = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    assert!(s.query().unwrap(), "a new stream is done");
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    s.host_callback(Box::new(move || held.recv().unwrap())).unwrap();
+    assert!(!s.query().unwrap(), "a stream held by its callback is not done");
+    release.send(()).unwrap();
+    s.synchronize().unwrap();
+    assert!(s.query().unwrap(), "a synchronized stream is done");
+    let legacy = dev.default_stream(DefaultStream::Legacy).unwrap();
+    assert!(legacy.query().unwrap());
+}
+
+counting_query!(query_counted_with_progress, QUERIES_WITH_PROGRESS);
+
+#[test]
+fn queries_read_the_published_counters_without_calling_the_plugin() {
+    let mut api = good("extprogress");
+    api.stream_query = Some(query_counted_with_progress);
+    held_and_released_queries(&api);
+    assert_eq!(QUERIES_WITH_PROGRESS.load(std::sync::atomic::Ordering::SeqCst), 0, "stream_query was called");
+}
+
+counting_query!(query_counted_minor_1, QUERIES_MINOR_1);
+
+#[test]
+fn a_minor_1_table_queries_by_call() {
+    // Built before `stream_progress` was appended: every query is a `stream_query`.
+    let mut api = good("extminor1");
+    api.abi_minor = 1;
+    api.struct_size = std::mem::offset_of!(abi::PluginApi, stream_progress);
+    api.stream_query = Some(query_counted_minor_1);
+    held_and_released_queries(&api);
+    assert!(QUERIES_MINOR_1.load(std::sync::atomic::Ordering::SeqCst) >= 4, "stream_query was not called");
+}
+
+/// A progress struct in a static (its raw pointers never change).
+struct StaticProgress(abi::StreamProgress);
+// SAFETY: read-only, pointing at a static atomic word or at nothing.
+unsafe impl Sync for StaticProgress {}
+
+static WORD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+const WORD_AT: *const u64 = (&raw const WORD).cast::<u64>();
+const SIZE: usize = std::mem::size_of::<abi::StreamProgress>();
+
+static SHORT: StaticProgress = StaticProgress(abi::StreamProgress {
+    struct_size: 16,
+    submitted: WORD_AT,
+    completed: WORD_AT,
+    publishing: std::ptr::null(),
+});
+static NO_SUBMITTED: StaticProgress = StaticProgress(abi::StreamProgress {
+    struct_size: SIZE,
+    submitted: std::ptr::null(),
+    completed: WORD_AT,
+    publishing: std::ptr::null(),
+});
+static MISALIGNED: StaticProgress = StaticProgress(abi::StreamProgress {
+    struct_size: SIZE,
+    submitted: WORD_AT,
+    completed: WORD_AT.cast::<u8>().wrapping_add(1).cast::<u64>(),
+    publishing: std::ptr::null(),
+});
+
+/// A `stream_progress` handing out `$progress` (null: a NULL struct) for every stream.
+macro_rules! progress_of {
+    ($name:ident, $progress:expr) => {
+        unsafe extern "C" fn $name(
+            _d: *mut abi::Device,
+            _s: abi::Stream,
+            out: *mut *const abi::StreamProgress,
+        ) -> abi::Status {
+            // SAFETY: the loader's out-pointer.
+            unsafe { out.write($progress) };
+            std::ptr::null_mut()
+        }
+    };
+}
+
+progress_of!(null_progress, std::ptr::null());
+progress_of!(short_progress, &SHORT.0);
+progress_of!(no_submitted_progress, &NO_SUBMITTED.0);
+progress_of!(misaligned_progress, &MISALIGNED.0);
+
+#[test]
+fn malformed_progress_is_refused_naming_the_fault() {
+    type ProgressFn =
+        unsafe extern "C" fn(*mut abi::Device, abi::Stream, *mut *const abi::StreamProgress) -> abi::Status;
+    let cases: [(&'static str, ProgressFn, &str); 4] = [
+        ("extprognull", null_progress, "gave a NULL struct"),
+        ("extprogshort", short_progress, "declares 16 bytes, fewer than the 32"),
+        ("extprognosub", no_submitted_progress, "counter `submitted` is at 0x0"),
+        ("extprogalign", misaligned_progress, "counter `completed`"),
+    ];
+    for (name, progress, needle) in cases {
+        let mut api = good(name);
+        api.stream_progress = Some(progress);
+        // The legacy stream's progress is asked for when the device opens.
+        match load(&api).unwrap().open(0) {
+            Ok(_) => panic!("{name}: a device whose stream progress is malformed opened"),
+            Err(e) => {
+                let text = e.to_string();
+                assert!(text.contains(needle) && text.contains("legacy_stream"), "{name}: {text}");
+            }
+        }
+    }
+}

@@ -19,11 +19,11 @@ mod implicit;
 mod ops;
 mod tracker;
 
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 
-use gpuport_core::{Buffer, Error, HostCallback, HostFunction, Result, UserPointer};
+use gpuport_core::{Buffer, Error, HostCallback, HostFunction, ProgressReading, Result, StreamProgress, UserPointer};
 
 use crate::event::EventState;
 use crate::wait::{current_queue, lock, spin_until, Signal};
@@ -55,9 +55,10 @@ pub(crate) struct QueueCore {
     /// The smallest `completed` count a waiter waits for (`u64::MAX`: nobody waits). A
     /// completion takes the lock and notifies only when it reaches this.
     wake_at: AtomicU64,
-    /// True while a marker is counted in `completed` and not yet announced (its event
-    /// told, its signal set): see [`QueueCore::reached`].
-    announcing: AtomicBool,
+    /// 1 while a marker is counted in `completed` and not yet announced (its event told,
+    /// its signal set), else 0: see [`QueueCore::reached`]. A word rather than a flag: it
+    /// is the `publishing` counter of the queue's published progress.
+    announcing: AtomicU32,
     /// Orders a completion's notify after a waiter's check-then-wait; held while a marker
     /// is counted and announced.
     lock: Mutex<()>,
@@ -105,10 +106,10 @@ impl QueueCore {
     /// stream's work up to it counted.
     fn complete_with(&self, announce: impl FnOnce()) {
         let _guard = lock(&self.lock);
-        self.announcing.store(true, Ordering::SeqCst);
+        self.announcing.store(1, Ordering::SeqCst);
         let done = self.completed.fetch_add(1, Ordering::SeqCst) + 1;
         announce();
-        self.announcing.store(false, Ordering::SeqCst);
+        self.announcing.store(0, Ordering::SeqCst);
         if done >= self.wake_at.load(Ordering::SeqCst) {
             self.wake_at.store(u64::MAX, Ordering::SeqCst);
             self.cv.notify_all();
@@ -126,7 +127,7 @@ impl QueueCore {
         if self.completed.load(Ordering::SeqCst) < target {
             return false;
         }
-        if self.announcing.load(Ordering::SeqCst) {
+        if self.announcing.load(Ordering::SeqCst) != 0 {
             self.await_announcement();
         }
         true
@@ -189,7 +190,7 @@ impl WorkQueue {
             submitted: Padded(AtomicU64::new(0)),
             completed: Padded(AtomicU64::new(0)),
             wake_at: AtomicU64::new(u64::MAX),
-            announcing: AtomicBool::new(false),
+            announcing: AtomicU32::new(0),
             lock: Mutex::new(()),
             cv: Condvar::new(),
             failure: Arc::default(),
@@ -384,7 +385,26 @@ impl WorkQueue {
     /// True when everything submitted has run.
     #[inline]
     pub fn query(&self) -> bool {
-        self.state.reached(self.state.submitted.load(Ordering::SeqCst))
+        match self.progress().read() {
+            ProgressReading::Done => true,
+            ProgressReading::Pending => false,
+            ProgressReading::Publishing => {
+                self.state.await_announcement();
+                true
+            }
+        }
+    }
+
+    /// The queue's counters ([`StreamProgress`]): `submitted` and `completed` are the
+    /// ones its waiters watch, and `publishing` is raised while a marker is counted and
+    /// not yet announced — the protocol `query` reads them in.
+    #[inline]
+    pub fn progress(&self) -> StreamProgress<'_> {
+        StreamProgress {
+            submitted: &self.state.submitted,
+            completed: &self.state.completed,
+            publishing: &self.state.announcing,
+        }
     }
 
     /// Blocks until everything submitted before the call has run, then returns (and clears)

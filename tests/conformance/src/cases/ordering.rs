@@ -1,6 +1,6 @@
 use std::sync::{Arc, Mutex};
 
-use gpuport::{DefaultStream, Error, EventFlags};
+use gpuport::{DefaultStream, Error, EventFlags, ProgressReading};
 
 use super::{pattern, read_all, stream, Gate, OpenOnDrop};
 use crate::{ensure, Outcome, Target};
@@ -136,13 +136,26 @@ pub fn stream_query(t: &Target) -> Outcome {
     let dev = t.device();
     let s = stream(dev)?;
     ensure!(s.query()?, "a new stream has no work");
+    progress_says(&s, ProgressReading::Done, "a new stream")?;
     let gate = Gate::default();
     let _open = OpenOnDrop(gate.clone());
     gate.block(&s)?;
     ensure!(!s.query()?, "a blocked stream reports done");
+    progress_says(&s, ProgressReading::Pending, "a blocked stream")?;
     gate.open();
     s.synchronize()?;
     ensure!(s.query()?, "a synchronized stream reports pending work");
+    progress_says(&s, ProgressReading::Done, "a synchronized stream")?;
+    Ok(())
+}
+
+/// Where the stream publishes its counters (`Stream::progress`), they must say what its
+/// query says: a plugin boundary answers queries from them alone.
+fn progress_says(s: &gpuport::AnyStream, expected: ProgressReading, what: &str) -> Outcome {
+    if let Some(progress) = s.progress() {
+        let read = progress.read();
+        ensure!(read == expected, "{what}: its published progress reads {read:?}, its query says {expected:?}");
+    }
     Ok(())
 }
 

@@ -61,3 +61,4 @@ broken_variant!(
     "event-before-count",
     "events::stream_and_event_agree"
 );
+broken_variant!(progress_read_from_the_wrong_counter_is_caught, "progress-wrong-counter", "ordering::stream_query");

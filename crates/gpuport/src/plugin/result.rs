@@ -168,7 +168,7 @@ impl Table {
         let status = unsafe { f(dev, stream, &mut progress) };
         match self.check("stream_progress", status) {
             // SAFETY: the plugin's struct, readable for its declared size (its promise).
-            Ok(()) => unsafe { checked_progress(progress, &format!("{}: {call}", self.kind)) },
+            Ok(()) => unsafe { checked_progress(progress, self.kind, call) },
             Err(Error::Unsupported { .. }) => Ok(std::ptr::null()),
             Err(e) => Err(e),
         }

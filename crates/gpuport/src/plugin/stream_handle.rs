@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
-use gpuport_core::{read_counters, Error, ProgressReading, Result};
+use gpuport_core::{read_counters, BackendKind, Error, ProgressReading, Result};
 use gpuport_driver::vendor::RawHandle;
 use gpuport_plugin_abi as abi;
 
@@ -76,17 +76,18 @@ impl StreamHandle {
 const PROGRESS_V1: usize = std::mem::size_of::<abi::StreamProgress>();
 
 /// Checks the progress struct a plugin handed over for a stream: its size, and each word
-/// non-null (`publishing` may be) and aligned for its atomic type. `call` names the table
-/// call whose stream it is.
+/// non-null (`publishing` may be) and aligned for its atomic type. `kind` and `call` (the
+/// table call whose stream it is) name it in an error, formatted only then.
 ///
 /// # Safety
 /// `progress` is null or points at a readable `gpuport_stream_progress` of at least the
 /// `struct_size` it declares (the plugin's promise).
 pub(crate) unsafe fn checked_progress(
     progress: *const abi::StreamProgress,
+    kind: BackendKind,
     call: &str,
 ) -> Result<*const abi::StreamProgress> {
-    let fault = |what: String| Err(Error::invalid_argument(format!("{call}: its stream_progress {what}")));
+    let fault = |what: String| Err(Error::invalid_argument(format!("{kind}: {call}: its stream_progress {what}")));
     // SAFETY: the caller's promise; the size is the first field, read before any other.
     let Some(size) = (unsafe { progress.as_ref() }).map(|p| p.struct_size) else {
         return fault("gave a NULL struct".into());
@@ -100,13 +101,16 @@ pub(crate) unsafe fn checked_progress(
         ("submitted", p.submitted as usize, std::mem::align_of::<AtomicU64>()),
         ("completed", p.completed as usize, std::mem::align_of::<AtomicU64>()),
     ] {
-        if word == 0 || !word.is_multiple_of(align) {
-            return fault(format!("counter `{name}` is at {word:#x}: not an {align}-byte aligned address"));
+        if word == 0 {
+            return fault(format!("counter `{name}` is NULL"));
+        }
+        if !word.is_multiple_of(align) {
+            return fault(format!("counter `{name}` is at {word:#x}, not {align}-byte aligned"));
         }
     }
     let publishing = p.publishing as usize;
     if !publishing.is_multiple_of(std::mem::align_of::<AtomicU32>()) {
-        return fault(format!("word `publishing` is at {publishing:#x}: not a 4-byte aligned address"));
+        return fault(format!("word `publishing` is at {publishing:#x}, not 4-byte aligned"));
     }
     Ok(progress)
 }

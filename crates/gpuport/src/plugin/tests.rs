@@ -365,8 +365,8 @@ fn malformed_progress_is_refused_naming_the_fault() {
     let cases: [(&'static str, ProgressFn, &str); 4] = [
         ("extprognull", null_progress, "gave a NULL struct"),
         ("extprogshort", short_progress, "declares 16 bytes, fewer than the 32"),
-        ("extprognosub", no_submitted_progress, "counter `submitted` is at 0x0"),
-        ("extprogalign", misaligned_progress, "counter `completed`"),
+        ("extprognosub", no_submitted_progress, "counter `submitted` is NULL"),
+        ("extprogalign", misaligned_progress, "counter `completed` is at 0x"),
     ];
     for (name, progress, needle) in cases {
         let mut api = good(name);

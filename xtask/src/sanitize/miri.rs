@@ -3,8 +3,8 @@
 use std::process::Command;
 
 use super::{
-    ensure_nightly, finish, Run, ALL, CONFORMANCE, INTERCHANGE, MIRI, NIGHTLY, PLUGIN_ABI, QUEUE_STRICT, RUST_SRC,
-    VENDOR_STREAMS,
+    ensure_nightly, finish, Run, ALL, CALLBACK_SLOTS, CONFORMANCE, INTERCHANGE, MIRI, NIGHTLY, PLUGIN_ABI,
+    QUEUE_STRICT, RUST_SRC, VENDOR_STREAMS,
 };
 use crate::{run, rustup_cargo};
 
@@ -16,6 +16,7 @@ const MIRI_RUNS: &[Run] = &[
     INTERCHANGE[0],
     INTERCHANGE[1],
     VENDOR_STREAMS,
+    CALLBACK_SLOTS,
     PLUGIN_ABI,
     Run { package: "gpuport-host", args: ALL, env: &[], strict_provenance: false },
     Run { package: "gpuport-ext", args: ALL, env: &[], strict_provenance: false },
@@ -29,7 +30,7 @@ const MIRI_RUNS: &[Run] = &[
 /// them before a change to those crates lands; CI's ThreadSanitizer runs drive the vendor
 /// kit's streams through the driver doubles as well.
 pub(super) const MIRI_CI_RUNS: &[Run] =
-    &[QUEUE_STRICT[0], QUEUE_STRICT[1], VENDOR_STREAMS, INTERCHANGE[0], INTERCHANGE[1]];
+    &[QUEUE_STRICT[0], QUEUE_STRICT[1], VENDOR_STREAMS, CALLBACK_SLOTS, INTERCHANGE[0], INTERCHANGE[1]];
 
 /// Miri's flags for every run:
 /// - `-Zmiri-disable-isolation`: tests read the environment's clock and files the way the

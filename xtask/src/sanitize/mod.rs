@@ -73,6 +73,11 @@ const PLUGIN_ABI: Run = Run { package: "gpuport", args: &["--lib", "plugin::"], 
 const VENDOR_STREAMS: Run =
     Run { package: "gpuport-driver", args: &["--test", "vendor_stream"], env: &[], strict_provenance: true };
 
+/// The host-callback slots' own tests: a thread's kept slots freed at its exit, a refused
+/// slot's closure handed back.
+const CALLBACK_SLOTS: Run =
+    Run { package: "gpuport-driver", args: &["--lib", "vendor::callback_slots"], env: &[], strict_provenance: true };
+
 const INTERCHANGE: [Run; 2] = [
     Run { package: "gpuport-dlpack", args: ALL, env: &[], strict_provenance: true },
     Run { package: "gpuport-cai", args: ALL, env: &[], strict_provenance: false },

@@ -44,8 +44,7 @@ pub unsafe fn run_host_callback(user: *mut c_void) {
                 let outcome = catch_unwind(AssertUnwindSafe(f));
                 IN_CALLBACK.with(|c| c.set(None));
                 if let Err(unwound) = outcome {
-                    let message = gpuport_core::unwound_work_message(&*unwound);
-                    reporter.errors.record(Error::StreamWork { stream: reporter.stream.to_string(), message });
+                    keep_panic(reporter, unwound);
                 }
             })
         }));
@@ -53,4 +52,13 @@ pub unsafe fn run_host_callback(user: *mut c_void) {
     // SAFETY: per the contract, `user` is a slot handed to the driver once, run once; the
     // closure above never unwinds, so the slot is always given back.
     unsafe { with_slot(user, run) }
+}
+
+/// Keeps a callback's panic as its stream's error. Out of line, so that the trampoline's
+/// frame is the size of the path every callback takes.
+#[cold]
+#[inline(never)]
+fn keep_panic(reporter: &Reporter, unwound: Box<dyn std::any::Any + Send>) {
+    let message = gpuport_core::unwound_work_message(&*unwound);
+    reporter.errors.record(Error::StreamWork { stream: reporter.stream.to_string(), message });
 }

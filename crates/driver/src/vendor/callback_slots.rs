@@ -15,6 +15,14 @@
 //! slots; the callback thread gives them back, and they return to the enqueuer through the
 //! depot.
 //!
+//! Both ends run once per callback, so each is split into the common case, inlined (a
+//! slot taken from, or given back to, the magazine in use: a thread-local access and a
+//! pointer swap), and the rest out of line (refilling, trading a full magazine, a thread's
+//! first slot, a thread exiting). The thread's magazines live in a thread-local without a
+//! destructor, so that reaching them checks nothing; they are freed at the thread's exit by
+//! a second thread-local, registered when the thread first keeps a slot. A slot's closure
+//! is moved out of it when it runs, not swapped for an empty one.
+//!
 //! Each slot holds its stream's [`Reporter`] by reference count, so the reporter lives as
 //! long as a callback that may use it, whatever order a driver runs them in: a driver that
 //! breaks stream order gets its callbacks' results reported out of order (which the
@@ -25,9 +33,10 @@
 //! released when its slot next serves another stream, or is freed; it owns no driver
 //! object (the stream's kept errors and its name), so where that happens does not matter.
 
-use std::cell::Cell;
+use std::cell::UnsafeCell;
 use std::ffi::c_void;
-use std::ptr;
+use std::mem::{ManuallyDrop, MaybeUninit};
+use std::ptr::{self, NonNull};
 use std::sync::{Arc, Mutex};
 
 use gpuport_core::{BackendKind, DeviceId, Error, HostCallback, Result};
@@ -65,12 +74,14 @@ pub(super) struct Reporter {
     pub(super) kind: BackendKind,
 }
 
-/// One host callback on its way through the driver; without a closure while free.
+/// One host callback on its way through the driver.
 pub(super) struct Slot {
-    f: Option<HostCallback>,
+    /// The closure: written when the slot is taken, moved out when it runs (or is
+    /// refused); uninitialised while the slot is free.
+    f: MaybeUninit<HostCallback>,
     /// The stream the callback reports to; kept while the slot is free (see the module's
-    /// documentation). `None` only in a slot that never served a stream.
-    reporter: Option<Arc<Reporter>>,
+    /// documentation).
+    reporter: Arc<Reporter>,
     /// The next free slot of the magazine this one is in.
     next: *mut Slot,
 }
@@ -90,13 +101,11 @@ impl Magazine {
     const EMPTY: Magazine = Magazine { head: ptr::null_mut(), len: 0 };
 
     /// Takes the first slot.
-    fn pop(&mut self) -> Option<*mut Slot> {
-        let slot = self.head;
-        if slot.is_null() {
-            return None;
-        }
+    #[inline]
+    fn pop(&mut self) -> Option<NonNull<Slot>> {
+        let slot = NonNull::new(self.head)?;
         // SAFETY: a slot in the chain is a live box this magazine owns.
-        self.head = unsafe { (*slot).next };
+        self.head = unsafe { (*slot.as_ptr()).next };
         self.len -= 1;
         Some(slot)
     }
@@ -115,31 +124,76 @@ impl Magazine {
     /// Frees every slot (with whatever reporter each kept).
     fn free(mut self) {
         while let Some(slot) = self.pop() {
-            // SAFETY: popped slots are live boxes this magazine owned.
-            drop(unsafe { Box::from_raw(slot) });
+            // SAFETY: popped slots are live boxes this magazine owned, holding no closure.
+            unsafe { free_slot(slot.as_ptr()) };
         }
     }
+}
+
+/// Frees a free slot.
+///
+/// # Safety
+/// `slot` is a live box's pointer, holding no closure, that nothing else uses from now on.
+unsafe fn free_slot(slot: *mut Slot) {
+    // SAFETY: per the contract; `f` is uninitialised, so dropping the box drops only the
+    // reporter.
+    drop(unsafe { Box::from_raw(slot) });
 }
 
 /// A thread's free slots: the magazine it takes from and gives back to, and one spare
 /// (full, or empty).
 struct ThreadSlots {
-    current: Cell<Magazine>,
-    spare: Cell<Magazine>,
+    current: Magazine,
+    spare: Magazine,
 }
 
-impl Drop for ThreadSlots {
+/// [`ThreadSlots`] in a thread-local: only its own thread reaches it, through
+/// [`with_free`], whose borrow ends before anything else could reach it again. It has no
+/// destructor of its own (`ManuallyDrop`), so that reaching it is a plain thread-local
+/// access, with no check of whether a destructor was registered or has run; the thread's
+/// slots are freed at its exit by [`FreeAtExit`], registered when the thread first keeps
+/// one.
+struct FreeSlots(UnsafeCell<ManuallyDrop<ThreadSlots>>);
+
+/// Frees this thread's free slots when the thread exits.
+struct FreeAtExit;
+
+impl Drop for FreeAtExit {
     fn drop(&mut self) {
-        self.current.replace(Magazine::EMPTY).free();
-        self.spare.replace(Magazine::EMPTY).free();
+        let kept = with_free(|slots| {
+            [
+                std::mem::replace(&mut slots.current, Magazine::EMPTY),
+                std::mem::replace(&mut slots.spare, Magazine::EMPTY),
+            ]
+        });
+        kept.into_iter().flatten().for_each(Magazine::free);
     }
 }
 
 thread_local! {
     /// This thread's free slots.
-    static FREE: ThreadSlots = const {
-        ThreadSlots { current: Cell::new(Magazine::EMPTY), spare: Cell::new(Magazine::EMPTY) }
+    static FREE: FreeSlots = const {
+        FreeSlots(UnsafeCell::new(ManuallyDrop::new(ThreadSlots { current: Magazine::EMPTY, spare: Magazine::EMPTY })))
     };
+    /// Registered by [`may_keep`] the first time the thread keeps a slot.
+    static FREE_AT_EXIT: FreeAtExit = const { FreeAtExit };
+}
+
+/// Runs `f` on this thread's free slots.
+#[inline]
+fn with_free<R>(f: impl FnOnce(&mut ThreadSlots) -> R) -> Option<R> {
+    // SAFETY: only this thread reaches its `FREE`, and every `f` passed here (take, give
+    // back, trade with the depot) calls nothing that could reach it again, so this is the
+    // one borrow while it lasts.
+    FREE.try_with(|free| f(unsafe { &mut *free.0.get() })).ok()
+}
+
+/// Whether this thread may keep free slots: registers [`FREE_AT_EXIT`] the first time;
+/// false once the thread is exiting (its slots already freed), when slots given back are
+/// freed and slots taken are new.
+#[cold]
+fn may_keep() -> bool {
+    FREE_AT_EXIT.try_with(|_| ()).is_ok()
 }
 
 /// Full magazines of free slots, passed between threads.
@@ -147,48 +201,64 @@ static DEPOT_MAGAZINES: Mutex<Vec<Magazine>> = Mutex::new(Vec::new());
 
 /// A free slot of this thread's (refilled from its spare or the depot), if there is one.
 #[inline]
-fn take_free(free: &ThreadSlots) -> Option<*mut Slot> {
-    let mut current = free.current.replace(Magazine::EMPTY);
-    let slot = match current.pop() {
+fn take_free() -> Option<NonNull<Slot>> {
+    // The common case inline: a slot in the magazine in use.
+    match with_free(|slots| slots.current.pop()).flatten() {
         Some(slot) => Some(slot),
-        None => {
-            current = refill(free);
-            current.pop()
-        }
-    };
-    free.current.set(current);
-    slot
+        None => refill(),
+    }
 }
 
 /// [`take_free`] with this thread's magazine empty: its spare if full, else one from the
 /// depot (or none).
 #[cold]
-fn refill(free: &ThreadSlots) -> Magazine {
-    let spare = free.spare.replace(Magazine::EMPTY);
-    if spare.len > 0 {
-        return spare;
-    }
-    lock(&DEPOT_MAGAZINES).pop().unwrap_or(Magazine::EMPTY)
+#[inline(never)]
+fn refill() -> Option<NonNull<Slot>> {
+    with_free(|slots| {
+        if slots.spare.len > 0 {
+            std::mem::swap(&mut slots.current, &mut slots.spare);
+        } else if may_keep() {
+            slots.current = lock(&DEPOT_MAGAZINES).pop().unwrap_or(Magazine::EMPTY);
+        }
+        slots.current.pop()
+    })
+    .flatten()
 }
 
 /// A free slot (this thread's, the depot's, or a new one) holding `f` and `reporter`.
 #[inline]
-fn take(f: HostCallback, reporter: &Arc<Reporter>) -> *mut Slot {
-    match FREE.try_with(take_free).ok().flatten() {
+fn take(f: HostCallback, reporter: &Arc<Reporter>) -> NonNull<Slot> {
+    match take_free() {
         Some(slot) => {
+            let raw = slot.as_ptr();
             // SAFETY: a free slot is a live box that is now ours alone, and holds no
-            // closure (so the write drops nothing by not dropping the old value).
-            unsafe {
-                ptr::addr_of_mut!((*slot).f).write(Some(f));
-                let kept = &mut (*slot).reporter;
-                if !kept.as_ref().is_some_and(|kept| Arc::ptr_eq(kept, reporter)) {
-                    *kept = Some(reporter.clone());
-                }
+            // closure (so writing over the uninitialised one loses nothing).
+            unsafe { (*raw).f.write(f) };
+            // SAFETY: as above.
+            if !Arc::ptr_eq(unsafe { &(*raw).reporter }, reporter) {
+                // SAFETY: as above.
+                unsafe { keep_reporter(raw, reporter) };
             }
             slot
         }
-        None => Box::into_raw(Box::new(Slot { f: Some(f), reporter: Some(reporter.clone()), next: ptr::null_mut() })),
+        None => NonNull::from(Box::leak(Box::new(Slot {
+            f: MaybeUninit::new(f),
+            reporter: reporter.clone(),
+            next: ptr::null_mut(),
+        }))),
     }
+}
+
+/// A reused slot that last served another stream reports to `reporter` from now on (its
+/// old reporter released here). Out of line: a stream's own slots come back to it.
+///
+/// # Safety
+/// `slot` is a live slot that is ours alone.
+#[cold]
+#[inline(never)]
+unsafe fn keep_reporter(slot: *mut Slot, reporter: &Arc<Reporter>) {
+    // SAFETY: per the contract.
+    unsafe { (*slot).reporter = reporter.clone() };
 }
 
 /// Keeps an emptied slot for reuse: freed when this thread's magazines and the depot are
@@ -198,36 +268,76 @@ fn take(f: HostCallback, reporter: &Arc<Reporter>) -> *mut Slot {
 /// `slot` is a live slot's pointer, holding no closure, that nothing else uses from now on.
 #[inline]
 unsafe fn give_back(slot: *mut Slot) {
-    let kept = FREE.try_with(|free| {
-        let mut current = free.current.replace(Magazine::EMPTY);
+    // The common case inline: a magazine in use that this slot does not fill.
+    let kept = with_free(|slots| {
+        let current = &mut slots.current;
+        if current.len == 0 || current.len >= MAGAZINE - 1 {
+            return false;
+        }
         // SAFETY: per the contract.
         unsafe { current.push(slot) };
-        if current.len >= MAGAZINE {
-            current = trade_full(free, current);
-        }
-        free.current.set(current);
+        true
     });
-    if kept.is_err() {
-        // SAFETY: per the contract, the box is ours.
-        drop(unsafe { Box::from_raw(slot) });
+    if kept != Some(true) {
+        // SAFETY: per the contract.
+        unsafe { give_back_first_or_last(slot) };
     }
 }
 
-/// [`give_back`] with a full magazine: it becomes the spare, and a full spare goes to the
-/// depot (or is freed when the depot is full). Returns the (empty) magazine to use next.
+/// [`give_back`] with this thread's magazine empty (its first slot: the thread registers
+/// the slots' release at its exit, or, exiting already, keeps nothing) or filled by this
+/// slot (traded: it becomes the spare, and a full spare goes to the depot, or is freed
+/// when the depot is full).
+///
+/// # Safety
+/// As [`give_back`]'s.
 #[cold]
-fn trade_full(free: &ThreadSlots, full: Magazine) -> Magazine {
-    let spare = free.spare.replace(full);
-    if spare.len > 0 {
+#[inline(never)]
+unsafe fn give_back_first_or_last(slot: *mut Slot) {
+    let unkept = with_free(|slots| {
+        if slots.current.len == 0 && !may_keep() {
+            return Some(Unkept::Slot(slot));
+        }
+        // SAFETY: per the contract.
+        unsafe { slots.current.push(slot) };
+        if slots.current.len < MAGAZINE {
+            return None;
+        }
+        let full = std::mem::replace(&mut slots.current, Magazine::EMPTY);
+        let spare = std::mem::replace(&mut slots.spare, full);
+        if spare.len == 0 {
+            return None;
+        }
         let mut depot = lock(&DEPOT_MAGAZINES);
         if depot.len() < DEPOT {
             depot.push(spare);
+            None
         } else {
-            drop(depot);
-            spare.free();
+            Some(Unkept::Magazine(spare))
+        }
+    });
+    if let Some(unkept) = unkept.unwrap_or(Some(Unkept::Slot(slot))) {
+        // SAFETY: per the contract, a slot not kept is ours to free.
+        unsafe { unkept.free() };
+    }
+}
+
+/// What a thread could not keep, freed after its magazines' borrow ends.
+enum Unkept {
+    Slot(*mut Slot),
+    Magazine(Magazine),
+}
+
+impl Unkept {
+    /// # Safety
+    /// An `Unkept::Slot` is a live slot, holding no closure, that nothing else uses.
+    unsafe fn free(self) {
+        match self {
+            // SAFETY: per the contract.
+            Unkept::Slot(slot) => unsafe { free_slot(slot) },
+            Unkept::Magazine(magazine) => magazine.free(),
         }
     }
-    Magazine::EMPTY
 }
 
 /// Queues `f`, reporting to `reporter`, with `launch` (the driver's host-function call,
@@ -239,11 +349,11 @@ pub(super) fn launch(
     f: HostCallback,
     launch: impl FnOnce(*mut c_void) -> Result<()>,
 ) -> std::result::Result<(), (Error, HostCallback)> {
-    let user = take(f, reporter);
-    match launch(user.cast()) {
+    let slot = take(f, reporter);
+    match launch(slot.as_ptr().cast()) {
         Ok(()) => Ok(()),
         // SAFETY: the driver refused the slot, so it is still ours alone.
-        Err(e) => Err(unsafe { refused(user, e) }),
+        Err(e) => Err(unsafe { refused(slot, e) }),
     }
 }
 
@@ -251,29 +361,99 @@ pub(super) fn launch(
 /// the slot is kept for reuse. Out of line: the accepted path is the hot one.
 ///
 /// # Safety
-/// `user` is a slot [`take`] filled that no driver holds.
+/// `slot` is a slot [`take`] filled that no driver holds.
 #[cold]
 #[inline(never)]
-unsafe fn refused(user: *mut Slot, e: Error) -> (Error, HostCallback) {
-    // SAFETY: per the contract, the slot is ours alone.
-    let f = unsafe { (*user).f.take() };
+unsafe fn refused(slot: NonNull<Slot>, e: Error) -> (Error, HostCallback) {
+    // SAFETY: per the contract, the slot is ours alone and holds the closure `take` wrote,
+    // moved out once here.
+    let f = unsafe { (*slot.as_ptr()).f.assume_init_read() };
     // SAFETY: as above; emptied of its closure.
-    unsafe { give_back(user) };
-    (e, f.unwrap_or_else(|| Box::new(|| {})))
+    unsafe { give_back(slot.as_ptr()) };
+    (e, f)
 }
 
-/// What the trampoline does with one slot: takes its closure, runs `run` with it and the
-/// slot's reporter, and keeps the slot for reuse.
+/// What the trampoline does with one slot: moves its closure out, runs `run` with it and
+/// the slot's reporter, and keeps the slot for reuse. A null `user` (a driver's fault)
+/// runs nothing.
 ///
 /// # Safety
 /// `user` is a slot's address [`launch`] handed the driver, and this is its one run.
 pub(super) unsafe fn with_slot(user: *mut c_void, run: impl FnOnce(HostCallback, &Reporter)) {
     let slot = user.cast::<Slot>();
-    // SAFETY: per the contract, the slot is ours alone for this run.
-    let (f, reporter) = unsafe { ((*slot).f.take(), (*slot).reporter.as_deref()) };
-    if let (Some(f), Some(reporter)) = (f, reporter) {
-        run(f, reporter);
+    if slot.is_null() {
+        return;
     }
-    // SAFETY: as above; its closure was taken, and nothing uses it after this.
+    // SAFETY: per the contract, the slot is ours alone for this run and holds the closure
+    // `take` wrote, moved out once here; its reporter stays until it is given back below.
+    let (f, reporter) = unsafe { ((*slot).f.assume_init_read(), &*ptr::addr_of!((*slot).reporter)) };
+    run(f, reporter);
+    // SAFETY: as above; its closure was moved out, and nothing uses it after this.
     unsafe { give_back(slot) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reporter() -> Arc<Reporter> {
+        Arc::new(Reporter {
+            errors: Arc::default(),
+            stream: StreamName { raw: 1, device: DeviceId { kind: BackendKind::Cuda, ordinal: 0 } },
+            kind: BackendKind::Cuda,
+        })
+    }
+
+    /// A slot handed to a driver, as the driver's thread holds it.
+    struct Queued(NonNull<Slot>);
+    // SAFETY: a queued slot is run by whichever thread the driver picks (what it holds is
+    // `Send`), once.
+    unsafe impl Send for Queued {}
+
+    #[test]
+    fn a_thread_frees_the_slots_it_kept_when_it_exits() {
+        let reporter = reporter();
+        // Fewer than a magazine: the thread running them keeps every one.
+        let taken: Vec<Queued> = (0..MAGAZINE / 2).map(|_| Queued(take(Box::new(|| {}), &reporter))).collect();
+        assert_eq!(Arc::strong_count(&reporter), 1 + taken.len(), "each slot holds the reporter");
+        let ran = std::thread::spawn(move || {
+            let mut ran = 0;
+            for Queued(slot) in taken {
+                // SAFETY: each is a slot `take` filled, run once.
+                unsafe { with_slot(slot.as_ptr().cast(), |f, _| f()) };
+                ran += 1;
+            }
+            ran
+        })
+        .join()
+        .unwrap();
+        assert_eq!(ran, MAGAZINE / 2);
+        assert_eq!(Arc::strong_count(&reporter), 1, "the exited thread's slots were not freed");
+    }
+
+    #[test]
+    fn a_refused_slot_gives_its_closure_back_and_is_kept() {
+        let reporter = reporter();
+        let held = Arc::new(());
+        let h = held.clone();
+        let refused =
+            launch(&reporter, Box::new(move || drop(h)), |_| Err(Error::unsupported(BackendKind::Cuda, "no")));
+        let Err((_, f)) = refused else { panic!("the refusal was lost") };
+        assert_eq!(Arc::strong_count(&held), 2, "the closure came back unrun");
+        f();
+        assert_eq!(Arc::strong_count(&held), 1);
+        // The slot is this thread's free one now, and serves the next callback.
+        let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let r = ran.clone();
+        let mut user = std::ptr::null_mut();
+        launch(&reporter, Box::new(move || r.store(true, std::sync::atomic::Ordering::SeqCst)), |u| {
+            user = u;
+            Ok(())
+        })
+        .map_err(|(e, _)| e)
+        .unwrap();
+        // SAFETY: the slot `launch` handed out, run once.
+        unsafe { with_slot(user, |f, _| f()) };
+        assert!(ran.load(std::sync::atomic::Ordering::SeqCst));
+    }
 }

@@ -12,7 +12,7 @@ use std::ffi::{c_char, c_void, CString};
 use gpuport_core::{DeviceId, Error, Result};
 use gpuport_plugin_abi as abi;
 
-use super::stream_handle::checked_progress;
+use super::stream_handle::{checked_progress, ProgressWords};
 use super::table::Table;
 
 type Dev = *mut abi::Device;
@@ -147,7 +147,7 @@ impl Table {
         self.live_handle("per_thread_stream", stream)
     }
 
-    /// The progress struct of `stream` (ABI minor 2), checked; null where the table lacks
+    /// The progress words of `stream` (ABI minor 2), checked; `None` where the table lacks
     /// the call or the plugin answers `UNSUPPORTED` for this stream. `call` names the call
     /// that gave the stream (for the error).
     ///
@@ -158,9 +158,9 @@ impl Table {
         dev: Dev,
         stream: abi::Stream,
         call: &str,
-    ) -> Result<*const abi::StreamProgress> {
+    ) -> Result<Option<ProgressWords>> {
         let Some(f) = self.api.stream_progress else {
-            return Ok(std::ptr::null());
+            return Ok(None);
         };
         let mut progress = std::ptr::null();
         // SAFETY: the function came from the plugin's validated table; a live stream (the
@@ -168,8 +168,8 @@ impl Table {
         let status = unsafe { f(dev, stream, &mut progress) };
         match self.check("stream_progress", status) {
             // SAFETY: the plugin's struct, readable for its declared size (its promise).
-            Ok(()) => unsafe { checked_progress(progress, self.kind, call) },
-            Err(Error::Unsupported { .. }) => Ok(std::ptr::null()),
+            Ok(()) => unsafe { checked_progress(progress, self.kind, call) }.map(Some),
+            Err(Error::Unsupported { .. }) => Ok(None),
             Err(e) => Err(e),
         }
     }

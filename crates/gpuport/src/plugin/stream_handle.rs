@@ -5,28 +5,45 @@
 //! three words there costs what the query of a port linked in costs, where a call through
 //! the table costs an extra call level on every poll.
 
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use gpuport_core::{read_counters, BackendKind, Error, ProgressReading, Result};
 use gpuport_driver::vendor::RawHandle;
 use gpuport_plugin_abi as abi;
 
-/// A stream of a loaded plugin: its raw handle, and its progress struct or null.
+/// A stream of a loaded plugin: its raw handle, and where its plugin publishes its
+/// progress (`None` where it publishes none).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct StreamHandle {
     raw: abi::Stream,
-    /// The plugin's `gpuport_stream_progress`, checked by [`checked_progress`]; valid
-    /// while the stream is (the plugin's promise); null where it publishes none.
-    progress: *const abi::StreamProgress,
+    progress: Option<ProgressWords>,
 }
 
-// SAFETY: the raw handle is an integer; the progress struct is the plugin's, read-only
-// here, and its words are read with atomic loads — from any thread, as the header allows.
-unsafe impl Send for StreamHandle {}
-// SAFETY: as above.
-unsafe impl Sync for StreamHandle {}
+/// The addresses of a stream's progress words, copied out of the plugin's
+/// `gpuport_stream_progress` by [`checked_progress`] (the only way to make one), which
+/// checked them: `submitted` and `completed` non-null and 8-byte aligned, `publishing`
+/// null or 4-byte aligned.
+///
+/// Kept in the handle rather than the struct's address — the header keeps the struct and
+/// its words in place while the stream lives, so the copy stays true — so that a query
+/// loads a word's address from the handle and then the word: one dependent load fewer
+/// than through the struct, which was most of what a query through the boundary cost
+/// beyond the query of a port linked in.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ProgressWords {
+    submitted: NonNull<u64>,
+    completed: NonNull<u64>,
+    publishing: *const u32,
+}
 
-/// One stream, one handle: the progress pointer is what the plugin said of that stream.
+// SAFETY: the raw handle is an integer; the progress words are the plugin's, read only
+// with atomic loads — from any thread, as the header allows.
+unsafe impl Send for ProgressWords {}
+// SAFETY: as above.
+unsafe impl Sync for ProgressWords {}
+
+/// One stream, one handle: the progress words are what the plugin said of that stream.
 impl PartialEq for StreamHandle {
     fn eq(&self, other: &Self) -> bool {
         self.raw == other.raw
@@ -39,13 +56,13 @@ impl RawHandle for StreamHandle {
     }
     /// A raw value alone: no progress (a query calls the plugin).
     fn from_raw(raw: usize) -> Self {
-        StreamHandle { raw, progress: std::ptr::null() }
+        StreamHandle { raw, progress: None }
     }
 }
 
 impl StreamHandle {
-    /// A handle with the progress struct `progress` (null: none), already checked.
-    pub(crate) fn new(raw: abi::Stream, progress: *const abi::StreamProgress) -> Self {
+    /// A handle whose queries read `progress` (none: they call the plugin).
+    pub(crate) fn new(raw: abi::Stream, progress: Option<ProgressWords>) -> Self {
         StreamHandle { raw, progress }
     }
 
@@ -58,16 +75,15 @@ impl StreamHandle {
     /// What the plugin's counters say, without a call: `None` where it publishes none.
     #[inline]
     pub(crate) fn read_progress(self) -> Option<ProgressReading> {
-        // SAFETY: null, or a struct `checked_progress` accepted, which the plugin keeps
-        // valid and in place while the stream lives (the kit uses no handle of a
-        // destroyed stream).
-        let p = unsafe { self.progress.as_ref() }?;
-        // SAFETY: checked non-null and aligned; the plugin keeps the words valid while
-        // the stream lives and changes them only atomically (the header's contract).
+        let words = self.progress?;
+        // SAFETY: words `checked_progress` accepted (non-null and aligned), which the
+        // plugin keeps valid and in place while the stream lives (the kit uses no handle
+        // of a destroyed stream) and changes only atomically (the header's contract).
         let (submitted, completed) =
-            unsafe { (AtomicU64::from_ptr(p.submitted.cast_mut()), AtomicU64::from_ptr(p.completed.cast_mut())) };
+            unsafe { (AtomicU64::from_ptr(words.submitted.as_ptr()), AtomicU64::from_ptr(words.completed.as_ptr())) };
         // SAFETY: as above (null or checked aligned).
-        let publishing = (!p.publishing.is_null()).then(|| unsafe { AtomicU32::from_ptr(p.publishing.cast_mut()) });
+        let publishing =
+            (!words.publishing.is_null()).then(|| unsafe { AtomicU32::from_ptr(words.publishing.cast_mut()) });
         Some(read_counters(submitted, completed, publishing))
     }
 }
@@ -75,9 +91,10 @@ impl StreamHandle {
 /// The first version of `gpuport_stream_progress`: the struct size a plugin must declare.
 const PROGRESS_V1: usize = std::mem::size_of::<abi::StreamProgress>();
 
-/// Checks the progress struct a plugin handed over for a stream: its size, and each word
-/// non-null (`publishing` may be) and aligned for its atomic type. `kind` and `call` (the
-/// table call whose stream it is) name it in an error, formatted only then.
+/// Checks the progress struct a plugin handed over for a stream — its size, and each word
+/// non-null (`publishing` may be) and aligned for its atomic type — and copies the words'
+/// addresses out of it. `kind` and `call` (the table call whose stream it is) name it in
+/// an error, formatted only then.
 ///
 /// # Safety
 /// `progress` is null or points at a readable `gpuport_stream_progress` of at least the
@@ -86,31 +103,29 @@ pub(crate) unsafe fn checked_progress(
     progress: *const abi::StreamProgress,
     kind: BackendKind,
     call: &str,
-) -> Result<*const abi::StreamProgress> {
-    let fault = |what: String| Err(Error::invalid_argument(format!("{kind}: {call}: its stream_progress {what}")));
+) -> Result<ProgressWords> {
+    let fault = |what: String| Error::invalid_argument(format!("{kind}: {call}: its stream_progress {what}"));
     // SAFETY: the caller's promise; the size is the first field, read before any other.
     let Some(size) = (unsafe { progress.as_ref() }).map(|p| p.struct_size) else {
-        return fault("gave a NULL struct".into());
+        return Err(fault("gave a NULL struct".into()));
     };
     if size < PROGRESS_V1 {
-        return fault(format!("struct declares {size} bytes, fewer than the {PROGRESS_V1} of its first version"));
+        return Err(fault(format!("struct declares {size} bytes, fewer than the {PROGRESS_V1} of its first version")));
     }
     // SAFETY: at least the whole first version is readable (checked just above).
     let p = unsafe { &*progress };
-    for (name, word, align) in [
-        ("submitted", p.submitted as usize, std::mem::align_of::<AtomicU64>()),
-        ("completed", p.completed as usize, std::mem::align_of::<AtomicU64>()),
-    ] {
-        if word == 0 {
-            return fault(format!("counter `{name}` is NULL"));
+    let counter = |name: &str, word: *const u64| {
+        let word = NonNull::new(word.cast_mut()).ok_or_else(|| fault(format!("counter `{name}` is NULL")))?;
+        let (at, align) = (word.as_ptr().addr(), std::mem::align_of::<AtomicU64>());
+        if !at.is_multiple_of(align) {
+            return Err(fault(format!("counter `{name}` is at {at:#x}, not {align}-byte aligned")));
         }
-        if !word.is_multiple_of(align) {
-            return fault(format!("counter `{name}` is at {word:#x}, not {align}-byte aligned"));
-        }
-    }
-    let publishing = p.publishing as usize;
+        Ok(word)
+    };
+    let (submitted, completed) = (counter("submitted", p.submitted)?, counter("completed", p.completed)?);
+    let publishing = p.publishing.addr();
     if !publishing.is_multiple_of(std::mem::align_of::<AtomicU32>()) {
-        return fault(format!("word `publishing` is at {publishing:#x}, not 4-byte aligned"));
+        return Err(fault(format!("word `publishing` is at {publishing:#x}, not 4-byte aligned")));
     }
-    Ok(progress)
+    Ok(ProgressWords { submitted, completed, publishing: p.publishing })
 }

@@ -37,8 +37,8 @@ pub(crate) struct ProgressWords {
     publishing: *const u32,
 }
 
-// SAFETY: the raw handle is an integer; the progress words are the plugin's, read only
-// with atomic loads — from any thread, as the header allows.
+// SAFETY: the words are the plugin's, only ever read here, with atomic loads — from any
+// thread, as the header allows.
 unsafe impl Send for ProgressWords {}
 // SAFETY: as above.
 unsafe impl Sync for ProgressWords {}

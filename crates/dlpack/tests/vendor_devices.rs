@@ -7,6 +7,7 @@
 //! `--backend cuda` on a GPU) runs them for the backend it names in
 //! `GPUPORT_CONFORMANCE_BACKENDS`, which must then be available.
 
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use gpuport::{AnyDevice, Array, CopyEngine, DType, Error, Layout, Runtime, StreamFlags};
@@ -18,6 +19,22 @@ use gpuport_dlpack::{
 
 const V1: Option<DLPackVersion> = Some(DLPackVersion { major: 1, minor: 0 });
 const CPU: DLDevice = DLDevice { device_type: 1, device_id: 0 };
+
+/// The tests of this file share their process and device, on the test harness's threads.
+/// A real driver's synchronous allocations and frees (`cuMemFree`, `cuMemFreeHost`, …)
+/// wait for all of the device's queued work, and other threads' driver calls — queuing a
+/// copy on an unrelated stream included — wait behind them: while one test holds a stream
+/// shut, another test's free would stall it until the gate gives up. So the test that holds
+/// a stream runs with the device to itself ([`device_alone`]) and the others share it.
+static DEVICE: RwLock<()> = RwLock::new(());
+
+fn device_shared() -> RwLockReadGuard<'static, ()> {
+    DEVICE.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn device_alone() -> RwLockWriteGuard<'static, ()> {
+    DEVICE.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 fn device_type(backend: &str, memory: &str) -> Option<i32> {
     match (backend, memory) {
@@ -50,6 +67,7 @@ fn export(rt: &Runtime, a: &Array, request: ExportRequest) -> gpuport::Result<gp
 #[test]
 #[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
 fn every_memory_kind_exports_as_its_device_type_and_round_trips() {
+    let _shared = device_shared();
     let (rt, backend) = gpuport_conformance::vendor_backend_under_test();
     let data: Vec<f32> = (0..64).map(|i| i as f32 * 0.5).collect();
     for ordinal in gpuport_conformance::first_two_devices(&rt, &backend) {
@@ -85,6 +103,7 @@ fn every_memory_kind_exports_as_its_device_type_and_round_trips() {
 #[test]
 #[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
 fn the_consumers_vendor_stream_waits_for_a_slow_producer() {
+    let _alone = device_alone();
     let (rt, backend) = gpuport_conformance::vendor_backend_under_test();
     let dev = rt.device(&format!("{backend}:0")).unwrap();
     let data: Vec<u32> = (0..4096).collect();
@@ -97,9 +116,8 @@ fn the_consumers_vendor_stream_waits_for_a_slow_producer() {
     let consumer = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
     let out = dev.alloc(4 * data.len()).unwrap();
     gpuport::release::flush();
-    // And the device synchronised, so that what earlier tests left to the driver (memory
-    // freed in stream order, which a memory pool hands back to the system at a later
-    // synchronisation) is settled before the window too.
+    // And the device synchronised, so that the work earlier tests left queued (and the
+    // buffers it keeps until it has run) is done before the window too.
     dev.synchronize().unwrap();
     let gate = Gate::default();
     gate.block(&writer).unwrap();
@@ -133,6 +151,7 @@ fn the_consumers_vendor_stream_waits_for_a_slow_producer() {
 #[test]
 #[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
 fn cpu_requests_copy_and_are_ready_on_return() {
+    let _shared = device_shared();
     let (rt, backend) = gpuport_conformance::vendor_backend_under_test();
     let last = gpuport_conformance::first_two_devices(&rt, &backend).pop().unwrap_or(0);
     let dev = rt.device(&format!("{backend}:{last}")).unwrap();
@@ -153,6 +172,7 @@ fn cpu_requests_copy_and_are_ready_on_return() {
 #[test]
 #[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
 fn strided_views_read_and_write_their_elements_alone() {
+    let _shared = device_shared();
     let (rt, backend) = gpuport_conformance::vendor_backend_under_test();
     let dev = rt.device(&format!("{backend}:0")).unwrap();
     let (rows, cols) = (300usize, 1000usize);
@@ -186,6 +206,7 @@ fn strided_views_read_and_write_their_elements_alone() {
 #[test]
 #[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
 fn cuda_and_rocm_exchange_through_the_copy_engine() {
+    let _shared = device_shared();
     let (rt, _) = gpuport_conformance::vendor_backend_under_test();
     let rocm_last = gpuport_conformance::first_two_devices(&rt, "rocm").pop().unwrap_or(0);
     let (Ok(cuda), Ok(rocm)) = (rt.device("cuda:0"), rt.device(&format!("rocm:{rocm_last}"))) else {

@@ -170,7 +170,9 @@ fn with_double(mut cmd: Command, d: &Double) -> Command {
 pub(crate) fn device_tests(backend: &str) -> Vec<(String, Command)> {
     let own = if backend == "cuda" { "gpuport-cuda" } else { "gpuport-rocm" };
     let mut device = cargo();
-    device.args(["test", "-p", own, "--test", "gpu", "--", "--include-ignored"]);
+    // One test at a time: several hold a stream shut, and on a real driver another test's
+    // allocation or free waits for it and stalls every thread's driver calls meanwhile.
+    device.args(["test", "-p", own, "--test", "gpu", "--", "--include-ignored", "--test-threads=1"]);
     let mut interchange = cargo();
     interchange.args(["test", "-p", "gpuport-dlpack", "-p", "gpuport-cai", "--test", "vendor_devices"]);
     interchange.args(["--", "--include-ignored"]);

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use gpuport::{Access, AnyDevice, Array, CopyEngine, DType, EventFlags, StreamFlags};
 use gpuport_cai::{export, import, CaiStream, Interface, Sync};
-use gpuport_conformance::Gate;
+use gpuport_conformance::{device_alone, Gate};
 
 /// An array on `dev` with a write held by a gate on a stream of its own.
 fn slow_write(dev: &AnyDevice, value: u32, n: usize) -> (Array, Gate) {
@@ -24,6 +24,7 @@ fn slow_write(dev: &AnyDevice, value: u32, n: usize) -> (Array, Gate) {
 #[test]
 #[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
 fn the_producer_joins_vendor_streams_into_the_named_one() {
+    let _alone = device_alone(); // it holds streams shut
     let (rt, backend) = gpuport_conformance::vendor_backend_under_test();
     let last = gpuport_conformance::first_two_devices(&rt, &backend).pop().unwrap_or(0);
     let dev = rt.device(&format!("{backend}:{last}")).unwrap();
@@ -70,6 +71,7 @@ fn the_producer_joins_vendor_streams_into_the_named_one() {
 #[test]
 #[ignore = "needs a CUDA or ROCm device: cargo xtask test --backend cuda|rocm --double"]
 fn imports_find_their_device_and_order_after_the_producer() {
+    let _alone = device_alone(); // it holds streams shut
     let (rt, backend) = gpuport_conformance::vendor_backend_under_test();
     for ordinal in gpuport_conformance::first_two_devices(&rt, &backend) {
         let dev = rt.device(&format!("{backend}:{ordinal}")).unwrap();

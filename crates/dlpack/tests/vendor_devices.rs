@@ -7,11 +7,10 @@
 //! `--backend cuda` on a GPU) runs them for the backend it names in
 //! `GPUPORT_CONFORMANCE_BACKENDS`, which must then be available.
 
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
 use gpuport::{AnyDevice, Array, CopyEngine, DType, Error, Layout, Runtime, StreamFlags};
-use gpuport_conformance::Gate;
+use gpuport_conformance::{device_alone, device_shared, Gate};
 use gpuport_dlpack::{
     dl_device_of, from_dlpack, to_dlpack, to_dlpack_on_stream, DLDevice, DLPackVersion, DlpackFlags, ExportRequest,
     ImportRequest,
@@ -19,22 +18,6 @@ use gpuport_dlpack::{
 
 const V1: Option<DLPackVersion> = Some(DLPackVersion { major: 1, minor: 0 });
 const CPU: DLDevice = DLDevice { device_type: 1, device_id: 0 };
-
-/// The tests of this file share their process and device, on the test harness's threads.
-/// A real driver's synchronous allocations and frees (`cuMemFree`, `cuMemFreeHost`, …)
-/// wait for all of the device's queued work, and other threads' driver calls — queuing a
-/// copy on an unrelated stream included — wait behind them: while one test holds a stream
-/// shut, another test's free would stall it until the gate gives up. So the test that holds
-/// a stream runs with the device to itself ([`device_alone`]) and the others share it.
-static DEVICE: RwLock<()> = RwLock::new(());
-
-fn device_shared() -> RwLockReadGuard<'static, ()> {
-    DEVICE.read().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn device_alone() -> RwLockWriteGuard<'static, ()> {
-    DEVICE.write().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 fn device_type(backend: &str, memory: &str) -> Option<i32> {
     match (backend, memory) {

@@ -205,6 +205,28 @@ pub fn vendor_backend_under_test() -> (Runtime, String) {
     (rt, backend)
 }
 
+/// Turns on the device for the tests of one process (see [`device_alone`]).
+static DEVICE_TURNS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// The device to this test alone, until the guard drops: for a test that holds a stream
+/// shut (a [`Gate`]) while the test harness runs the others of its process on parallel
+/// threads, which take [`device_shared`]. A real driver's synchronous allocations and
+/// frees (`cuMemFree`, `cuMemFreeHost`, `hipFree`, …) wait for all of the device's queued
+/// work, and other threads' driver calls — queuing a copy on an unrelated stream included
+/// — wait behind them: another test's free inside the window stalls the test until its
+/// gate gives up (on an H100 with CUDA 13, a 30 s stall in the queuing of a copy, every
+/// time two such tests overlapped). A test that failed holding it does not keep the
+/// others out.
+pub fn device_alone() -> std::sync::RwLockWriteGuard<'static, ()> {
+    DEVICE_TURNS.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The device shared with the other tests that share it, until the guard drops: kept out
+/// of the window of a test that has it alone ([`device_alone`]).
+pub fn device_shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    DEVICE_TURNS.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// The ordinals of `backend`'s first two devices (one on a single-GPU machine).
 pub fn first_two_devices(rt: &Runtime, backend: &str) -> Vec<u32> {
     rt.device_ids().into_iter().filter(|d| d.kind.name() == backend).map(|d| d.ordinal).take(2).collect()

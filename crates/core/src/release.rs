@@ -50,10 +50,13 @@ pub fn restricted<R>(f: impl FnOnce() -> R) -> R {
     impl Drop for Unmark {
         #[inline]
         fn drop(&mut self) {
-            RESTRICTED.with(|r| r.set(r.get().saturating_sub(1)));
+            RESTRICTED.with(|r| r.set(r.get().wrapping_sub(1)));
         }
     }
-    mark_restricted_thread();
+    // The scope's mark and unmark are exact inverses, so the count is back to what it was
+    // however the scope ends; nothing to saturate (scopes nest as deep as calls do, and a
+    // thread is marked for good at most once).
+    RESTRICTED.with(|r| r.set(r.get().wrapping_add(1)));
     let _unmark = Unmark;
     f()
 }

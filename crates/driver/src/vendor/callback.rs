@@ -34,6 +34,10 @@ pub fn refuse_in_callback(kind: BackendKind, call: &str) -> Result<()> {
 /// # Safety
 /// `user` is the pointer a [`VendorStream`](super::VendorStream) handed to
 /// [`VendorCalls::launch_host_callback`](super::VendorCalls::launch_host_callback), and the driver calls this once for it.
+///
+/// Inlined into each backend's `extern "C"` trampoline, so that a callback costs the driver
+/// one frame of gpuport's.
+#[inline(always)]
 pub unsafe fn run_host_callback(user: *mut c_void) {
     let run = |f: HostCallback, reporter: &Reporter| {
         // Nothing unwinds out: the callback's panic is kept, and a panic while keeping it

@@ -193,6 +193,15 @@ impl<V: VendorCalls> StreamState<V> {
     }
 }
 
+/// The error of a host callback the driver refused; the closure, never run, is dropped
+/// here (on the enqueuing thread). Out of line: the accepted launch is the hot path.
+#[cold]
+#[inline(never)]
+fn drop_refused((e, f): (Error, HostCallback)) -> Error {
+    drop(f);
+    e
+}
+
 /// A vendor stream handle: cheap to clone; an owned stream is destroyed (after its queued
 /// work) when its last handle drops, on an ordinary thread (never a driver callback's).
 pub struct VendorStream<V: VendorCalls> {
@@ -382,10 +391,38 @@ impl<V: VendorCalls> VendorStream<V> {
     /// `Stream::host_callback`: `f` runs on the driver's callback thread when the stream
     /// reaches it, inside `catch_unwind` (a panic is kept as the stream's error), and what
     /// it drops is released on the release thread.
-    #[inline]
+    ///
+    /// Every host callback passes here, so the common case is inlined into the backend's
+    /// call and holds as little as it can: the caller's checks that may refuse, and
+    /// everything after a refused launch, are out of line and take the closure along.
+    #[inline(always)]
     pub fn host_callback(&self, f: HostCallback) -> Result<()> {
-        let raw = self.raw()?;
-        launch(&self.inner.reporter, f, |user| self.inner.dev.launch_host_callback(raw, user)).map_err(|(e, _f)| e)
+        if IN_CALLBACK.with(Cell::get).is_some() || self.inner.thread.is_some() {
+            return self.host_callback_checked(f);
+        }
+        self.queue_host_callback(f)
+    }
+
+    /// [`VendorStream::host_callback`] from a host callback or on a per-thread default
+    /// stream: the caller is checked first.
+    #[inline(never)]
+    fn host_callback_checked(&self, f: HostCallback) -> Result<()> {
+        self.check_caller()?;
+        self.queue_host_callback(f)
+    }
+
+    /// Hands `f` to the driver in a slot, the device bound first.
+    #[inline(always)]
+    fn queue_host_callback(&self, f: HostCallback) -> Result<()> {
+        let inner = &self.inner;
+        let launched = launch(&inner.reporter, f, |user| {
+            inner.dev.bind()?;
+            inner.dev.launch_host_callback(inner.raw, user)
+        });
+        match launched {
+            Ok(()) => Ok(()),
+            Err(refused) => Err(drop_refused(refused)),
+        }
     }
 
     /// `Stream::query`.

@@ -88,6 +88,14 @@ impl PluginCalls {
         &self.table
     }
 
+    /// The plugin's own stream query, out of line: a query its counters answer makes no
+    /// call, and inlines into its caller without this call's frame.
+    #[inline(never)]
+    fn stream_query(&self, stream: abi::Stream) -> Result<bool> {
+        // SAFETY: the kit passes only live streams of this device.
+        unsafe { self.t().stream_query(self.raw, stream) }
+    }
+
     /// The open device of this plugin with id `id` (a peer of a copy).
     fn peer_raw(&self, id: DeviceId) -> Result<*mut abi::Device> {
         if id.kind != self.id.kind {
@@ -298,14 +306,12 @@ impl VendorCalls for PluginCalls {
     #[inline]
     fn stream_done(&self, stream: StreamHandle) -> Result<bool> {
         match stream.read_progress() {
-            Some(ProgressReading::Done) => return Ok(true),
-            Some(ProgressReading::Pending) => return Ok(false),
+            ProgressReading::Done => Ok(true),
+            ProgressReading::Pending => Ok(false),
             // Publishing, or no counters: the plugin's own query (which waits for the
             // publication).
-            Some(ProgressReading::Publishing) | None => {}
+            ProgressReading::Publishing => self.stream_query(stream.raw()),
         }
-        // SAFETY: the kit passes only live streams of this device.
-        unsafe { self.t().stream_query(self.raw, stream.raw()) }
     }
     #[inline]
     fn stream_synchronize(&self, stream: StreamHandle) -> Result<()> {

@@ -13,32 +13,48 @@ use gpuport_driver::vendor::RawHandle;
 use gpuport_plugin_abi as abi;
 
 /// A stream of a loaded plugin: its raw handle, and where its plugin publishes its
-/// progress (`None` where it publishes none).
+/// progress ([`ProgressWords::none`] where it publishes none).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct StreamHandle {
     raw: abi::Stream,
-    progress: Option<ProgressWords>,
+    progress: ProgressWords,
 }
 
 /// The addresses of a stream's progress words, copied out of the plugin's
 /// `gpuport_stream_progress` by [`checked_progress`] (the only way to make one), which
-/// checked them: `submitted` and `completed` non-null and 8-byte aligned, `publishing`
-/// null or 4-byte aligned.
+/// checked them: each non-null and aligned for its atomic type (a `publishing` the plugin
+/// left null is a word of gpuport's that stays zero), or [`ProgressWords::none`].
 ///
 /// Kept in the handle rather than the struct's address — the header keeps the struct and
 /// its words in place while the stream lives, so the copy stays true — so that a query
 /// loads a word's address from the handle and then the word: one dependent load fewer
 /// than through the struct, which was most of what a query through the boundary cost
-/// beyond the query of a port linked in.
+/// beyond the query of a port linked in. Every word is always there, so a query reads
+/// three words with no test of whether each exists.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ProgressWords {
     submitted: NonNull<u64>,
     completed: NonNull<u64>,
-    publishing: *const u32,
+    publishing: NonNull<u32>,
 }
 
-// SAFETY: the words are the plugin's, only ever read here, with atomic loads — from any
-// thread, as the header allows.
+/// The `publishing` word of a plugin that never needs one: never raised.
+static NEVER_PUBLISHING: AtomicU32 = AtomicU32::new(0);
+/// The words of a stream whose plugin publishes none: nothing submitted, nothing
+/// completed, and always publishing — a reading that always says "ask the plugin".
+static NO_COUNT: AtomicU64 = AtomicU64::new(0);
+static ALWAYS_PUBLISHING: AtomicU32 = AtomicU32::new(1);
+
+impl ProgressWords {
+    /// The words of a stream whose plugin publishes none: every query calls the plugin.
+    pub(crate) fn none() -> Self {
+        let count = NonNull::from(&NO_COUNT).cast::<u64>();
+        ProgressWords { submitted: count, completed: count, publishing: NonNull::from(&ALWAYS_PUBLISHING).cast() }
+    }
+}
+
+// SAFETY: the words are the plugin's (or the statics above), only ever read here, with
+// atomic loads — from any thread, as the header allows.
 unsafe impl Send for ProgressWords {}
 // SAFETY: as above.
 unsafe impl Sync for ProgressWords {}
@@ -56,14 +72,14 @@ impl RawHandle for StreamHandle {
     }
     /// A raw value alone: no progress (a query calls the plugin).
     fn from_raw(raw: usize) -> Self {
-        StreamHandle { raw, progress: None }
+        StreamHandle { raw, progress: ProgressWords::none() }
     }
 }
 
 impl StreamHandle {
     /// A handle whose queries read `progress` (none: they call the plugin).
     pub(crate) fn new(raw: abi::Stream, progress: Option<ProgressWords>) -> Self {
-        StreamHandle { raw, progress }
+        StreamHandle { raw, progress: progress.unwrap_or_else(ProgressWords::none) }
     }
 
     /// The plugin's handle.
@@ -72,19 +88,23 @@ impl StreamHandle {
         self.raw
     }
 
-    /// What the plugin's counters say, without a call: `None` where it publishes none.
+    /// What the plugin's counters say, without a call: always `Publishing` (ask the
+    /// plugin) where it publishes none.
     #[inline]
-    pub(crate) fn read_progress(self) -> Option<ProgressReading> {
-        let words = self.progress?;
+    pub(crate) fn read_progress(self) -> ProgressReading {
+        let words = self.progress;
         // SAFETY: words `checked_progress` accepted (non-null and aligned), which the
         // plugin keeps valid and in place while the stream lives (the kit uses no handle
-        // of a destroyed stream) and changes only atomically (the header's contract).
-        let (submitted, completed) =
-            unsafe { (AtomicU64::from_ptr(words.submitted.as_ptr()), AtomicU64::from_ptr(words.completed.as_ptr())) };
-        // SAFETY: as above (null or checked aligned).
-        let publishing =
-            (!words.publishing.is_null()).then(|| unsafe { AtomicU32::from_ptr(words.publishing.cast_mut()) });
-        Some(read_counters(submitted, completed, publishing))
+        // of a destroyed stream) and changes only atomically (the header's contract), or
+        // the statics above.
+        let (submitted, completed, publishing) = unsafe {
+            (
+                AtomicU64::from_ptr(words.submitted.as_ptr()),
+                AtomicU64::from_ptr(words.completed.as_ptr()),
+                AtomicU32::from_ptr(words.publishing.as_ptr()),
+            )
+        };
+        read_counters(submitted, completed, Some(publishing))
     }
 }
 
@@ -127,5 +147,6 @@ pub(crate) unsafe fn checked_progress(
     if !publishing.is_multiple_of(std::mem::align_of::<AtomicU32>()) {
         return Err(fault(format!("word `publishing` is at {publishing:#x}, not 4-byte aligned")));
     }
-    Ok(ProgressWords { submitted, completed, publishing: p.publishing })
+    let publishing = NonNull::new(p.publishing.cast_mut()).unwrap_or(NonNull::from(&NEVER_PUBLISHING).cast());
+    Ok(ProgressWords { submitted, completed, publishing })
 }

@@ -338,6 +338,15 @@ static MISALIGNED: StaticProgress = StaticProgress(abi::StreamProgress {
     publishing: std::ptr::null(),
 });
 
+/// Counters that always read "everything queued has completed", with no `publishing`
+/// word (the header allows a plugin that never needs one to leave it NULL).
+static DONE_NO_FLAG: StaticProgress = StaticProgress(abi::StreamProgress {
+    struct_size: SIZE,
+    submitted: WORD_AT,
+    completed: WORD_AT,
+    publishing: std::ptr::null(),
+});
+
 /// A `stream_progress` handing out `$progress` (null: a NULL struct) for every stream.
 macro_rules! progress_of {
     ($name:ident, $progress:expr) => {
@@ -357,6 +366,21 @@ progress_of!(null_progress, std::ptr::null());
 progress_of!(short_progress, &SHORT.0);
 progress_of!(no_submitted_progress, &NO_SUBMITTED.0);
 progress_of!(misaligned_progress, &MISALIGNED.0);
+progress_of!(done_no_flag_progress, &DONE_NO_FLAG.0);
+
+counting_query!(query_counted_no_flag, QUERIES_NO_FLAG);
+
+#[test]
+fn counters_without_a_publishing_word_answer_without_a_call() {
+    let mut api = good("extnoflag");
+    api.stream_progress = Some(done_no_flag_progress);
+    api.stream_query = Some(query_counted_no_flag);
+    let dev = load(&api).unwrap().open(0).unwrap();
+    let s = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    assert!(s.query().unwrap(), "counters that read done, and no word to say otherwise");
+    assert!(dev.default_stream(DefaultStream::Legacy).unwrap().query().unwrap());
+    assert_eq!(QUERIES_NO_FLAG.load(std::sync::atomic::Ordering::SeqCst), 0, "stream_query was called");
+}
 
 #[test]
 fn malformed_progress_is_refused_naming_the_fault() {

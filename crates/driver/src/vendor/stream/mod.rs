@@ -425,9 +425,22 @@ impl<V: VendorCalls> VendorStream<V> {
         }
     }
 
-    /// `Stream::query`.
+    /// `Stream::query`. As in [`VendorStream::host_callback`], the caller's checks (inside
+    /// a host callback, on a per-thread default stream) are decided out of line whole, so
+    /// a query answered from memory (a plugin's progress counters) inlines into its caller
+    /// with no frame of its own.
     #[inline]
     pub fn query(&self) -> Result<bool> {
+        if IN_CALLBACK.with(Cell::get).is_some() || self.inner.thread.is_some() {
+            return self.query_checked();
+        }
+        self.inner.dev.bind()?;
+        self.inner.dev.stream_done(self.inner.raw)
+    }
+
+    /// [`VendorStream::query`] from a host callback or on a per-thread default stream.
+    #[inline(never)]
+    fn query_checked(&self) -> Result<bool> {
         let raw = self.raw()?;
         self.inner.dev.stream_done(raw)
     }

@@ -287,11 +287,19 @@ impl<V: VendorCalls> VendorStream<V> {
         // Every stream call passes here. The common case costs one thread-local read and one
         // field test (not inside a host callback, not a per-thread default stream); the
         // refusals are decided out of line, so a hot call keeps a small frame.
-        if IN_CALLBACK.with(Cell::get).is_some() || self.inner.thread.is_some() {
+        if self.caller_may_be_refused() {
             self.check_caller()?;
         }
         self.inner.dev.bind()?;
         Ok(self.inner.raw)
+    }
+
+    /// Whether the caller must be checked before a stream call: it is inside a host
+    /// callback (of any backend), or the stream is a per-thread default stream. One
+    /// thread-local read and one field test; the checks themselves are [`Self::check_caller`].
+    #[inline(always)]
+    fn caller_may_be_refused(&self) -> bool {
+        IN_CALLBACK.with(Cell::get).is_some() || self.inner.thread.is_some()
     }
 
     /// [`VendorStream::raw`]'s refusals: a call inside one of this backend's host callbacks,
@@ -397,7 +405,7 @@ impl<V: VendorCalls> VendorStream<V> {
     /// everything after a refused launch, are out of line and take the closure along.
     #[inline(always)]
     pub fn host_callback(&self, f: HostCallback) -> Result<()> {
-        if IN_CALLBACK.with(Cell::get).is_some() || self.inner.thread.is_some() {
+        if self.caller_may_be_refused() {
             return self.host_callback_checked(f);
         }
         self.queue_host_callback(f)
@@ -431,7 +439,7 @@ impl<V: VendorCalls> VendorStream<V> {
     /// with no frame of its own.
     #[inline]
     pub fn query(&self) -> Result<bool> {
-        if IN_CALLBACK.with(Cell::get).is_some() || self.inner.thread.is_some() {
+        if self.caller_may_be_refused() {
             return self.query_checked();
         }
         self.inner.dev.bind()?;

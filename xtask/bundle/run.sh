@@ -221,6 +221,25 @@ if grep -q '^RESULT ' "$logdir/bench-cuda.log" 2>/dev/null && grep -q '^RESULT '
   } >"$logdir/bench-ratios.txt"
   { echo; cat "$logdir/bench-ratios.txt"; } >>"$summary"
 fi
+# The plugin boundary's figures (`cargo xtask bench`'s plugin rows): the ext device linked
+# in against the same device loaded through the plugin ABI, in the same run, in both thread
+# placements (`free`, and `one-core`: every thread on CPU 0); GPUPORT_BENCH_ROUNDS rounds
+# each (3 unless set; GPUPORT_BENCH_QUICK=1 asks criterion for its quick mode, a smoke run).
+# No GPU is used: these are host figures, measured here because this machine is quieter
+# and larger than the development machines.
+rounds="${GPUPORT_BENCH_ROUNDS:-3}"
+quick=(); [ "${GPUPORT_BENCH_QUICK:-0}" != 1 ] || quick=(--quick)
+for placement in free one-core; do
+  workers=(-u GPUPORT_WORKER_CPUS); [ "$placement" = free ] || workers=(GPUPORT_WORKER_CPUS=0)
+  run_part "bench-plugin-$placement" env "${workers[@]}" GPUPORT_BENCH_PLACEMENT="$placement" GPUPORT_BENCH_ROUNDS="$rounds" \
+    CRITERION_HOME="$logdir/criterion-$placement" "$bin/bench-hal" --bench "${quick[@]}" plugin_
+done
+if "$bin/xtask" bench-table --prefix plugin_ free="$logdir/criterion-free" one-core="$logdir/criterion-one-core" \
+    >"$logdir/bench-plugin-table.md" 2>&1; then
+  { echo; echo "the plugin boundary (ratios: ext as a plugin / linked in; the median round of $rounds)"; cat "$logdir/bench-plugin-table.md"; } >>"$summary"
+else
+  skip_part bench-plugin-table "$(cat "$logdir/bench-plugin-table.md")"
+fi
 # Memory and race checks of the CUDA-only tests, where the machine has compute-sanitizer.
 if ! command -v compute-sanitizer >/dev/null 2>&1; then
   skip_part sanitizer "compute-sanitizer is not installed here"

@@ -454,26 +454,46 @@ pub fn bench(run: Run) -> Result<(), String> {
     let python = run_python_interchange(quick)?;
     let homes: Vec<PathBuf> = placements.iter().map(|p| criterion_home(p)).collect::<Result<_, _>>()?;
     let interchange = interchange_home()?;
+    let figures = FIGURES.iter().filter(|f| run != Run::Interchange || f.source != Source::Hal);
+    // Interchange figures have the free placement only: the other columns show "—".
+    let table = render(placements, figures, |f, i| match f.source {
+        Source::Hal => measure(&homes[i], f.group),
+        _ if i > 0 => from_rounds(vec![], vec![]),
+        Source::RustInterchange => measure(&interchange, f.group),
+        Source::PythonInterchange => python.measure(f.group),
+    });
+    println!("\n{table}");
+    let _ = std::fs::write("target/bench-table.md", &table);
+    if run == Run::Full {
+        let mut staged = crate::cargo();
+        staged.args(["bench", "-p", "gpuport", "--bench", "staged_copy"]);
+        if !crate::run(staged) {
+            return Err("the staged-copy benchmark failed".into());
+        }
+    }
+    Ok(())
+}
+
+/// The table: one row per figure — its floor and gpuport's time in the first placement,
+/// the ratio in each placement, the target, and whether the first placement meets it.
+/// `measured(figure, i)` gives the figure's rounds in `placements[i]`.
+fn render<'a>(
+    placements: &[&str],
+    figures: impl Iterator<Item = &'a Figure>,
+    measured: impl Fn(&Figure, usize) -> Measured,
+) -> String {
     let mut table = String::new();
     table.push_str("| figure | floor | gpuport |");
     for p in placements {
         table.push_str(&format!(" ratio ({p}) |"));
     }
-    table.push_str(" target | meets (free) |\n|---|---|---|");
+    table.push_str(&format!(" target | meets ({}) |\n|---|---|---|", placements.first().unwrap_or(&"—")));
     for _ in placements {
         table.push_str("---|");
     }
     table.push_str("---|---|\n");
-    for f in FIGURES.iter().filter(|f| run != Run::Interchange || f.source != Source::Hal) {
-        // Interchange figures have the free placement only: the other columns show "—".
-        let measured: Vec<Measured> = (0..placements.len())
-            .map(|i| match f.source {
-                Source::Hal => measure(&homes[i], f.group),
-                _ if i > 0 => from_rounds(vec![], vec![]),
-                Source::RustInterchange => measure(&interchange, f.group),
-                Source::PythonInterchange => python.measure(f.group),
-            })
-            .collect();
+    for f in figures {
+        let measured: Vec<Measured> = (0..placements.len()).map(|i| measured(f, i)).collect();
         let (floor, ours) = (measured[0].floor.map(|v| v / f.ops), measured[0].ours.map(|v| v / f.ops));
         let show = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), human);
         table.push_str(&format!("| {} | {} | {} |", f.what, show(floor), show(ours)));
@@ -493,16 +513,24 @@ pub fn bench(run: Run) -> Result<(), String> {
         };
         table.push_str(&format!(" {target} | {verdict} |\n"));
     }
-    println!("\n{table}");
-    let _ = std::fs::write("target/bench-table.md", &table);
-    if run == Run::Full {
-        let mut staged = crate::cargo();
-        staged.args(["bench", "-p", "gpuport", "--bench", "staged_copy"]);
-        if !crate::run(staged) {
-            return Err("the staged-copy benchmark failed".into());
-        }
+    table
+}
+
+/// `xtask bench-table [--prefix P] PLACEMENT=DIR…`: the table of the HAL figures (those
+/// whose group starts with `P`) from criterion folders a benchmark binary already wrote —
+/// the GPU bundle runs `hal` there without cargo, and this prints what `bench` would. The
+/// first placement is the one the "meets" column judges.
+pub fn table_from(prefix: &str, homes: &[(&str, &Path)]) -> Result<String, String> {
+    if homes.is_empty() {
+        return Err("bench-table: name at least one PLACEMENT=CRITERION_DIR".into());
     }
-    Ok(())
+    let placements: Vec<&str> = homes.iter().map(|(p, _)| *p).collect();
+    let figures: Vec<&Figure> =
+        FIGURES.iter().filter(|f| f.source == Source::Hal && f.group.starts_with(prefix)).collect();
+    if figures.is_empty() {
+        return Err(format!("bench-table: no HAL figure's group starts with `{prefix}`"));
+    }
+    Ok(render(&placements, figures.into_iter(), |f, i| measure(homes[i].1, f.group)))
 }
 
 #[cfg(test)]
@@ -523,5 +551,51 @@ mod tests {
         let only_ours = rounds.measure("c_exchange");
         assert_eq!((only_ours.floor, only_ours.ours, only_ours.ratio), (None, Some(50.0), None));
         assert_eq!(rounds.measure("absent").ours, None);
+    }
+
+    /// Writes criterion's `estimates.json` for one round of one side, median `ns`.
+    fn estimate(home: &Path, group: &str, side: &str, round: usize, ns: f64) {
+        let dir = home.join(group).join(side).join(round.to_string()).join("new");
+        std::fs::create_dir_all(&dir).unwrap();
+        let json = format!(
+            r#"{{"mean":{{"point_estimate":1.0}},"median":{{"confidence_interval":{{}},"point_estimate":{ns}}}}}"#
+        );
+        std::fs::write(dir.join("estimates.json"), json).unwrap();
+    }
+
+    #[test]
+    fn a_table_is_made_from_criterion_folders_alone() {
+        let home = std::env::temp_dir().join(format!("xtask-bench-table-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&home);
+        let (free, one) = (home.join("free"), home.join("one-core"));
+        // Three rounds of the enqueue figure (10,000 operations an iteration): ratios 1.5,
+        // 1.1 and 1.0 — the median 1.1 meets 1.2×; one round of the query figure at 1.3×.
+        for (round, floor, ours) in [(0, 100_000.0, 150_000.0), (1, 100_000.0, 110_000.0), (2, 200_000.0, 200_000.0)] {
+            estimate(&free, "plugin_enqueue_10k", "floor", round, floor);
+            estimate(&free, "plugin_enqueue_10k", "gpuport", round, ours);
+        }
+        estimate(&free, "plugin_dispatch_query", "floor", 0, 10.0);
+        estimate(&free, "plugin_dispatch_query", "gpuport", 0, 13.0);
+        estimate(&one, "plugin_enqueue_10k", "floor", 0, 100_000.0);
+        estimate(&one, "plugin_enqueue_10k", "gpuport", 0, 90_000.0);
+        let table = table_from("plugin_", &[("free", &free), ("one-core", &one)]).unwrap();
+        let row = |what: &str| table.lines().find(|l| l.contains(what)).unwrap().to_owned();
+        assert!(
+            table.starts_with("| figure | floor | gpuport | ratio (free) | ratio (one-core) | target | meets (free) |")
+        );
+        // Per operation: the floor's median round 100 µs / 10,000 = 10 ns; ours 15 ns.
+        assert_eq!(
+            row("no-op enqueue"),
+            "| ext as a plugin / linked in: no-op enqueue, per op | 10.0 ns | 15.0 ns | 1.10× | 0.90× | ≤ 1.2× | yes |"
+        );
+        assert_eq!(
+            row("AnyStream::query"),
+            "| ext as a plugin / linked in: AnyStream::query | 10.0 ns | 13.0 ns | 1.30× | — | ≤ 1.2× | **no** |"
+        );
+        assert!(row("4 KiB copy").ends_with("| — | — | ≤ 1.2× | not measured |"));
+        assert_eq!(table.lines().count(), 2 + 4, "only the plugin figures");
+        assert!(table_from("no_such_", &[("free", &free)]).is_err());
+        assert!(table_from("plugin_", &[]).is_err());
+        std::fs::remove_dir_all(&home).unwrap();
     }
 }

@@ -3,7 +3,9 @@
 //!
 //! It builds, here, the release (profile `bundle`: no debug info) test binaries of the conformance suite and of
 //! `gpuport-cuda` (unit, loading, GPU-only and real-driver tests), the demo, and the
-//! benchmark binaries; copies them into `DIR/bin` under stable names; and writes
+//! benchmark binaries (and this tool, whose `bench-table` turns the HAL benchmark's
+//! criterion folders into the table `cargo xtask bench` prints); copies them into
+//! `DIR/bin` under stable names; and writes
 //! `DIR/run.sh` (`run.sh LOGDIR` runs them all with the CUDA backend, one log per part, a
 //! `summary.txt`, non-zero exit if anything failed or was unavailable). `DIR/python/` holds
 //! the Python module's abi3 wheel (profile `bundle`) and `DIR/tests/python/` its tests (with the C
@@ -35,6 +37,9 @@ const PARTS: &[(&str, &str, &str)] = &[
     ("gpuport", "demo", "demo"),
     ("gpuport", "staged_copy", "bench-staged-copy"),
     ("gpuport", "cuda_bandwidth", "bench-cuda"),
+    ("gpuport", "hal", "bench-hal"),
+    // The table of the HAL figures from the criterion folders `bench-hal` writes.
+    ("xtask", "xtask", "xtask"),
 ];
 
 /// One built executable: its package, target name and path.
@@ -42,6 +47,9 @@ pub(crate) struct Artifact {
     pub(crate) package: String,
     pub(crate) target: String,
     pub(crate) executable: PathBuf,
+    /// Built as a test harness (`--tests`, `--bench`): a binary built as itself and as its
+    /// unit tests gives two executables of one name.
+    pub(crate) test: bool,
 }
 
 /// The value of `"key":"…"` after `from` in one line of cargo's JSON (cargo writes one
@@ -67,7 +75,9 @@ pub(crate) fn artifacts(json: &str) -> Vec<Artifact> {
             }
             .to_owned();
             let target = field(l, "name", l.find("\"target\":")?)?.to_owned();
-            Some(Artifact { package, target, executable: PathBuf::from(executable) })
+            // The profile's `test` (the target's own `"test"` field comes before it).
+            let test = l.find("\"profile\":").is_some_and(|at| l[at..].contains("\"test\":true"));
+            Some(Artifact { package, target, executable: PathBuf::from(executable), test })
         })
         .collect()
 }
@@ -87,8 +97,11 @@ fn build() -> Result<Vec<Artifact>, String> {
         "gpuport-cai",
         "-p",
         "gpuport",
+        "-p",
+        "xtask",
     ]);
-    cmd.args(["--tests", "--example", "demo", "--bench", "staged_copy", "--bench", "cuda_bandwidth"]);
+    cmd.args(["--tests", "--example", "demo", "--bench", "staged_copy", "--bench", "cuda_bandwidth", "--bench", "hal"]);
+    cmd.args(["--bin", "xtask"]);
     // A bundle must not depend on anything outside it: no -C target-cpu=native.
     cmd.env_remove("RUSTFLAGS");
     eprintln!("xtask: running {cmd:?}");
@@ -110,9 +123,11 @@ pub fn gpu_bundle(out: &Path) -> Result<(), String> {
         fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
     }
     for (package, target, name) in PARTS {
+        // Where a binary came as itself and as its unit tests (xtask), the binary.
         let artifact = built
             .iter()
-            .find(|a| a.package == *package && a.target == *target)
+            .filter(|a| a.package == *package && a.target == *target)
+            .min_by_key(|a| a.test)
             .ok_or_else(|| format!("the build gave no executable for {package} {target}"))?;
         let dest = bin.join(name);
         fs::copy(&artifact.executable, &dest)
@@ -183,7 +198,7 @@ mod tests {
     fn artifacts_are_read_from_cargo_json() {
         let json = r#"{"reason":"compiler-artifact","package_id":"path+file:///w/backends/cuda#gpuport-cuda@0.1.0","manifest_path":"/w/backends/cuda/Cargo.toml","target":{"kind":["test"],"crate_types":["bin"],"name":"gpu","src_path":"/w/backends/cuda/tests/gpu.rs"},"profile":{"test":true},"executable":"/w/target/release/deps/gpu-123","fresh":true}
 {"reason":"compiler-artifact","package_id":"path+file:///w/crates/core#gpuport-core@0.1.0","target":{"kind":["lib"],"name":"gpuport_core"},"executable":null}
-{"reason":"compiler-artifact","package_id":"path+file:///w/crates/gpuport#0.1.0","target":{"kind":["example"],"name":"demo"},"executable":"/w/target/release/examples/demo"}
+{"reason":"compiler-artifact","package_id":"path+file:///w/crates/gpuport#0.1.0","target":{"kind":["example"],"name":"demo","test":true},"profile":{"test":false},"executable":"/w/target/release/examples/demo"}
 {"reason":"build-finished","success":true}"#;
         let found = artifacts(json);
         assert_eq!(found.len(), 2);
@@ -191,5 +206,7 @@ mod tests {
         assert_eq!(found[0].package, "gpuport-cuda");
         assert_eq!(found[0].target, "gpu");
         assert_eq!(found[0].executable, PathBuf::from("/w/target/release/deps/gpu-123"));
+        // The profile's `test`, not the target's.
+        assert_eq!((found[0].test, found[1].test), (true, false));
     }
 }

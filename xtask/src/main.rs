@@ -14,6 +14,9 @@
 //!   measured in the same run, in two thread placements, printed as one table of ratios
 //!   and targets (see `bench`); `--quick` is CI's smoke run; `--interchange` measures
 //!   only the interchange figures (DLPack, CAI, the C exchange API; Rust and Python).
+//! - `bench-table [--prefix P] PLACEMENT=DIR…` — the same table for the HAL figures, from
+//!   criterion folders a `hal` benchmark binary already wrote (the GPU bundle's, where no
+//!   cargo is).
 //! - `ci` — what `.ci/run` runs: `lint`, then `test --backend all`.
 //! - `gpu-bundle [--out DIR]` — one folder (default `gpu-bundle/`) with release test
 //!   binaries, the demo, the benchmarks and `run.sh`, to run every GPU check on a CUDA
@@ -67,6 +70,7 @@ fn usage() -> ExitCode {
            lint                  cargo fmt --check, clippy -D warnings, rustdoc -D warnings\n  \
            bench [--quick]       benchmarks: ratios against floors measured in the same run, one table\n  \
            bench --interchange   the interchange figures only (Rust and Python), full rounds\n  \
+           bench-table [--prefix P] PLACEMENT=DIR... the HAL figures' table from criterion folders already written\n  \
            ci                    lint, then test --backend all (what .ci/run runs)\n  \
            python-test           build the wheel into .venv and run tests/python only\n  \
            python-install-check  pip install ./crates/python and its sdist into a fresh venv, use it without NumPy\n  \
@@ -257,6 +261,20 @@ fn main() -> ExitCode {
         ["bench"] => report(bench::bench(bench::Run::Full)),
         ["bench", "--quick"] => report(bench::bench(bench::Run::Quick)),
         ["bench", "--interchange"] => report(bench::bench(bench::Run::Interchange)),
+        ["bench-table", rest @ ..] => {
+            let (prefix, homes) = match rest {
+                ["--prefix", prefix, homes @ ..] => (*prefix, homes),
+                homes => ("", homes),
+            };
+            let homes: Option<Vec<(&str, &std::path::Path)>> = homes
+                .iter()
+                .map(|h| h.split_once('=').map(|(placement, dir)| (placement, std::path::Path::new(dir))))
+                .collect();
+            match homes {
+                Some(homes) => report(bench::table_from(prefix, &homes).map(|table| println!("{table}"))),
+                None => return usage(),
+            }
+        }
         ["ci"] => lint() && test(plan::Request { backend: "all", double: false, no_python: false }, false),
         ["python-test"] => report(python::test()),
         ["python-install-check"] => report(python::install_check()),

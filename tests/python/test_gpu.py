@@ -117,12 +117,31 @@ def test_numba_cai_both_directions():
 
 def test_cuda_core_views():
     try:
+        from cuda.core import Device
         from cuda.core.utils import StridedMemoryView
     except ImportError:
-        StridedMemoryView = pytest.importorskip("cuda.core.experimental.utils").StridedMemoryView
+        experimental = pytest.importorskip("cuda.core.experimental")
+        Device, StridedMemoryView = experimental.Device, experimental.utils.StridedMemoryView
     g = cuda_array([[1.0, 2.0, 3.0]])
-    view = StridedMemoryView(g, stream_ptr=-1)
+    # Newer cuda.core names the protocol (`from_dlpack`, `from_cuda_array_interface`) and
+    # deprecates the constructor, which tries DLPack first; older versions have only the
+    # constructor, so there the CUDA Array Interface cannot be asked for on its own.
+    if hasattr(StridedMemoryView, "from_dlpack"):
+        view = StridedMemoryView.from_dlpack(g, stream_ptr=-1)
+    else:
+        view = StridedMemoryView(g, stream_ptr=-1)
     assert view.ptr == g.data_ptr and tuple(view.shape) == (1, 3) and view.device_id == 0
+    if hasattr(StridedMemoryView, "from_cuda_array_interface"):
+        # A consumer stream of cuda.core's own: it orders itself after the `stream` the
+        # interface names (an event recorded there, waited for here), so that stream must
+        # be a live CUstream of the array's device.
+        device = Device(0)
+        device.set_current()
+        consumer = device.create_stream()
+        view = StridedMemoryView.from_cuda_array_interface(g, stream_ptr=int(consumer.handle))
+        consumer.sync()
+        assert view.ptr == g.data_ptr and tuple(view.shape) == (1, 3) and view.device_id == 0
+        consumer.close()
 
 
 def test_mirrored_array_with_cupy_device_side():

@@ -120,8 +120,8 @@ def test_cuda_core_views():
         from cuda.core import Device
         from cuda.core.utils import StridedMemoryView
     except ImportError:
-        experimental = pytest.importorskip("cuda.core.experimental")
-        Device, StridedMemoryView = experimental.Device, experimental.utils.StridedMemoryView
+        Device = pytest.importorskip("cuda.core.experimental").Device
+        StridedMemoryView = pytest.importorskip("cuda.core.experimental.utils").StridedMemoryView
     g = cuda_array([[1.0, 2.0, 3.0]])
     # Newer cuda.core names the protocol (`from_dlpack`, `from_cuda_array_interface`) and
     # deprecates the constructor, which tries DLPack first; older versions have only the

@@ -10,7 +10,10 @@
  * Load:  GPUPORT_PLUGINS=/path/libgpuport_c_plugin.so (devices "cplugin:0", "cplugin:1").
  *
  * Compiled with one of the BROKEN_* macros it breaks one rule of the contract, and the
- * conformance suite must fail it (tests/plugins/c).
+ * conformance suite must fail it (tests/plugins/c). Compiled with one of the BREACH_*
+ * macros it breaks a rule the loader itself checks (running a host function twice,
+ * handing out an address twice, ...), and gpuport must refuse or report it without
+ * touching freed memory (tests/plugins/c/tests/contract.rs).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -66,6 +69,7 @@ static void error_destroy(gpuport_error *e) {
 
 typedef struct allocation {
     uint64_t base, len;
+    void *block; /* what aligned_alloc gave (base, but for BREACH_MISALIGNED) */
     int device;
     int32_t kind; /* GPUPORT_MEMORY_DEVICE or GPUPORT_MEMORY_PINNED_HOST */
     struct allocation *next;
@@ -237,7 +241,14 @@ static void run(op *o) {
         break;
     }
     case OP_HOST:
+#if defined(BREACH_HOST_FUNC_NULL_USER)
+        o->func(NULL);
+#else
         o->func(o->user);
+#endif
+#ifdef BREACH_HOST_FUNC_TWICE
+        o->func(o->user);
+#endif
         break;
     case OP_RECORD:
 #ifdef BROKEN_EVENT_BEFORE_COUNT
@@ -283,6 +294,9 @@ static void *worker(void *arg) {
          * stream_query, which waits for this lock. */
         if (o->kind == OP_RECORD) atomic_store(&s->publishing, 1);
         s->completed++;
+#ifdef BREACH_PROGRESS_PAST_SUBMITTED
+        s->completed++; /* counts past `submitted` */
+#endif
         if (o->kind == OP_RECORD) {
             tell_event(o);
             atomic_store(&s->publishing, 0);
@@ -402,14 +416,29 @@ static event *as_event(gpuport_event handle) { return (event *)handle; }
 
 static gpuport_error *stream_destroy(gpuport_device *dev, gpuport_stream handle);
 
-static gpuport_error *initialize(void) { return NULL; }
+static gpuport_error *initialize(void) {
+#ifdef BREACH_INITIALIZE_BLOCKS
+    for (;;) { /* never returns */
+        struct timespec second = {1, 0};
+        nanosleep(&second, NULL);
+    }
+#endif
+    return NULL;
+}
 
 static gpuport_error *device_count(uint32_t *count) {
+#ifdef BREACH_DEVICE_COUNT
+    *count = 1u << 31; /* and every one opens */
+#else
     *count = DEVICE_COUNT;
+#endif
     return NULL;
 }
 
 static gpuport_error *device_open(uint32_t ordinal, gpuport_device **out) {
+#ifdef BREACH_DEVICE_COUNT
+    ordinal %= DEVICE_COUNT;
+#endif
     if (ordinal >= DEVICE_COUNT) return error(GPUPORT_ERROR_DEVICE_NOT_FOUND, "no device %u", ordinal);
     device *dev = &devices[ordinal];
     pthread_mutex_lock(&dev->lock);
@@ -701,12 +730,27 @@ static gpuport_error *allocate(gpuport_device *dev, uint64_t bytes, int32_t kind
         return NULL;
     }
     if (bytes > CAPACITY) return error(GPUPORT_ERROR_OUT_OF_MEMORY, "%llu bytes", (unsigned long long)bytes);
+#ifdef BREACH_SAME_ADDRESS
+    /* Hands out the newest live allocation of the kind again, as a new one. */
+    pthread_mutex_lock(&memory_lock);
+    for (allocation *a = allocations; a != NULL; a = a->next) {
+        if (a->kind == kind && a->len >= bytes) {
+            *address = a->base;
+            pthread_mutex_unlock(&memory_lock);
+            return NULL;
+        }
+    }
+    pthread_mutex_unlock(&memory_lock);
+#endif
     pthread_mutex_lock(&memory_lock);
     int room = in_use[dev->ordinal] + bytes <= CAPACITY;
     if (room) in_use[dev->ordinal] += bytes;
     pthread_mutex_unlock(&memory_lock);
     if (!room) return error(GPUPORT_ERROR_OUT_OF_MEMORY, "%llu more bytes", (unsigned long long)bytes);
     uint64_t rounded = (bytes + ALIGNMENT - 1) / ALIGNMENT * ALIGNMENT;
+#ifdef BREACH_MISALIGNED
+    rounded += ALIGNMENT; /* room for the offset below */
+#endif
     void *p = aligned_alloc(ALIGNMENT, (size_t)rounded);
     allocation *a = malloc(sizeof *a);
     if (p == NULL || a == NULL) {
@@ -717,7 +761,12 @@ static gpuport_error *allocate(gpuport_device *dev, uint64_t bytes, int32_t kind
         pthread_mutex_unlock(&memory_lock);
         return error(GPUPORT_ERROR_OUT_OF_MEMORY, "%llu bytes", (unsigned long long)bytes);
     }
-    *a = (allocation){(uint64_t)(uintptr_t)p, bytes, dev->ordinal, kind, NULL};
+#ifdef BREACH_MISALIGNED
+    uint64_t base = (uint64_t)(uintptr_t)p + 8;
+#else
+    uint64_t base = (uint64_t)(uintptr_t)p;
+#endif
+    *a = (allocation){base, bytes, p, dev->ordinal, kind, NULL};
     pthread_mutex_lock(&memory_lock);
     a->next = allocations;
     allocations = a;
@@ -735,7 +784,7 @@ static gpuport_error *release(uint64_t address, int32_t kind) {
             *p = a->next;
             in_use[a->device] -= a->len;
             pthread_mutex_unlock(&memory_lock);
-            free((void *)(uintptr_t)a->base);
+            free(a->block);
             free(a);
             return NULL;
         }
@@ -869,7 +918,11 @@ static const gpuport_plugin_api api = {
     .abi_minor = GPUPORT_PLUGIN_ABI_MINOR,
     .name = PLUGIN_NAME,
     .version = "gpuport C plugin 0.1 (software device, C11 + pthreads)",
+#ifdef BREACH_DEVICE_TYPE_CPU
+    .dlpack_device = 1, /* kDLCPU, for memory the host cannot read */
+#else
     .dlpack_device = 12, /* kDLExtDev: memory the host cannot read */
+#endif
     .dlpack_pinned_host = 1, /* kDLCPU */
     .dlpack_managed = -1,
     .error_kind = error_kind,

@@ -62,7 +62,7 @@ def run_python(code, **env_extra):
     env = dict(os.environ)
     env.pop("GPUPORT_PLUGINS", None)
     env.update(env_extra)
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False, timeout=300)
 
 
 CHECK_EXCHANGE = textwrap.dedent(
@@ -147,3 +147,77 @@ def test_jax_and_tvm_ffi_exchange_with_a_plugin_device(plugin_library):
     )
     done = run_python(EXCHANGE + code, GPUPORT_PLUGINS=str(plugin_library), JAX_PLATFORMS="cpu")
     assert done.returncode == 0 and "exchanged" in done.stdout, done.stdout + done.stderr
+
+
+def build_variant(tmp_path_factory, macro, name):
+    """The C plugin built with one `BREACH_*` macro, under a backend name of its own."""
+    out = tmp_path_factory.mktemp(name) / f"lib{name}.so"
+    cmd = [CC, "-std=c11", "-O1", "-fPIC", "-shared", "-I", str(INCLUDE), f"-D{macro}", f'-DPLUGIN_NAME="{name}"',
+           str(SOURCE), "-o", str(out), "-lpthread"]
+    cmd[1:1] = os.environ.get("GPUPORT_PLUGIN_TEST_CFLAGS", "").split()
+    subprocess.run(cmd, check=True)
+    return out
+
+
+def test_the_plugins_arrays_are_checked_against_their_allocation(plugin_library):
+    code = textwrap.dedent(
+        """
+        import numpy as np
+        a = gpuport.asarray(np.arange(16, dtype=np.uint8), device="cplugin:0")
+        for shape, at in [((4096,), 0), ((1 << 28,), 0), ((17,), 0), ((16,), 8)]:
+            desc = {"shape": shape, "typestr": "|u1", "data": (a.data_ptr + at, False), "version": 3}
+            try:
+                gpuport.from_cuda_array_interface(desc, owner=a)
+            except ValueError as e:
+                assert "outside their allocation" in str(e), e
+            else:
+                raise SystemExit(f"{shape} at +{at} was imported")
+        inside = gpuport.from_cuda_array_interface(
+            {"shape": (8,), "typestr": "|u1", "data": (a.data_ptr + 8, False), "version": 3}, owner=a)
+        assert inside.to("host").tolist() == list(range(8, 16))
+        print("bounded")
+        """
+    )
+    done = run_python(EXCHANGE + code, GPUPORT_PLUGINS=str(plugin_library))
+    assert done.returncode == 0 and "bounded" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_plugin_running_host_functions_twice_is_reported_not_a_use_after_free(tmp_path_factory):
+    # Copies through the plugin park their buffers behind host functions, which this
+    # variant runs twice: the second run must find nothing (its slot is disarmed, and never
+    # freed), and a synchronize reports it. Under AddressSanitizer a use of freed memory
+    # would end the process here.
+    library = build_variant(tmp_path_factory, "BREACH_HOST_FUNC_TWICE", "cplugin_twice")
+    code = textwrap.dedent(
+        """
+        import numpy as np
+        x = np.arange(1 << 14, dtype=np.float32)
+        reported = []
+        for _ in range(20):
+            try:
+                a = gpuport.asarray(x, device="cplugin_twice:0")
+                assert (np.from_dlpack(a.to("host")) == x).all()
+                gpuport.device("cplugin_twice:0").synchronize()
+            except RuntimeError as e:
+                reported.append(str(e))
+        assert reported and all("broke its contract" in r for r in reported), reported
+        print("survived", len(reported))
+        """
+    )
+    done = run_python(EXCHANGE + code, GPUPORT_PLUGINS=str(library))
+    assert done.returncode == 0 and "survived" in done.stdout, done.stdout + done.stderr
+
+
+def test_gpuport_plugins_naming_a_fifo_is_a_reason_not_a_hang(tmp_path, plugin_library):
+    fifo = tmp_path / "plugin.so"
+    os.mkfifo(fifo)
+    code = textwrap.dedent(
+        """
+        fifo = [b for b in gpuport.backends() if b.name.endswith("plugin.so")]
+        assert fifo and not fifo[0].available and "not a regular file (a FIFO)" in fifo[0].reason, fifo
+        assert any(b.name == "cplugin" and b.available for b in gpuport.backends())
+        print("listed")
+        """
+    )
+    done = run_python(EXCHANGE + code, GPUPORT_PLUGINS=f"{fifo}:{plugin_library}")
+    assert done.returncode == 0 and "listed" in done.stdout, done.stdout + done.stderr

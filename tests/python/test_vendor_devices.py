@@ -84,3 +84,17 @@ def test_mirrored_array_with_a_device_side():
     assert np.asarray(m).tolist() == [[1.0, 2.0], [3.0, 4.0]]
     cai = m.__cuda_array_interface__
     assert cai["data"][0] == d.data_ptr
+
+
+@pytest.mark.parametrize("shape,at,strides", [((4096,), 0, None), ((1 << 28,), 0, None), ((17,), 0, None),
+                                              ((16,), 8, None), ((4,), 7, (-8,))])
+def test_imports_reaching_outside_their_allocation_are_refused(shape, at, strides):
+    # CUDA reports an allocation's range with its pointer attributes, HIP through
+    # hipMemGetAddressRange: a span past a 16-byte allocation never reaches the driver.
+    g = on_device(list(range(16)), dtype="uint8")
+    desc = {"shape": shape, "typestr": "|u1", "data": (g.data_ptr + at, False), "version": 3, "strides": strides}
+    with pytest.raises(ValueError, match="outside their allocation"):
+        gpuport.from_cuda_array_interface(desc, owner=g)
+    inside = gpuport.from_cuda_array_interface(
+        {"shape": (8,), "typestr": "|u1", "data": (g.data_ptr + 8, False), "version": 3}, owner=g)
+    assert inside.tolist() == list(range(8, 16))

@@ -137,6 +137,13 @@ const FIGURES: &[Figure] = &[
     },
     Figure {
         source: Source::Hal,
+        group: "stream_create_100k",
+        what: "stream create with 100,000 live / with a handful, per stream",
+        ops: 1_000.0,
+        target: Target::Ratio(3.0),
+    },
+    Figure {
+        source: Source::Hal,
         group: "dispatch_query",
         what: "AnyStream::query vs the typed call",
         ops: 1.0,

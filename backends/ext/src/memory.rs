@@ -99,17 +99,39 @@ impl AddressSpace {
     }
 
     /// The hidden host pointer behind `len` bytes at `offset` of an ext buffer of this
-    /// device. Also checks the range.
+    /// device. Checks the range twice: against the buffer (which may be a borrowed,
+    /// imported one whose length is only its producer's claim), and against the live
+    /// allocation it lies in, whose backing is exactly that long — so no claim reaches
+    /// bytes the device did not allocate.
     pub fn translate(&self, buffer: &Buffer, offset: usize, len: usize) -> Result<*mut u8> {
         let addr = buffer.range_addr(offset, len)?;
-        if buffer.is_empty() {
+        if len == 0 {
             return Ok(std::ptr::NonNull::dangling().as_ptr());
         }
         let regions = self.regions.read().unwrap_or_else(|p| p.into_inner());
-        let region = regions.get(&buffer.addr()).ok_or_else(|| {
-            Error::invalid_handle(format!("{:#x} is not a live allocation of {}", buffer.addr(), self.device))
-        })?;
-        Ok(region.backing.ptr().wrapping_add((addr - buffer.addr()) as usize))
+        let (base, region) =
+            regions.range(..=addr).next_back().ok_or_else(|| self.not_allocated(&regions, addr, len))?;
+        let at = addr - base;
+        if at.checked_add(len as u64).is_none_or(|end| end > region.len as u64) {
+            return Err(self.not_allocated(&regions, addr, len));
+        }
+        // In bounds of the backing, as checked just above.
+        Ok(region.backing.ptr().wrapping_add(at as usize))
+    }
+
+    /// The error for a range that no live allocation of this device holds whole.
+    fn not_allocated(&self, regions: &BTreeMap<u64, Region>, addr: u64, len: usize) -> Error {
+        let end = addr.saturating_add(len as u64);
+        let near = match regions.range(..=addr).next_back() {
+            Some((&base, region)) if addr < base + region.len as u64 => {
+                format!("; the allocation there is {base:#x}..{:#x} ({} bytes)", base + region.len as u64, region.len)
+            }
+            _ => String::new(),
+        };
+        Error::invalid_handle(format!(
+            "{addr:#x}..{end:#x} ({len} bytes) is not inside a live allocation of {}{near}",
+            self.device
+        ))
     }
 
     /// What this device knows about `addr`.

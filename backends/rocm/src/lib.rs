@@ -9,9 +9,11 @@
 //! Loading: `GPUPORT_HIP_LIBRARY`, else `libamdhip64.so.7`, `.so.6`, `.so.5`,
 //! `libamdhip64.so`; every attempt recorded. `hipInit` and the version getters must exist;
 //! the other required symbols resolve once (through `hipGetProcAddress` on ROCm ≥ 6.2,
-//! else `dlsym`). `hipMallocAsync` / `hipFreeAsync` / `hipLaunchHostFunc` resolve lazily:
-//! stream-ordered allocation is `Unsupported` without the first two, and host callbacks
-//! fall back to `hipStreamAddCallback` (ROCm 5.2 has no `hipLaunchHostFunc`).
+//! else `dlsym`). `hipMallocAsync` / `hipFreeAsync` / `hipLaunchHostFunc` /
+//! `hipMemGetAddressRange` resolve lazily: stream-ordered allocation is `Unsupported`
+//! without the first two, host callbacks fall back to `hipStreamAddCallback` (ROCm 5.2 has
+//! no `hipLaunchHostFunc`), and pointer attributes report no allocation range without the
+//! last.
 
 #[cfg(all(test, feature = "hip-sys"))]
 mod abi_check;

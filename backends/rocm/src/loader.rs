@@ -64,6 +64,9 @@ pub struct LibraryReport {
     pub launch_host_func: bool,
     /// Whether stream-ordered allocation (`hipMallocAsync` / `hipFreeAsync`) resolves.
     pub stream_ordered_alloc: bool,
+    /// Whether `hipMemGetAddressRange` resolves (imports are then checked against the
+    /// allocation they claim).
+    pub address_range: bool,
 }
 
 /// Opens the runtime at `path` (or the default names), resolves every required symbol and
@@ -89,6 +92,7 @@ pub fn inspect_library(path: Option<&Path>) -> Result<LibraryReport> {
         device_properties,
         launch_host_func: rt.launch_host_func().is_some(),
         stream_ordered_alloc: rt.malloc_async().is_some() && rt.free_async().is_some(),
+        address_range: rt.mem_get_address_range().is_some(),
     })
 }
 

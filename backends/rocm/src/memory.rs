@@ -29,11 +29,20 @@ pub(crate) fn decode_pointer(major: u32, attrs: &hipPointerAttribute_t) -> Point
     }
 }
 
-/// `hipPointerGetAttributes` for `addr`.
+/// `hipPointerGetAttributes` for `addr`, and, for memory the runtime knows,
+/// `hipMemGetAddressRange` for the allocation holding it (`hipPointerAttribute_t` has no
+/// range): what lets an import be checked against the allocation it claims.
 pub fn pointer_attributes(dev: &DeviceCtx, addr: u64) -> Result<PointerAttributes> {
     dev.bind()?;
-    Ok(match result::memory::pointer_attributes(&dev.rt.api, addr as usize as *const c_void)? {
-        Some(attrs) => decode_pointer(dev.rt.major(), &attrs),
+    let ptr = addr as usize as *const c_void;
+    Ok(match result::memory::pointer_attributes(&dev.rt.api, ptr)? {
+        Some(attrs) => {
+            let mut decoded = decode_pointer(dev.rt.major(), &attrs);
+            if decoded.memory != MemoryKind::Unregistered {
+                decoded.allocation = result::memory::address_range(&dev.rt, ptr);
+            }
+            decoded
+        }
         // Unregistered host memory, or an address nobody allocated.
         None => PointerAttributes::unregistered(),
     })

@@ -285,6 +285,8 @@ api! {
 type MallocAsync = unsafe extern "C" fn(*mut *mut c_void, usize, hipStream_t) -> Status;
 type FreeAsync = unsafe extern "C" fn(*mut c_void, hipStream_t) -> Status;
 type LaunchHostFunc = unsafe extern "C" fn(hipStream_t, hipHostFn_t, *mut c_void) -> Status;
+/// `hipMemGetAddressRange(hipDeviceptr_t* pbase, size_t* psize, hipDeviceptr_t dptr)`.
+type MemGetAddressRange = unsafe extern "C" fn(*mut *mut c_void, *mut usize, *mut c_void) -> Status;
 /// `hipGetDeviceProperties` / `hipGetDevicePropertiesR0600`: the struct is written through
 /// an untyped pointer into a buffer of [`DEVICE_PROP_BUFFER`] bytes.
 pub(crate) type GetDeviceProperties = unsafe extern "C" fn(*mut c_void, c_int) -> Status;
@@ -297,6 +299,7 @@ pub struct Runtime {
     malloc_async: OnceLock<Option<MallocAsync>>,
     free_async: OnceLock<Option<FreeAsync>>,
     launch_host_func: OnceLock<Option<LaunchHostFunc>>,
+    mem_get_address_range: OnceLock<Option<MemGetAddressRange>>,
     device_properties: OnceLock<Option<GetDeviceProperties>>,
     device_properties_r0600: OnceLock<Option<GetDeviceProperties>>,
     /// `hipRuntimeGetVersion` (e.g. 50221153 for 5.2.21153).
@@ -343,6 +346,7 @@ impl Runtime {
             malloc_async: OnceLock::new(),
             free_async: OnceLock::new(),
             launch_host_func: OnceLock::new(),
+            mem_get_address_range: OnceLock::new(),
             device_properties: OnceLock::new(),
             device_properties_r0600: OnceLock::new(),
             runtime_version,
@@ -359,6 +363,7 @@ impl Runtime {
     optional!(malloc_async, malloc_async, MallocAsync, "hipMallocAsync");
     optional!(free_async, free_async, FreeAsync, "hipFreeAsync");
     optional!(launch_host_func, launch_host_func, LaunchHostFunc, "hipLaunchHostFunc");
+    optional!(mem_get_address_range, mem_get_address_range, MemGetAddressRange, "hipMemGetAddressRange");
     optional!(device_properties, device_properties, GetDeviceProperties, "hipGetDeviceProperties");
     optional!(device_properties_r0600, device_properties_r0600, GetDeviceProperties, "hipGetDevicePropertiesR0600");
 }

@@ -25,6 +25,9 @@ fn the_runtime_resolves_and_takes_its_versions_paths() {
     println!("{report:#?}");
     assert_eq!(report.runtime_version as u32 / 10_000_000, major(), "not the runtime version expected");
     assert_eq!(report.required, gpuport_rocm::required_symbols().len());
+    // Every version gpuport loads has it: device imports are checked against their
+    // allocation on ROCm too.
+    assert!(report.address_range, "hipMemGetAddressRange does not resolve");
     if major() >= 6 {
         // ROCm 6.2 and later: versioned lookup, the R0600 properties layout, the 6.x
         // hipMemoryType numbering, hipLaunchHostFunc.

@@ -68,8 +68,11 @@ impl Sync {
     }
 }
 
-/// The device that owns `addr`, asking every available backend's devices.
+/// The device that owns `addr`, asking every available backend's devices. A device that
+/// cannot answer is passed over (another may own the address), and its failure is the
+/// error when none does.
 fn owner_of(rt: &Runtime, addr: u64) -> Result<(AnyDevice, gpuport::PointerAttributes)> {
+    let mut failed = None;
     for report in rt.reports().iter().filter(|r| r.is_available()) {
         let count = match &report.status {
             gpuport::BackendStatus::Available { devices, .. } => devices.len(),
@@ -77,13 +80,21 @@ fn owner_of(rt: &Runtime, addr: u64) -> Result<(AnyDevice, gpuport::PointerAttri
         };
         for ordinal in 0..count {
             let dev = rt.device(&format!("{}:{ordinal}", report.name))?;
-            let attrs = dev.pointer_attributes(addr)?;
-            if attrs.device == Some(dev.id()) {
-                return Ok((dev, attrs));
+            match dev.pointer_attributes(addr) {
+                Ok(attrs) if attrs.device == Some(dev.id()) => return Ok((dev, attrs)),
+                Ok(_) => {}
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
             }
         }
     }
-    Err(Error::Interchange { what: format!("data pointer {addr:#x} belongs to no device gpuport knows") })
+    Err(match failed {
+        Some(e) => Error::Interchange {
+            what: format!("data pointer {addr:#x} belongs to no device that could answer; one failed: {e}"),
+        },
+        None => Error::Interchange { what: format!("data pointer {addr:#x} belongs to no device gpuport knows") },
+    })
 }
 
 /// Imports an interface as an array over the producer's memory. `owner` (the producer
@@ -102,19 +113,23 @@ pub unsafe fn import<K: Send + std::marker::Sync + 'static>(
     sync: Sync,
 ) -> Result<Array> {
     let layout = interface.layout()?;
-    let (dev, memory, host_accessible) = if interface.numel() == 0 {
+    let (dev, attributes) = if interface.numel() == 0 {
         let dev = match device {
             Some(d) => d.clone(),
             None => rt.best_device()?,
         };
-        (dev, gpuport::MemoryKind::Device, false)
+        (dev, None)
     } else {
         let (dev, attrs) = owner_of(rt, interface.data)?;
-        (dev, attrs.memory, attrs.host_accessible)
+        (dev, Some(attrs))
     };
+    let (memory, host_accessible) =
+        attributes.as_ref().map_or((gpuport::MemoryKind::Device, false), |a| (a.memory, a.host_accessible));
     // An address by the protocol's definition (an integer in a dict): host pointers into
-    // the array are made from it with the provenance it was exposed with.
-    let at = ForeignElements { element0: interface.data, memory, host_accessible, pointer: None };
+    // the array are made from it with the provenance it was exposed with. The owner's
+    // answer goes along, so the span is checked against its allocation without asking
+    // again.
+    let at = ForeignElements { element0: interface.data, memory, host_accessible, pointer: None, attributes };
     // SAFETY: the caller promises live memory kept alive by `owner`, which the array holds.
     let mut array = unsafe { Array::from_foreign(&dev, at, interface.dtype, layout, owner) }?;
     if interface.read_only {

@@ -21,6 +21,7 @@
 mod entries;
 mod exchange;
 mod model;
+mod read;
 #[cfg(test)]
 mod tests;
 mod value;
@@ -28,4 +29,5 @@ mod value;
 pub use entries::{Entry, Key};
 pub use exchange::{export, import, Export, Sync};
 pub use model::{CaiStream, Interface, VERSION};
+pub use read::{Node, Source, MAX_DEPTH, READ_KEYS};
 pub use value::Value;

@@ -221,6 +221,18 @@ pub enum Error {
         /// What was wrong.
         what: String,
     },
+
+    /// A backend's implementation broke a rule of its contract with gpuport — a loaded
+    /// plugin handing out one live address twice, running a host function twice, counting
+    /// its progress backwards. gpuport refused what it could check; the backend is at
+    /// fault, not the caller.
+    #[error("{backend} broke its contract with gpuport: {what}")]
+    BrokenContract {
+        /// The backend (a plugin's name).
+        backend: BackendKind,
+        /// Which rule, and what it did.
+        what: String,
+    },
 }
 
 impl fmt::Debug for Error {
@@ -254,6 +266,7 @@ impl Error {
             Error::StreamWork { .. } => "StreamWork",
             Error::WouldDeadlock { .. } => "WouldDeadlock",
             Error::Interchange { .. } => "Interchange",
+            Error::BrokenContract { .. } => "BrokenContract",
         }
     }
 
@@ -275,6 +288,11 @@ impl Error {
     /// Shorthand for [`Error::WouldDeadlock`].
     pub fn would_deadlock(what: impl Into<String>) -> Self {
         Error::WouldDeadlock { what: what.into() }
+    }
+
+    /// Shorthand for [`Error::BrokenContract`].
+    pub fn broken_contract(backend: BackendKind, what: impl Into<String>) -> Self {
+        Error::BrokenContract { backend, what: what.into() }
     }
 
     /// Shorthand for [`Error::InvalidHandle`].

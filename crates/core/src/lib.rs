@@ -19,6 +19,7 @@ mod flags;
 mod id;
 mod kernel;
 mod layout;
+mod live_list;
 mod memory;
 mod progress;
 pub mod release;
@@ -35,6 +36,7 @@ pub use flags::{DefaultStream, EventFlags, HostAllocFlags, Ownership, StreamFlag
 pub use id::{BackendKind, DeviceId};
 pub use kernel::{Kernel, KernelArg, LaunchConfig, Module, ModuleImage, Scalar};
 pub use layout::{c_strides, ByteSpan, Layout, MAX_NDIM};
+pub use live_list::LiveList;
 pub use memory::{check_copy, Buffer, BufferDesc, MemoryKind, PointerAttributes, Release};
 pub use progress::{read_counters, ProgressReading, StreamProgress};
 pub use traits::{Backend, Device, DeviceInfo, Event, HostCallback, HostFunction, LoadOptions, Stream};

@@ -48,7 +48,8 @@ pub fn resolve(rt: &Runtime, dl: DLDevice) -> Result<Resolved> {
 /// [`resolve`] for memory at `addr`: when several available backends declare the type —
 /// two software devices both `kDLExtDev`, the ext device and a loaded plugin — the one
 /// whose device at that ordinal knows the address as its own memory (`pointer_attributes`)
-/// is the memory's; when none does, the first, as [`resolve`]. With one candidate nothing
+/// is the memory's; when none does, the first, as [`resolve`] — or, where a candidate could
+/// not answer (its `pointer_attributes` failed), that failure. With one candidate nothing
 /// is asked.
 pub fn resolve_at(rt: &Runtime, dl: DLDevice, addr: u64) -> Result<Resolved> {
     let ty = DlDeviceType(dl.device_type);
@@ -62,16 +63,25 @@ pub fn resolve_at(rt: &Runtime, dl: DLDevice, addr: u64) -> Result<Resolved> {
     if others.peek().is_none() {
         return Ok(Resolved { device: first.open(ordinal)?, memory });
     }
+    // A candidate that cannot answer is passed over, but its failure is kept: when no
+    // other candidate owns the address, it is the answer (it may be the owner's).
+    let mut failed = None;
     for (report, memory) in std::iter::once((first, memory)).chain(others) {
         let Ok(device) = report.open(ordinal) else { continue };
-        let owns = device
-            .pointer_attributes(addr)
-            .is_ok_and(|a| a.memory != MemoryKind::Unregistered && a.device.is_none_or(|d| d.kind == device.id().kind));
-        if owns {
-            return Ok(Resolved { device, memory });
+        match device.pointer_attributes(addr) {
+            Ok(a) if a.memory != MemoryKind::Unregistered && a.device.is_none_or(|d| d.kind == device.id().kind) => {
+                return Ok(Resolved { device, memory });
+            }
+            Ok(_) => {}
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
         }
     }
-    Ok(Resolved { device: first.open(ordinal)?, memory })
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(Resolved { device: first.open(ordinal)?, memory }),
+    }
 }
 
 /// The host device (`kDLCPU`): the runtime's report hands out the opened host device

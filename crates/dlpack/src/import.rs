@@ -102,7 +102,8 @@ pub struct ImportRequest {
 /// Imports `tensor` as an array that owns it (zero-copy), or, when `request` asks for a
 /// copy or another device, as a copy made through the copy engine (the tensor is then
 /// released once copied). The device type is mapped through the backends' declarations;
-/// where the backend can tell, the pointer's owner must be the tensor's device. Memory of
+/// device memory must belong to the tensor's device, and where the backend knows the
+/// allocation the tensor's whole span must lie inside it ([`Array::from_foreign`]). Memory of
 /// a `kDLCUDAHost`/`kDLROCMHost`/`kDLCUDAManaged` tensor keeps its kind. On every error
 /// the tensor's deleter has run once when this returns. A zero-copy import makes two heap
 /// allocations, the array's own (its buffer, which holds the tensor, and its storage).
@@ -122,25 +123,18 @@ pub fn from_dlpack_with<K: Send + Sync + 'static>(
 ) -> Result<Array> {
     let v = validate(&tensor)?;
     let resolved = if v.len > 0 { resolve_at(rt, v.device, v.start)? } else { resolve(rt, v.device)? };
-    if v.len > 0 && resolved.memory == MemoryKind::Device {
-        let owner = resolved.device.pointer_attributes(v.start)?.device;
-        if let Some(owner) = owner.filter(|&o| o != resolved.device.id()) {
-            return Err(bad(format!(
-                "the tensor says device {} {} but its memory belongs to {owner}",
-                gpuport::DlDeviceType(v.device.device_type),
-                v.device.device_id
-            )));
-        }
-    }
     let at = ForeignElements {
         element0: v.start + v.element0 as u64,
         memory: resolved.memory,
         host_accessible: resolved.memory != MemoryKind::Device,
         pointer: std::ptr::NonNull::new(v.element0_ptr),
+        attributes: None,
     };
     // SAFETY: the validated descriptor covers exactly the memory the tensor describes, on
-    // that device; the tensor (and so the memory) lives as long as the buffer, which owns
-    // it and calls its deleter on the last drop (on an error here, at once).
+    // that device (`from_foreign` refuses it when the device knows otherwise: another
+    // owner, or a span outside the allocation); the tensor (and so the memory) lives as
+    // long as the buffer, which owns it and calls its deleter on the last drop (on an
+    // error here, at once).
     let mut array = unsafe { Array::from_foreign(&resolved.device, at, v.dtype, v.layout, keep(tensor)) }?;
     if v.flags.contains(DlpackFlags::READ_ONLY) {
         array = array.to_read_only();

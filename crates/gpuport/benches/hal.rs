@@ -385,6 +385,37 @@ fn benches(c: &mut Criterion) {
     });
     g.finish();
 
+    // Creating streams with 100,000 others live against creating them with a handful: a
+    // device's bookkeeping of its streams costs a constant amount per stream, not a sweep
+    // of all. Each sample creates a batch and times only that (the batch is dropped
+    // outside the timing: freeing into a heap of 100,000 live streams is the allocator's
+    // cost, not gpuport's).
+    const LIVE: usize = 100_000;
+    const BATCH: usize = 1_000;
+    fn create_batches(dev: &gpuport::AnyDevice) -> impl FnMut(&mut Bencher<'_>) + '_ {
+        move |b| {
+            b.iter_custom(|iters| {
+                let mut took = Duration::ZERO;
+                for _ in 0..iters {
+                    let start = Instant::now();
+                    let made: Vec<_> =
+                        (0..BATCH).map(|_| dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap()).collect();
+                    took += start.elapsed();
+                    drop(made);
+                }
+                took
+            })
+        }
+    }
+    let mut g = group(c, "stream_create_100k", true);
+    for round in 0..rounds {
+        g.bench_function(BenchmarkId::new("floor", round), create_batches(&host));
+        let live: Vec<_> = (0..LIVE).map(|_| host.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap()).collect();
+        g.bench_function(BenchmarkId::new("gpuport", round), create_batches(&host));
+        drop(live);
+    }
+    g.finish();
+
     // `query()` through AnyStream against the typed call on the same stream.
     let typed_dev = gpuport::host::HostBackend::load(&Default::default()).unwrap().open(0).unwrap();
     let typed = typed_dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();

@@ -8,12 +8,12 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use gpuport_core::{
-    as_bytes, Buffer, BufferDesc, DType, DefaultStream, DeviceId, Element, Error, EventFlags, Layout, MemoryKind,
-    Result,
+    as_bytes, Buffer, BufferDesc, DType, DefaultStream, DeviceId, Element, Error, EventFlags, Layout, Result,
 };
 
 use crate::copy::strided::{self, Side};
 use crate::dynamic::{AnyDevice, AnyStream};
+use crate::foreign::{check_span, ForeignElements};
 use crate::fresh_memory::{zeroed_bytes, zeroed_elements};
 use crate::host_copy::{host_copy, host_zeroed};
 use crate::pending::{Access, PendingWork};
@@ -22,23 +22,6 @@ use crate::pending::{Access, PendingWork};
 struct Storage {
     buffer: Buffer,
     pending: PendingWork,
-}
-
-/// Where the elements of an array over someone else's memory are (see
-/// [`Array::from_foreign`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ForeignElements {
-    /// The address of element 0 (ignored for an array with no elements).
-    pub element0: u64,
-    /// What kind of memory it is.
-    pub memory: MemoryKind,
-    /// Whether the host may dereference it.
-    pub host_accessible: bool,
-    /// Element 0 as a pointer, where the producer handed one over (DLPack's `data`, a
-    /// buffer-protocol view's `buf`) rather than an address (the CUDA Array Interface):
-    /// host pointers into the array are then derived from it and keep its provenance.
-    /// `None` for an address, which host pointers are then made from (exposed provenance).
-    pub pointer: Option<NonNull<u8>>,
 }
 
 /// An n-dimensional array on any device.
@@ -150,9 +133,17 @@ impl Array {
     /// the buffer's own allocation) until the last view drops. An array with no elements
     /// describes no memory. Two heap allocations: the buffer's and the array's storage.
     ///
+    /// The span is checked against what `device` knows of the memory first (one
+    /// `pointer_attributes` call, unless `at.attributes` carries the answer): device memory
+    /// the device does not own, or a span reaching outside the allocation it lies in, is an
+    /// [`Error::Interchange`] naming both (the `foreign` module's documentation says what
+    /// is checked where the device knows no allocation). On any error `keep` is dropped
+    /// before this returns.
+    ///
     /// # Safety
     /// Those bytes are live memory of `at.memory`'s kind on `device` and stay so while
-    /// `keep` lives.
+    /// `keep` lives (the check above refuses the claims the device can disprove; it cannot
+    /// prove the rest).
     pub unsafe fn from_foreign<K: Send + Sync + 'static>(
         device: &AnyDevice,
         at: ForeignElements,
@@ -170,6 +161,9 @@ impl Array {
                 .ok_or_else(|| Error::invalid_layout("the elements' address range overflows"))?;
             (start, span.len(), span.start.unsigned_abs())
         };
+        if len > 0 {
+            check_span(device, &at, start, len)?;
+        }
         let desc = BufferDesc {
             addr: start,
             len,

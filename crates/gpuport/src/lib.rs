@@ -60,6 +60,7 @@
 mod array;
 mod copy;
 pub mod dynamic;
+mod foreign;
 mod fresh_memory;
 mod host_copy;
 mod mirror;
@@ -67,12 +68,13 @@ mod pending;
 mod plugin;
 mod runtime;
 
-pub use array::{Array, ForeignElements};
+pub use array::Array;
 pub use copy::{copy, release_staging_buffers, CopyEngine, CopyRoute};
 pub use dynamic::{
     device_into_any, event_into_any, stream_into_any, AnyDevice, AnyEvent, AnyStream, PluginDevice, PluginEvent,
     PluginStream,
 };
+pub use foreign::ForeignElements;
 pub use gpuport_core::release;
 pub use gpuport_core::{
     as_bytes, as_bytes_mut, c_strides, check_copy, check_copy_2d, zeroed_vec, Backend, BackendKind, Buffer, BufferDesc,
@@ -83,7 +85,7 @@ pub use gpuport_core::{
 };
 pub use mirror::{MirroredArray, SharedSyncState, SyncState};
 pub use pending::Access;
-pub use plugin::{parse_plugin_list, PLUGINS_ENV};
+pub use plugin::{parse_plugin_list, DEFAULT_INIT_TIMEOUT, INIT_TIMEOUT_ENV, MAX_PLUGIN_DEVICES, PLUGINS_ENV};
 pub use runtime::{
     parse_backend_list, BackendReport, BackendStatus, DiscoverOptions, Runtime, BACKENDS_ENV, DEVICE_ENV,
 };

@@ -4,7 +4,7 @@
 //! sibling), `gpuport.as_array` and `gpuport.from_cuda_array_interface`.
 
 use gpuport::{Array, DType};
-use gpuport_cai::{Entry, Interface, Key, Sync, Value};
+use gpuport_cai::{Entry, Interface, Key, Node, Source, Sync, Value, READ_KEYS};
 use pyo3::exceptions::{PyBufferError, PyNotImplementedError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -17,33 +17,47 @@ use crate::errors::IntoPy;
 use crate::py_owner::PyOwner;
 use crate::runtime::runtime;
 
-/// A Python value in the neutral form (unknown types by name, refused by the rules).
-pub fn to_value(v: &Bound<'_, PyAny>) -> PyResult<Value> {
-    Ok(if v.is_none() {
-        Value::None
-    } else if v.is_instance_of::<PyBool>() {
-        Value::Bool(v.extract()?)
-    } else if v.is_instance_of::<PyInt>() {
-        match v.extract::<i128>() {
-            Ok(i) => Value::Int(i),
-            Err(_) => Value::Other("int (out of range)".into()),
-        }
-    } else if let Ok(s) = v.cast::<PyString>() {
-        Value::Str(s.to_str()?.to_owned())
-    } else if let Ok(t) = v.cast::<PyTuple>() {
-        Value::Tuple(t.iter().map(|i| to_value(&i)).collect::<PyResult<_>>()?)
-    } else if let Ok(l) = v.cast::<PyList>() {
-        Value::List(l.iter().map(|i| to_value(&i)).collect::<PyResult<_>>()?)
-    } else if let Ok(d) = v.cast::<PyDict>() {
-        let mut entries = Vec::with_capacity(d.len());
-        for (k, v) in d.iter() {
-            let key = k.extract::<String>().map_err(|_| PyTypeError::new_err("interface keys must be strings"))?;
-            entries.push((key, to_value(&v)?));
-        }
-        Value::Dict(entries)
-    } else {
-        Value::Other(v.get_type().name()?.to_string())
-    })
+/// A Python object read as an interface dict (see `gpuport_cai::Source`): only the
+/// protocol's keys are looked up, and values are followed a bounded depth down.
+struct PySource<'py>(Bound<'py, PyAny>);
+
+impl<'py> Source for PySource<'py> {
+    type Error = PyErr;
+
+    fn node(&self) -> PyResult<Node<Self>> {
+        let v = &self.0;
+        let items = |iter: &mut dyn Iterator<Item = Bound<'py, PyAny>>| iter.map(PySource).collect::<Vec<_>>();
+        Ok(if v.is_none() {
+            Node::None
+        } else if v.is_instance_of::<PyBool>() {
+            Node::Bool(v.extract()?)
+        } else if v.is_instance_of::<PyInt>() {
+            Node::Int(v.extract::<i128>().ok())
+        } else if let Ok(s) = v.cast::<PyString>() {
+            Node::Str(s.to_str()?.to_owned())
+        } else if let Ok(t) = v.cast::<PyTuple>() {
+            Node::Tuple(items(&mut t.iter()))
+        } else if let Ok(l) = v.cast::<PyList>() {
+            Node::List(items(&mut l.iter()))
+        } else {
+            Node::Other(v.get_type().name()?.to_string())
+        })
+    }
+
+    fn entry(&self, key: &str) -> PyResult<Option<Self>> {
+        let Ok(d) = self.0.cast::<PyDict>() else { return Ok(None) };
+        let found = match read_keys(d.py()).iter().zip(READ_KEYS).find(|&(_, name)| name == key) {
+            Some((interned, _)) => d.get_item(interned.bind(d.py()))?,
+            None => d.get_item(key)?,
+        };
+        Ok(found.map(PySource))
+    }
+}
+
+/// `gpuport_cai::READ_KEYS` as Python strings, interned once: a read builds no key string.
+fn read_keys(py: Python<'_>) -> &[Py<PyString>; READ_KEYS.len()] {
+    static KEYS: PyOnceLock<[Py<PyString>; READ_KEYS.len()]> = PyOnceLock::new();
+    KEYS.get_or_init(py, || READ_KEYS.map(|k| PyString::intern(py, k).unbind()))
 }
 
 /// The dict keys, interned once: a read builds no key string.
@@ -174,7 +188,8 @@ pub fn parse_interface(desc: &Bound<'_, PyAny>, what: &str) -> PyResult<Interfac
             )));
         }
     }
-    Interface::from_value(&to_value(desc)?).map_err(|e| PyValueError::new_err(e.to_string()))
+    let value = Value::read(&PySource(desc.clone()))?;
+    Interface::from_value(&value).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 fn parse_sync(sync: &str) -> PyResult<Sync> {

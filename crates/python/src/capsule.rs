@@ -12,6 +12,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use pyo3::{ffi, PyErr};
 
+use crate::py_owner::keeping_exception;
+
 /// `dltensor`.
 pub const LEGACY: &CStr = c"dltensor";
 /// `used_dltensor`.
@@ -26,30 +28,27 @@ unsafe extern "C" fn destroy(capsule: *mut ffi::PyObject) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: CPython calls capsule destructors with the GIL held, with a live capsule.
         let py = unsafe { Python::assume_attached() };
-        // The deleter may run Python code (a producer's): keep an exception being raised
-        // (looked for first: fetching when there is none still costs a call per capsule).
-        // SAFETY: the GIL is held.
-        let pending = if unsafe { ffi::PyErr_Occurred() }.is_null() { None } else { PyErr::take(py) };
-        // SAFETY: IsValid checks the name and sets no exception; GetPointer on a valid
-        // capsule of that name returns its non-NULL pointer. Versioned first: gpuport's
-        // own exports are.
-        let raw = unsafe {
-            if ffi::PyCapsule_IsValid(capsule, VERSIONED.as_ptr()) == 1 {
-                NonNull::new(ffi::PyCapsule_GetPointer(capsule, VERSIONED.as_ptr()))
-                    .map(|p| RawManaged::Versioned(p.cast()))
-            } else if ffi::PyCapsule_IsValid(capsule, LEGACY.as_ptr()) == 1 {
-                NonNull::new(ffi::PyCapsule_GetPointer(capsule, LEGACY.as_ptr())).map(|p| RawManaged::Legacy(p.cast()))
-            } else {
-                None // consumed (`used_…`): its consumer owns the tensor now
+        // The deleter may run Python code (a producer's): keep an exception being raised.
+        keeping_exception(py, || {
+            // SAFETY: IsValid checks the name and sets no exception; GetPointer on a valid
+            // capsule of that name returns its non-NULL pointer. Versioned first: gpuport's
+            // own exports are.
+            let raw = unsafe {
+                if ffi::PyCapsule_IsValid(capsule, VERSIONED.as_ptr()) == 1 {
+                    NonNull::new(ffi::PyCapsule_GetPointer(capsule, VERSIONED.as_ptr()))
+                        .map(|p| RawManaged::Versioned(p.cast()))
+                } else if ffi::PyCapsule_IsValid(capsule, LEGACY.as_ptr()) == 1 {
+                    NonNull::new(ffi::PyCapsule_GetPointer(capsule, LEGACY.as_ptr()))
+                        .map(|p| RawManaged::Legacy(p.cast()))
+                } else {
+                    None // consumed (`used_…`): its consumer owns the tensor now
+                }
+            };
+            if let Some(raw) = raw {
+                // SAFETY: an unused capsule owns its tensor; it is deleted once, here.
+                drop(unsafe { ManagedTensor::from_raw(raw) });
             }
-        };
-        if let Some(raw) = raw {
-            // SAFETY: an unused capsule owns its tensor; it is deleted once, here.
-            drop(unsafe { ManagedTensor::from_raw(raw) });
-        }
-        if let Some(e) = pending {
-            e.restore(py);
-        }
+        });
     }));
 }
 

@@ -40,7 +40,8 @@ fn host_array(
     keep: impl Send + Sync + 'static,
 ) -> gpuport::Result<Array> {
     let host = runtime().device("host")?;
-    let at = ForeignElements { element0: addr, memory: MemoryKind::Host, host_accessible: true, pointer };
+    let at =
+        ForeignElements { element0: addr, memory: MemoryKind::Host, host_accessible: true, pointer, attributes: None };
     // SAFETY: the exporter keeps the memory valid while `keep` (which holds it) lives.
     let array = unsafe { Array::from_foreign(&host, at, dtype, layout, keep) }?;
     Ok(if read_only { array.to_read_only() } else { array })

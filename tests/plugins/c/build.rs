@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// (library suffix and backend name suffix, macro); the empty one is the correct plugin.
-const VARIANTS: [(&str, &str); 7] = [
+/// `BROKEN_*` variants fail the conformance suite; `BREACH_*` ones break a rule the loader
+/// checks itself.
+const VARIANTS: [(&str, &str); 15] = [
     ("", ""),
     ("noop-wait", "BROKEN_NOOP_WAIT"),
     ("query-always-done", "BROKEN_QUERY_ALWAYS_DONE"),
@@ -14,6 +16,14 @@ const VARIANTS: [(&str, &str); 7] = [
     ("no-implicit-sync", "BROKEN_NO_IMPLICIT_SYNC"),
     ("event-before-count", "BROKEN_EVENT_BEFORE_COUNT"),
     ("progress-wrong-counter", "BROKEN_PROGRESS_WRONG_COUNTER"),
+    ("host-func-twice", "BREACH_HOST_FUNC_TWICE"),
+    ("host-func-null-user", "BREACH_HOST_FUNC_NULL_USER"),
+    ("progress-past-submitted", "BREACH_PROGRESS_PAST_SUBMITTED"),
+    ("initialize-blocks", "BREACH_INITIALIZE_BLOCKS"),
+    ("device-count", "BREACH_DEVICE_COUNT"),
+    ("same-address", "BREACH_SAME_ADDRESS"),
+    ("misaligned", "BREACH_MISALIGNED"),
+    ("device-type-cpu", "BREACH_DEVICE_TYPE_CPU"),
 ];
 
 fn main() {

@@ -73,8 +73,8 @@ const PLUGIN_ABI: Run = Run { package: "gpuport", args: &["--lib", "plugin::"], 
 const VENDOR_STREAMS: Run =
     Run { package: "gpuport-driver", args: &["--test", "vendor_stream"], env: &[], strict_provenance: true };
 
-/// The host-callback slots' own tests: a thread's kept slots freed at its exit, a refused
-/// slot's closure handed back.
+/// The host-callback slots' own tests: a thread's kept slots returned to the depot at its
+/// exit, a refused slot's closure handed back, a second run and a NULL user running nothing.
 const CALLBACK_SLOTS: Run =
     Run { package: "gpuport-driver", args: &["--lib", "vendor::callback_slots"], env: &[], strict_provenance: true };
 

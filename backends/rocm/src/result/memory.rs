@@ -103,3 +103,13 @@ pub fn pointer_attributes(api: &Api, addr: *const c_void) -> Result<Option<hipPo
         _ => check(api, status, "hipPointerGetAttributes").map(|_| None),
     }
 }
+
+/// `hipMemGetAddressRange` for `addr`: the start and size of the allocation holding it;
+/// `None` where the runtime lacks the call or knows no allocation there.
+pub fn address_range(rt: &Runtime, addr: *const c_void) -> Option<(u64, usize)> {
+    let range = rt.mem_get_address_range()?;
+    let (mut base, mut size) = (std::ptr::null_mut(), 0usize);
+    // SAFETY: valid out-pointers; the address is only looked up.
+    let status = unsafe { range(&mut base, &mut size, addr.cast_mut()) };
+    (status == sys::SUCCESS && !base.is_null() && size > 0).then_some((base as u64, size))
+}

@@ -8,6 +8,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use gpuport_core::{BackendKind, Error, HostCallback, Result};
 
+pub use super::callback_slots::SlotRun;
 use super::callback_slots::{with_slot, Reporter};
 
 thread_local! {
@@ -29,16 +30,33 @@ pub fn refuse_in_callback(kind: BackendKind, call: &str) -> Result<()> {
 /// The body of every vendor host-function trampoline (`extern "C" fn(user)`): runs the
 /// callback once, never unwinds, keeps a panic as the stream's error, refuses blocking
 /// calls made from it, and hands everything it drops to the release thread (the driver's
-/// callback thread may make no driver call).
+/// callback thread may make no driver call). A NULL `user`, or a callback that has run
+/// already, runs nothing and is logged as the driver's fault ([`host_callback_run`] says
+/// which, for a backend that reports it instead).
 ///
 /// # Safety
-/// `user` is the pointer a [`VendorStream`](super::VendorStream) handed to
-/// [`VendorCalls::launch_host_callback`](super::VendorCalls::launch_host_callback), and the driver calls this once for it.
+/// `user` is NULL or a pointer a [`VendorStream`](super::VendorStream) handed to
+/// [`VendorCalls::launch_host_callback`](super::VendorCalls::launch_host_callback).
 ///
 /// Inlined into each backend's `extern "C"` trampoline, so that a callback costs the driver
 /// one frame of gpuport's.
 #[inline(always)]
 pub unsafe fn run_host_callback(user: *mut c_void) {
+    // SAFETY: the caller's contract.
+    let run = unsafe { host_callback_run(user) };
+    if run != SlotRun::Ran {
+        log_stray_run(run);
+    }
+}
+
+/// [`run_host_callback`], answering what the run found instead of logging a stray run:
+/// for a backend whose driver is foreign code to be held to account (the plugin loader
+/// reports such runs as the plugin's errors).
+///
+/// # Safety
+/// As for [`run_host_callback`].
+#[inline(always)]
+pub unsafe fn host_callback_run(user: *mut c_void) -> SlotRun {
     let run = |f: HostCallback, reporter: &Reporter| {
         // Nothing unwinds out: the callback's panic is kept, and a panic while keeping it
         // (a message's `Display`) is dropped here rather than cross the driver's frames.
@@ -53,9 +71,23 @@ pub unsafe fn run_host_callback(user: *mut c_void) {
             })
         }));
     };
-    // SAFETY: per the contract, `user` is a slot handed to the driver once, run once; the
-    // closure above never unwinds, so the slot is always given back.
+    // SAFETY: per the contract, `user` is NULL or a slot handed to the driver; the closure
+    // above never unwinds, so a slot that runs is always given back.
     unsafe { with_slot(user, run) }
+}
+
+/// Logs a run of a trampoline that found no callback to run: the driver's fault, which
+/// gpuport survives (nothing ran).
+#[cold]
+#[inline(never)]
+fn log_stray_run(run: SlotRun) {
+    match run {
+        SlotRun::Ran => {}
+        SlotRun::NullUser => log::error!("a driver ran gpuport's host function with a NULL user pointer; nothing ran"),
+        SlotRun::RanBefore => {
+            log::error!("a driver ran a host function a second time, or after it was done with it; nothing ran")
+        }
+    }
 }
 
 /// Keeps a callback's panic as its stream's error. Out of line, so that the trampoline's

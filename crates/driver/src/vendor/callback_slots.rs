@@ -23,6 +23,16 @@
 //! a second thread-local, registered when the thread first keeps a slot. A slot's closure
 //! is moved out of it when it runs, not swapped for an empty one.
 //!
+//! A driver is trusted to run each host function once, but a plugin is foreign code that
+//! may not: it may run one twice, or after the stream it was queued on is gone. So a slot
+//! is *armed* when its closure is written and disarmed, atomically, by the one run that
+//! takes the closure out; a run that finds its slot disarmed does nothing and says so
+//! ([`SlotRun::RanBefore`]), and so does a run handed a NULL `user`
+//! ([`SlotRun::NullUser`]), for the backend to report. And slots are never freed, only
+//! reused: a slot a thread cannot keep (it is exiting, or its magazines are full) goes to
+//! the depot, so a late call reads a live slot, never freed memory. The slots in existence
+//! are as many as were ever in flight at once.
+//!
 //! Each slot holds its stream's [`Reporter`] by reference count, so the reporter lives as
 //! long as a callback that may use it, whatever order a driver runs them in: a driver that
 //! breaks stream order gets its callbacks' results reported out of order (which the
@@ -30,14 +40,16 @@
 //! the reporter of its last callback, and a slot taken for the same stream again reuses it
 //! as it is: a stream's steady flow of callbacks touches no reference count (two atomic
 //! operations per callback otherwise, on a line both threads write). A reporter so kept is
-//! released when its slot next serves another stream, or is freed; it owns no driver
-//! object (the stream's kept errors and its name), so where that happens does not matter.
+//! released when its slot next serves another stream, or when the thread keeping the slot
+//! exits (its slots go to the depot reporting to no stream); it owns no driver object (the
+//! stream's kept errors and its name), so where that happens does not matter.
 
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::ptr::{self, NonNull};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use gpuport_core::{BackendKind, DeviceId, Error, HostCallback, Result};
 
@@ -47,10 +59,6 @@ use super::stream_errors::StreamErrors;
 /// Free slots per magazine: a thread keeps the list it uses and at most one full one, and
 /// trades a full one with the depot when it runs out or has a third.
 const MAGAZINE: usize = 64;
-
-/// Full magazines kept in the depot (16 Ki slots, about a MiB); beyond that, slots given
-/// back are freed. A burst of more callbacks in flight than that allocates.
-const DEPOT: usize = 256;
 
 /// A stream as an error names it (`0x… on cuda:0`): two words, written out only when a
 /// callback's failure is recorded — never on the enqueue path.
@@ -79,6 +87,9 @@ pub(super) struct Slot {
     /// The closure: written when the slot is taken, moved out when it runs (or is
     /// refused); uninitialised while the slot is free.
     f: MaybeUninit<HostCallback>,
+    /// True from the closure's writing to its one run (or refusal): a run that finds it
+    /// false takes nothing.
+    armed: AtomicBool,
     /// The stream the callback reports to; kept while the slot is free (see the module's
     /// documentation).
     reporter: Arc<Reporter>,
@@ -121,23 +132,45 @@ impl Magazine {
         self.len += 1;
     }
 
-    /// Frees every slot (with whatever reporter each kept).
-    fn free(mut self) {
-        while let Some(slot) = self.pop() {
-            // SAFETY: popped slots are live boxes this magazine owned, holding no closure.
-            unsafe { free_slot(slot.as_ptr()) };
+    /// Puts the magazine in the depot, for any thread to take (slots are never freed; see
+    /// the module's documentation).
+    fn deposit(self) {
+        if self.len > 0 {
+            lock(&DEPOT_MAGAZINES).push(self);
         }
+    }
+
+    /// [`Magazine::deposit`] for the slots of a thread that is exiting: they report to
+    /// [`nobody`] from now on, so the streams' reporters they kept are released.
+    #[cold]
+    #[inline(never)]
+    fn retire(self) {
+        let mut at = self.head;
+        while let Some(slot) = NonNull::new(at) {
+            // SAFETY: a slot in the chain is a live box the magazine owns, holding no
+            // closure, that nothing else uses.
+            unsafe {
+                if !Arc::ptr_eq(&(*slot.as_ptr()).reporter, nobody()) {
+                    (*slot.as_ptr()).reporter = nobody().clone();
+                }
+                at = (*slot.as_ptr()).next;
+            }
+        }
+        self.deposit();
     }
 }
 
-/// Frees a free slot.
-///
-/// # Safety
-/// `slot` is a live box's pointer, holding no closure, that nothing else uses from now on.
-unsafe fn free_slot(slot: *mut Slot) {
-    // SAFETY: per the contract; `f` is uninitialised, so dropping the box drops only the
-    // reporter.
-    drop(unsafe { Box::from_raw(slot) });
+/// The reporter of slots no stream holds: an exited thread's slots report to it, so that
+/// the streams' own reporters are released.
+fn nobody() -> &'static Arc<Reporter> {
+    static NOBODY: OnceLock<Arc<Reporter>> = OnceLock::new();
+    NOBODY.get_or_init(|| {
+        Arc::new(Reporter {
+            errors: Arc::default(),
+            stream: StreamName { raw: 0, device: DeviceId { kind: BackendKind::Host, ordinal: 0 } },
+            kind: BackendKind::Host,
+        })
+    })
 }
 
 /// A thread's free slots: the magazine it takes from and gives back to, and one spare
@@ -166,7 +199,7 @@ impl Drop for FreeAtExit {
                 std::mem::replace(&mut slots.spare, Magazine::EMPTY),
             ]
         });
-        kept.into_iter().flatten().for_each(Magazine::free);
+        kept.into_iter().flatten().for_each(Magazine::retire);
     }
 }
 
@@ -189,8 +222,8 @@ fn with_free<R>(f: impl FnOnce(&mut ThreadSlots) -> R) -> Option<R> {
 }
 
 /// Whether this thread may keep free slots: registers [`FREE_AT_EXIT`] the first time;
-/// false once the thread is exiting (its slots already freed), when slots given back are
-/// freed and slots taken are new.
+/// false once the thread is exiting (its slots already in the depot), when slots given
+/// back go to the depot one by one and slots taken come from it.
 #[cold]
 fn may_keep() -> bool {
     FREE_AT_EXIT.try_with(|_| ()).is_ok()
@@ -223,6 +256,7 @@ fn take_refilled(f: HostCallback, reporter: &Arc<Reporter>) -> NonNull<Slot> {
         Some(slot) => unsafe { fill(slot, f, reporter) },
         None => NonNull::from(Box::leak(Box::new(Slot {
             f: MaybeUninit::new(f),
+            armed: AtomicBool::new(true),
             reporter: reporter.clone(),
             next: ptr::null_mut(),
         }))),
@@ -238,6 +272,8 @@ unsafe fn fill(slot: NonNull<Slot>, f: HostCallback, reporter: &Arc<Reporter>) -
     let raw = slot.as_ptr();
     // SAFETY: per the contract; writing over the uninitialised closure loses nothing.
     unsafe { (*raw).f.write(f) };
+    // SAFETY: as above. Released: the run that finds it armed sees the closure.
+    unsafe { (*raw).armed.store(true, Ordering::Release) };
     // SAFETY: as above.
     if !Arc::ptr_eq(unsafe { &(*raw).reporter }, reporter) {
         // SAFETY: as above.
@@ -247,18 +283,37 @@ unsafe fn fill(slot: NonNull<Slot>, f: HostCallback, reporter: &Arc<Reporter>) -
 }
 
 /// [`take`]'s slow path: this thread's spare if full, else a magazine from the depot (or
-/// none).
+/// none). A thread that is exiting takes one slot out of a depot magazine and puts the rest
+/// back.
 #[inline]
 fn refill() -> Option<NonNull<Slot>> {
-    with_free(|slots| {
+    let taken = with_free(|slots| {
         if slots.spare.len > 0 {
             std::mem::swap(&mut slots.current, &mut slots.spare);
         } else if may_keep() {
             slots.current = lock(&DEPOT_MAGAZINES).pop().unwrap_or(Magazine::EMPTY);
+        } else {
+            return None;
         }
         slots.current.pop()
-    })
-    .flatten()
+    });
+    match taken {
+        Some(slot) => slot,
+        None => from_depot_exiting(),
+    }
+}
+
+/// One slot from the depot for a thread whose magazines are gone (it is exiting).
+#[cold]
+#[inline(never)]
+fn from_depot_exiting() -> Option<NonNull<Slot>> {
+    let mut depot = lock(&DEPOT_MAGAZINES);
+    let magazine = depot.last_mut()?;
+    let slot = magazine.pop();
+    if magazine.len == 0 {
+        depot.pop();
+    }
+    slot
 }
 
 /// A reused slot that last served another stream reports to `reporter` from now on (its
@@ -273,8 +328,8 @@ unsafe fn keep_reporter(slot: *mut Slot, reporter: &Arc<Reporter>) {
     unsafe { (*slot).reporter = reporter.clone() };
 }
 
-/// Keeps an emptied slot for reuse: freed when this thread's magazines and the depot are
-/// full, or while the thread is exiting.
+/// Keeps an emptied slot for reuse: in this thread's magazines, or the depot when they
+/// are full or the thread is exiting.
 ///
 /// # Safety
 /// `slot` is a live slot's pointer, holding no closure, that nothing else uses from now on.
@@ -297,9 +352,9 @@ unsafe fn give_back(slot: *mut Slot) {
 }
 
 /// [`give_back`] with this thread's magazine empty (its first slot: the thread registers
-/// the slots' release at its exit, or, exiting already, keeps nothing) or filled by this
-/// slot (traded: it becomes the spare, and a full spare goes to the depot, or is freed
-/// when the depot is full).
+/// its slots' return to the depot at its exit, or, exiting already, sends this one there)
+/// or filled by this slot (traded: it becomes the spare, and a full spare goes to the
+/// depot).
 ///
 /// # Safety
 /// As [`give_back`]'s.
@@ -308,47 +363,21 @@ unsafe fn give_back(slot: *mut Slot) {
 unsafe fn give_back_first_or_last(slot: *mut Slot) {
     let unkept = with_free(|slots| {
         if slots.current.len == 0 && !may_keep() {
-            return Some(Unkept::Slot(slot));
+            return Some(slot);
         }
         // SAFETY: per the contract.
         unsafe { slots.current.push(slot) };
-        if slots.current.len < MAGAZINE {
-            return None;
+        if slots.current.len == MAGAZINE {
+            let full = std::mem::replace(&mut slots.current, Magazine::EMPTY);
+            std::mem::replace(&mut slots.spare, full).deposit();
         }
-        let full = std::mem::replace(&mut slots.current, Magazine::EMPTY);
-        let spare = std::mem::replace(&mut slots.spare, full);
-        if spare.len == 0 {
-            return None;
-        }
-        let mut depot = lock(&DEPOT_MAGAZINES);
-        if depot.len() < DEPOT {
-            depot.push(spare);
-            None
-        } else {
-            Some(Unkept::Magazine(spare))
-        }
+        None
     });
-    if let Some(unkept) = unkept.unwrap_or(Some(Unkept::Slot(slot))) {
-        // SAFETY: per the contract, a slot not kept is ours to free.
-        unsafe { unkept.free() };
-    }
-}
-
-/// What a thread could not keep, freed after its magazines' borrow ends.
-enum Unkept {
-    Slot(*mut Slot),
-    Magazine(Magazine),
-}
-
-impl Unkept {
-    /// # Safety
-    /// An `Unkept::Slot` is a live slot, holding no closure, that nothing else uses.
-    unsafe fn free(self) {
-        match self {
-            // SAFETY: per the contract.
-            Unkept::Slot(slot) => unsafe { free_slot(slot) },
-            Unkept::Magazine(magazine) => magazine.free(),
-        }
+    if let Some(slot) = unkept.unwrap_or(Some(slot)) {
+        let mut single = Magazine::EMPTY;
+        // SAFETY: per the contract, the slot is ours to pass on.
+        unsafe { single.push(slot) };
+        single.retire();
     }
 }
 
@@ -378,31 +407,56 @@ pub(super) fn launch(
 #[inline(never)]
 unsafe fn refused(slot: NonNull<Slot>, e: Error) -> (Error, HostCallback) {
     // SAFETY: per the contract, the slot is ours alone and holds the closure `take` wrote,
-    // moved out once here.
-    let f = unsafe { (*slot.as_ptr()).f.assume_init_read() };
+    // moved out once here (and disarmed: no driver holds it to run it).
+    let f = unsafe {
+        (*slot.as_ptr()).armed.store(false, Ordering::Relaxed);
+        (*slot.as_ptr()).f.assume_init_read()
+    };
     // SAFETY: as above; emptied of its closure.
     unsafe { give_back(slot.as_ptr()) };
     (e, f)
 }
 
-/// What the trampoline does with one slot: moves its closure out, runs `run` with it and
-/// the slot's reporter, and keeps the slot for reuse. A null `user` (a driver's fault)
-/// runs nothing.
+/// What one call of the trampoline found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "a run that found no callback is the driver's fault, to be reported"]
+pub enum SlotRun {
+    /// The slot's callback ran (this is its one run).
+    Ran,
+    /// The driver passed a NULL `user`: nothing ran, and the callback it was given for
+    /// never will.
+    NullUser,
+    /// The slot's callback had run already (or was refused, or never queued): the driver
+    /// ran one host function twice, or ran it after its stream was done with it. Nothing
+    /// ran.
+    RanBefore,
+}
+
+/// What the trampoline does with one slot: disarms it, moves its closure out, runs `run`
+/// with it and the slot's reporter, and keeps the slot for reuse. A NULL `user` or a slot
+/// already disarmed runs nothing, and says so.
 ///
 /// # Safety
-/// `user` is a slot's address [`launch`] handed the driver, and this is its one run.
+/// `user` is NULL or a slot's address [`launch`] handed the driver (slots are never freed,
+/// so any such address stays a slot).
 #[inline(always)]
-pub(super) unsafe fn with_slot(user: *mut c_void, run: impl FnOnce(HostCallback, &Reporter)) {
+pub(super) unsafe fn with_slot(user: *mut c_void, run: impl FnOnce(HostCallback, &Reporter)) -> SlotRun {
     let slot = user.cast::<Slot>();
     if slot.is_null() {
-        return;
+        return SlotRun::NullUser;
     }
-    // SAFETY: per the contract, the slot is ours alone for this run and holds the closure
-    // `take` wrote, moved out once here; its reporter stays until it is given back below.
+    // SAFETY: per the contract, a live slot; its `armed` word is only touched atomically.
+    // Acquire: pairs with the release of the write that armed it, so the closure is seen.
+    if !unsafe { (*slot).armed.swap(false, Ordering::Acquire) } {
+        return SlotRun::RanBefore;
+    }
+    // SAFETY: this run disarmed the slot, so it alone holds it: the closure `take` wrote is
+    // moved out once here; its reporter stays until it is given back below.
     let (f, reporter) = unsafe { ((*slot).f.assume_init_read(), &*ptr::addr_of!((*slot).reporter)) };
     run(f, reporter);
     // SAFETY: as above; its closure was moved out, and nothing uses it after this.
     unsafe { give_back(slot) };
+    SlotRun::Ran
 }
 
 #[cfg(test)]
@@ -424,7 +478,7 @@ mod tests {
     unsafe impl Send for Queued {}
 
     #[test]
-    fn a_thread_frees_the_slots_it_kept_when_it_exits() {
+    fn an_exiting_threads_slots_go_to_the_depot_and_release_their_reporters() {
         let reporter = reporter();
         // Fewer than a magazine: the thread running them keeps every one.
         let taken: Vec<Queued> = (0..MAGAZINE / 2).map(|_| Queued(take(Box::new(|| {}), &reporter))).collect();
@@ -433,7 +487,7 @@ mod tests {
             let mut ran = 0;
             for Queued(slot) in taken {
                 // SAFETY: each is a slot `take` filled, run once.
-                unsafe { with_slot(slot.as_ptr().cast(), |f, _| f()) };
+                assert_eq!(unsafe { with_slot(slot.as_ptr().cast(), |f, _| f()) }, SlotRun::Ran);
                 ran += 1;
             }
             ran
@@ -441,7 +495,7 @@ mod tests {
         .join()
         .unwrap();
         assert_eq!(ran, MAGAZINE / 2);
-        assert_eq!(Arc::strong_count(&reporter), 1, "the exited thread's slots were not freed");
+        assert_eq!(Arc::strong_count(&reporter), 1, "the exited thread's slots kept the stream's reporter");
     }
 
     #[test]
@@ -466,7 +520,46 @@ mod tests {
         .map_err(|(e, _)| e)
         .unwrap();
         // SAFETY: the slot `launch` handed out, run once.
-        unsafe { with_slot(user, |f, _| f()) };
+        assert_eq!(unsafe { with_slot(user, |f, _| f()) }, SlotRun::Ran);
         assert!(ran.load(std::sync::atomic::Ordering::SeqCst));
+    }
+
+    #[test]
+    fn a_second_run_a_run_of_a_refused_slot_and_a_null_user_run_nothing() {
+        let reporter = reporter();
+        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = |runs: &Arc<std::sync::atomic::AtomicUsize>| {
+            let r = runs.clone();
+            Box::new(move || {
+                r.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }) as HostCallback
+        };
+        let mut user = std::ptr::null_mut();
+        launch(&reporter, counted(&runs), |u| {
+            user = u;
+            Ok(())
+        })
+        .map_err(|(e, _)| e)
+        .unwrap();
+        // SAFETY: the slot `launch` handed out: run once, then again (a driver's fault;
+        // slots are never freed, so the second run reads a live slot).
+        unsafe {
+            assert_eq!(with_slot(user, |f, _| f()), SlotRun::Ran);
+            assert_eq!(with_slot(user, |f, _| f()), SlotRun::RanBefore);
+        }
+        assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1, "the second run ran the callback again");
+        // A refused slot is disarmed: a run of it afterwards takes nothing.
+        let mut refused_user = std::ptr::null_mut();
+        let refused = launch(&reporter, counted(&runs), |u| {
+            refused_user = u;
+            Err(Error::unsupported(BackendKind::Cuda, "no"))
+        });
+        let Err((_, f)) = refused else { panic!("the refusal was lost") };
+        drop(f);
+        // SAFETY: as above.
+        assert_eq!(unsafe { with_slot(refused_user, |f, _| f()) }, SlotRun::RanBefore);
+        // SAFETY: a NULL user is never dereferenced.
+        assert_eq!(unsafe { with_slot(std::ptr::null_mut(), |f, _| f()) }, SlotRun::NullUser);
+        assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 }

@@ -34,7 +34,7 @@ mod stream_errors;
 
 use std::sync::{Mutex, MutexGuard};
 
-pub use callback::{refuse_in_callback, run_host_callback};
+pub use callback::{host_callback_run, refuse_in_callback, run_host_callback, SlotRun};
 pub use calls::{memcpy_rows, RawHandle, VendorCalls};
 pub use device::{OpenDevices, VendorDevice};
 pub use event::VendorEvent;

@@ -2,8 +2,8 @@
 //! failed stream-ordered free): kept for the stream's next synchronize and, sticky, for
 //! the device's.
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use gpuport_core::{Error, Result};
 
@@ -21,6 +21,12 @@ impl StreamErrors {
     /// Keeps `err` unless an earlier error is kept.
     pub fn record(&self, err: Error) {
         lock(&self.first).get_or_insert(err);
+    }
+
+    /// Whether the device must keep these: the stream lives, or it is gone with an error
+    /// not yet reported.
+    pub(super) fn still_reports(self: &Arc<Self>) -> bool {
+        !(self.orphaned.load(Ordering::SeqCst) && lock(&self.first).is_none())
     }
 
     /// Reports and clears the kept error (the stream's synchronize).

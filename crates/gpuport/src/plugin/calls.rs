@@ -11,17 +11,20 @@ use gpuport_core::{
 };
 use gpuport_driver::kernel_args::ArgSlot;
 use gpuport_driver::release::Deferred;
-use gpuport_driver::vendor::{memcpy_rows, run_host_callback, OpenDevices, VendorCalls, VendorDevice};
+use gpuport_driver::vendor::{memcpy_rows, OpenDevices, VendorCalls, VendorDevice};
 use gpuport_plugin_abi as abi;
 
+use super::faults::Faults;
 use super::stream_handle::StreamHandle;
 use super::table::{array_text, Table};
 
-/// What every device of one loaded plugin shares: its table and its open devices.
+/// What every device of one loaded plugin shares: its table, its open devices and the
+/// checks of its contract.
 pub(crate) struct Shared {
     pub(crate) table: Table,
     pub(crate) open: OpenDevices<PluginCalls>,
     pub(crate) count: u32,
+    pub(crate) faults: Faults,
 }
 
 /// Closes the plugin's device when the last handle of it is gone, on the release thread.
@@ -96,6 +99,37 @@ impl PluginCalls {
         unsafe { self.t().stream_query(self.raw, stream) }
     }
 
+    /// `addr`, just allocated by `call` for `bytes`, once the plugin's contract admits it
+    /// (aligned, and no live allocation's); a misaligned one is given back with `free`.
+    fn admitted(&self, call: &str, addr: u64, bytes: usize, free: impl FnOnce(u64) -> Result<()>) -> Result<u64> {
+        match self.shared.faults.admit(call, addr, bytes) {
+            Ok(()) => Ok(addr),
+            Err((e, give_back)) => {
+                if give_back {
+                    if let Err(free_failed) = free(addr) {
+                        log::warn!("{}: giving back {addr:#x}: {free_failed}", self.id);
+                    }
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The error for progress counters that broke the protocol.
+    #[cold]
+    #[inline(never)]
+    fn counters_backwards(&self, stream: StreamHandle, completed: u64, submitted: u64) -> Error {
+        Error::broken_contract(
+            self.id.kind,
+            format!(
+                "stream {:#x} of {} counted {completed} operations completed, then {submitted} submitted: a \
+                 progress counter went backwards, or `completed` ran past `submitted`",
+                stream.raw(),
+                self.id
+            ),
+        )
+    }
+
     /// The open device of this plugin with id `id` (a peer of a copy).
     fn peer_raw(&self, id: DeviceId) -> Result<*mut abi::Device> {
         if id.kind != self.id.kind {
@@ -107,13 +141,6 @@ impl PluginCalls {
             .map(|d| d.raw)
             .ok_or_else(|| Error::invalid_handle(format!("{id} is not open")))
     }
-}
-
-/// The trampoline the plugin calls for a host function: the kit's, which never unwinds
-/// (it runs the callback inside `catch_unwind` and keeps a panic as the stream's error).
-unsafe extern "C" fn host_func(user: *mut c_void) {
-    // SAFETY: `user` is what `launch_host_callback` handed the plugin, called once.
-    unsafe { run_host_callback(user) }
 }
 
 fn stream_flags(flags: StreamFlags) -> u32 {
@@ -306,21 +333,25 @@ impl VendorCalls for PluginCalls {
     #[inline]
     fn stream_done(&self, stream: StreamHandle) -> Result<bool> {
         match stream.read_progress() {
-            ProgressReading::Done => Ok(true),
-            ProgressReading::Pending => Ok(false),
+            Ok(ProgressReading::Done) => Ok(true),
+            Ok(ProgressReading::Pending) => Ok(false),
             // Publishing, or no counters: the plugin's own query (which waits for the
             // publication).
-            ProgressReading::Publishing => self.stream_query(stream.raw()),
+            Ok(ProgressReading::Publishing) => self.stream_query(stream.raw()),
+            Err((completed, submitted)) => Err(self.counters_backwards(stream, completed, submitted)),
         }
     }
     #[inline]
     fn stream_synchronize(&self, stream: StreamHandle) -> Result<()> {
         // SAFETY: as above.
-        unsafe { self.t().stream_synchronize(self.raw, stream.raw()) }
+        unsafe { self.t().stream_synchronize(self.raw, stream.raw()) }?;
+        // The host functions it ran wrongly are reported once all before have run.
+        self.shared.faults.check_host_funcs()
     }
     fn device_synchronize(&self) -> Result<()> {
         // SAFETY: this device is open.
-        unsafe { self.t().device_synchronize(self.raw) }
+        unsafe { self.t().device_synchronize(self.raw) }?;
+        self.shared.faults.check_host_funcs()
     }
     fn stream_destroy(&self, stream: StreamHandle) -> Result<()> {
         // SAFETY: the kit destroys each stream it created once.
@@ -328,8 +359,9 @@ impl VendorCalls for PluginCalls {
     }
     #[inline]
     fn launch_host_callback(&self, stream: StreamHandle, user: *mut c_void) -> Result<()> {
-        // SAFETY: a live stream; `host_func(user)` runs the kit's callback once.
-        unsafe { self.t().stream_launch_host_func(self.raw, stream.raw(), host_func, user) }
+        // SAFETY: a live stream; the plugin's trampoline runs the kit's callback once (a
+        // second run does nothing).
+        unsafe { self.t().stream_launch_host_func(self.raw, stream.raw(), self.shared.faults.host_func(), user) }
     }
     #[inline]
     fn stream_wait_event(&self, stream: StreamHandle, event: abi::Event) -> Result<()> {
@@ -422,15 +454,21 @@ impl VendorCalls for PluginCalls {
     }
     fn mem_alloc(&self, bytes: usize) -> Result<u64> {
         // SAFETY: this device is open.
-        unsafe { self.t().mem_alloc(self.raw, self.id, bytes) }
+        let addr = unsafe { self.t().mem_alloc(self.raw, self.id, bytes) }?;
+        // SAFETY: the plugin's own fresh allocation, unused, given back once.
+        self.admitted("mem_alloc", addr, bytes, |a| unsafe { self.t().mem_free(self.raw, a) })
     }
     fn mem_alloc_managed(&self, bytes: usize) -> Result<u64> {
         // SAFETY: as above.
-        unsafe { self.t().mem_alloc_managed(self.raw, self.id, bytes) }
+        let addr = unsafe { self.t().mem_alloc_managed(self.raw, self.id, bytes) }?;
+        // SAFETY: as above.
+        self.admitted("mem_alloc_managed", addr, bytes, |a| unsafe { self.t().mem_free(self.raw, a) })
     }
     fn mem_alloc_host(&self, bytes: usize, flags: HostAllocFlags) -> Result<u64> {
         // SAFETY: as above.
-        unsafe { self.t().mem_alloc_host(self.raw, self.id, bytes, host_alloc_flags(flags)) }
+        let addr = unsafe { self.t().mem_alloc_host(self.raw, self.id, bytes, host_alloc_flags(flags)) }?;
+        // SAFETY: as above.
+        self.admitted("mem_alloc_host", addr, bytes, |a| unsafe { self.t().mem_free_host(self.raw, a) })
     }
     fn stream_ordered_supported(&self) -> Result<()> {
         match self.t().api.mem_alloc_async {
@@ -440,17 +478,25 @@ impl VendorCalls for PluginCalls {
     }
     unsafe fn mem_alloc_async(&self, bytes: usize, stream: StreamHandle) -> Result<u64> {
         // SAFETY: forwarded: a live stream of this device.
-        unsafe { self.t().mem_alloc_async(self.raw, self.id, bytes, stream.raw()) }
+        let addr = unsafe { self.t().mem_alloc_async(self.raw, self.id, bytes, stream.raw()) }?;
+        // SAFETY: the plugin's own fresh allocation, unused, given back once in stream
+        // order.
+        self.admitted("mem_alloc_async", addr, bytes, |a| unsafe { self.t().mem_free_async(self.raw, a, stream.raw()) })
     }
+    // Each free forgets the address first: the plugin may hand it out again as soon as its
+    // free returns.
     unsafe fn mem_free(&self, addr: u64) -> Result<()> {
+        self.shared.faults.forget(addr);
         // SAFETY: forwarded: allocated here, freed once, unused.
         unsafe { self.t().mem_free(self.raw, addr) }
     }
     unsafe fn mem_free_host(&self, addr: u64) -> Result<()> {
+        self.shared.faults.forget(addr);
         // SAFETY: as above.
         unsafe { self.t().mem_free_host(self.raw, addr) }
     }
     unsafe fn mem_free_async(&self, addr: u64, stream: StreamHandle) -> Result<()> {
+        self.shared.faults.forget(addr);
         // SAFETY: forwarded: allocated in stream order, freed once; a live stream.
         unsafe { self.t().mem_free_async(self.raw, addr, stream.raw()) }
     }

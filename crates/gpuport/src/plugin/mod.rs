@@ -15,10 +15,12 @@
 //! | `table` | the validated table, and plugin errors turned into gpuport's |
 //! | `result` | one checked function per call of the table |
 //! | `calls` | the vendor kit's call table over it, one opened device each |
+//! | `faults` | the breaches of its contract gpuport checks for: host functions run wrongly, addresses handed out misaligned or twice |
 //! | `stream_handle` | a stream's handle, with the progress counters a query reads |
 //! | `handles` | devices, streams and events in the dynamic tier |
 
 mod calls;
+mod faults;
 mod handles;
 mod result;
 mod stream_handle;
@@ -28,6 +30,7 @@ mod tests;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use gpuport_core::{BackendKind, DeviceInfo, DlpackDevices, Error, Result};
 use gpuport_driver::loading::loader_message;
@@ -36,6 +39,7 @@ use gpuport_plugin_abi as abi;
 
 use crate::dynamic::{AnyDevice, DynBackend};
 use calls::{PluginCalls, Shared};
+use faults::Faults;
 use handles::device_into_any;
 pub(crate) use handles::{LoadedDevice, LoadedEvent, LoadedStream};
 use table::Table;
@@ -82,12 +86,71 @@ pub(crate) fn loaded_from(path: &Path) -> Option<&'static str> {
     LOADED.lock().unwrap_or_else(|p| p.into_inner()).iter().find(|(p, _)| *p == path).map(|(_, n)| *n)
 }
 
-/// The backend of a validated table: initialised, its devices counted.
+/// The most devices gpuport accepts of one plugin. Discovery opens every device a
+/// plugin reports; a count beyond this is refused as a broken count rather than believed.
+pub const MAX_PLUGIN_DEVICES: u32 = 1024;
+
+/// Environment variable: seconds a plugin's `initialize` may take before the plugin is
+/// reported unavailable and discovery goes on without it (default
+/// [`DEFAULT_INIT_TIMEOUT`]).
+pub const INIT_TIMEOUT_ENV: &str = "GPUPORT_PLUGIN_INIT_TIMEOUT";
+
+/// How long a plugin's `initialize` may take by default.
+pub const DEFAULT_INIT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The backend of a validated table: initialised (within the time allowed), its devices
+/// counted.
 pub(crate) fn backend_of(table: Table) -> Result<Arc<LoadedBackend>> {
-    table.initialize()?;
+    initialize_within(&table, init_timeout()?)?;
     let count = table.device_count()?;
+    if count > MAX_PLUGIN_DEVICES {
+        return Err(Error::invalid_argument(format!(
+            "it reports {count} devices, more than the {MAX_PLUGIN_DEVICES} gpuport accepts of a plugin"
+        )));
+    }
     let kind = table.kind;
-    Ok(Arc::new(LoadedBackend { shared: Arc::new(Shared { table, open: OpenDevices::new(kind), count }) }))
+    let faults = Faults::new(kind);
+    Ok(Arc::new(LoadedBackend { shared: Arc::new(Shared { table, open: OpenDevices::new(kind), count, faults }) }))
+}
+
+/// The time a plugin's `initialize` may take: [`INIT_TIMEOUT_ENV`], else the default.
+fn init_timeout() -> Result<Duration> {
+    match std::env::var(INIT_TIMEOUT_ENV) {
+        Err(_) => Ok(DEFAULT_INIT_TIMEOUT),
+        Ok(v) => {
+            v.trim().parse::<f64>().ok().filter(|s| s.is_finite() && *s > 0.0).map(Duration::from_secs_f64).ok_or_else(
+                || Error::invalid_argument(format!("{INIT_TIMEOUT_ENV}={v:?} is not a positive number of seconds")),
+            )
+        }
+    }
+}
+
+/// Runs the plugin's `initialize` on a thread of its own and waits at most `timeout` for
+/// it: one that does not return in time makes the plugin unavailable, and its thread is
+/// left to finish (or not) on its own — the plugin stays loaded and is never called again.
+fn initialize_within(table: &Table, timeout: Duration) -> Result<()> {
+    /// The table, for the initializing thread.
+    struct Sent(Table);
+    // SAFETY: the header allows every call of the table from any thread; the copy holds
+    // function pointers and the plugin's static strings.
+    unsafe impl Send for Sent {}
+    let (tx, rx) = std::sync::mpsc::channel();
+    let sent = Sent(table.clone());
+    std::thread::Builder::new()
+        .name(format!("gpuport {} initialize", table.kind))
+        .spawn(move || {
+            let sent = sent;
+            // The receiver may be gone (the wait timed out): nobody is told.
+            let _ = tx.send(sent.0.initialize());
+        })
+        .map_err(|e| Error::invalid_argument(format!("no thread to initialize it on: {e}")))?;
+    match rx.recv_timeout(timeout) {
+        Ok(result) => result,
+        Err(_) => Err(Error::invalid_argument(format!(
+            "its initialize did not return within {:.1} s ({INIT_TIMEOUT_ENV}); it is left loaded and unused",
+            timeout.as_secs_f64()
+        ))),
+    }
 }
 
 /// A plugin from an entry point already in this process (a plugin linked in statically,
@@ -114,6 +177,13 @@ pub(crate) fn load(path: &Path, name_taken: impl Fn(&str) -> bool) -> Result<Arc
     if cfg!(miri) {
         return Err(unavailable("not loaded under Miri, which cannot run foreign code".into()));
     }
+    // A FIFO, a directory or a device node would make the loader block or fail obscurely:
+    // only a regular file (a bare soname, searched by the loader, is not looked at here).
+    if let Ok(meta) = std::fs::metadata(path) {
+        if !meta.is_file() {
+            return Err(unavailable(format!("it is not a regular file ({})", file_type_name(&meta.file_type()))));
+        }
+    }
     // SAFETY: loading a library runs its initialisers; a plugin library is code the user
     // asked this process to run.
     let library = unsafe { libloading::Library::new(path) }
@@ -133,6 +203,28 @@ pub(crate) fn load(path: &Path, name_taken: impl Fn(&str) -> bool) -> Result<Arc
     let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     LOADED.lock().unwrap_or_else(|p| p.into_inner()).push((canonical, backend.shared.table.kind.name()));
     Ok(backend)
+}
+
+/// What kind of file `ty` is, in words.
+fn file_type_name(ty: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if ty.is_fifo() {
+            return "a FIFO";
+        }
+        if ty.is_socket() {
+            return "a socket";
+        }
+        if ty.is_block_device() || ty.is_char_device() {
+            return "a device node";
+        }
+    }
+    if ty.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// The paths of a `GPUPORT_PLUGINS` value: `:`-separated, empty entries ignored.

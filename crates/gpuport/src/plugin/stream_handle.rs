@@ -6,9 +6,9 @@
 //! the table costs an extra call level on every poll.
 
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use gpuport_core::{read_counters, BackendKind, Error, ProgressReading, Result};
+use gpuport_core::{BackendKind, Error, ProgressReading, Result};
 use gpuport_driver::vendor::RawHandle;
 use gpuport_plugin_abi as abi;
 
@@ -89,9 +89,13 @@ impl StreamHandle {
     }
 
     /// What the plugin's counters say, without a call: always `Publishing` (ask the
-    /// plugin) where it publishes none.
+    /// plugin) where it publishes none. `Err((completed, submitted))` when they break the
+    /// protocol: `completed` read before `submitted` is never more than it unless a
+    /// counter went backwards (or `completed` ran past `submitted`). Seen only on a done
+    /// reading, where it costs one more load, and only when `completed` moved past the
+    /// first `submitted` read.
     #[inline]
-    pub(crate) fn read_progress(self) -> ProgressReading {
+    pub(crate) fn read_progress(self) -> Result<ProgressReading, (u64, u64)> {
         let words = self.progress;
         // SAFETY: words `checked_progress` accepted (non-null and aligned), which the
         // plugin keeps valid and in place while the stream lives (the kit uses no handle
@@ -104,7 +108,23 @@ impl StreamHandle {
                 AtomicU32::from_ptr(words.publishing.as_ptr()),
             )
         };
-        read_counters(submitted, completed, Some(publishing))
+        // The protocol's order (`gpuport_core::read_counters`): submitted, completed, then
+        // publishing.
+        let first = submitted.load(Ordering::SeqCst);
+        let done = completed.load(Ordering::SeqCst);
+        if done < first {
+            return Ok(ProgressReading::Pending);
+        }
+        if done != first {
+            let again = submitted.load(Ordering::SeqCst);
+            if done > again {
+                return Err((done, again));
+            }
+        }
+        Ok(match publishing.load(Ordering::SeqCst) {
+            0 => ProgressReading::Done,
+            _ => ProgressReading::Publishing,
+        })
     }
 }
 

@@ -165,6 +165,13 @@ impl Table {
             pinned_host: dlpack_type("pinned host", api.dlpack_pinned_host, true)?,
             managed: dlpack_type("managed", api.dlpack_managed, true)?,
         };
+        if matches!(dlpack.device, DlDeviceType::CPU | DlDeviceType::CUDA_HOST | DlDeviceType::ROCM_HOST) {
+            return Err(Error::invalid_argument(format!(
+                "it declares its device memory as {}, a type whose memory consumers read from the host; device \
+                 memory needs a device type (kDLExtDev for a device of its own)",
+                dlpack.device
+            )));
+        }
         let missing: Vec<&str> = required(&api).iter().filter(|(_, has)| !has).map(|(n, _)| *n).collect();
         if !missing.is_empty() {
             return Err(Error::invalid_argument(format!("its table lacks {}", missing.join(", "))));

@@ -108,16 +108,22 @@ pub fn import_through(
         if let Some(current) = table.current_work_stream {
             let mut stream: *mut c_void = ptr::null_mut();
             // SAFETY: the producer's function with its own device numbers.
-            if unsafe { current(dl.device_type, dl.device_id, &mut stream) } == 0 {
-                let dev = array.device().clone();
-                let s = match stream as usize {
-                    0 => dev.default_stream(gpuport::DefaultStream::Legacy),
-                    // SAFETY: the producer's live stream of this device, wrapped borrowed.
-                    h => unsafe { dev.wrap_stream(h) },
-                }
-                .py_exchange()?;
-                array.record_access(&s, Access::Write).py_exchange()?;
+            let rc = unsafe { current(dl.device_type, dl.device_id, &mut stream) };
+            if rc != 0 {
+                // The producer cannot name its stream: the import cannot be ordered after
+                // its work, so it fails (with the producer's exception, where it set one).
+                return Err(PyErr::take(py).unwrap_or_else(|| {
+                    PyBufferError::new_err(format!("the producer's current_work_stream returned {rc}"))
+                }));
             }
+            let dev = array.device().clone();
+            let s = match stream as usize {
+                0 => dev.default_stream(gpuport::DefaultStream::Legacy),
+                // SAFETY: the producer's live stream of this device, wrapped borrowed.
+                h => unsafe { dev.wrap_stream(h) },
+            }
+            .py_exchange()?;
+            array.record_access(&s, Access::Write).py_exchange()?;
         }
     }
     PyArray::wrap(py, place(py, array, device, copy, Context::Exchange)?)

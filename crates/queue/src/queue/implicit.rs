@@ -17,6 +17,8 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
+use gpuport_core::LiveList;
+
 use super::QueueCore;
 use crate::wait::lock;
 
@@ -25,7 +27,7 @@ use crate::wait::lock;
 #[derive(Default)]
 pub struct ImplicitSync {
     legacy: OnceLock<Weak<QueueCore>>,
-    blocking: Mutex<Vec<Weak<QueueCore>>>,
+    blocking: Mutex<LiveList<Weak<QueueCore>>>,
 }
 
 /// A queue's part in its device's implicit synchronisation.
@@ -53,9 +55,7 @@ impl ImplicitRole {
         match self {
             ImplicitRole::Independent => {}
             ImplicitRole::Blocking(sync) => {
-                let mut blocking = lock(&sync.blocking);
-                blocking.retain(|q| q.strong_count() > 0);
-                blocking.push(Arc::downgrade(core));
+                lock(&sync.blocking).push(Arc::downgrade(core), |q| q.strong_count() > 0);
             }
             ImplicitRole::Legacy(sync) => {
                 // A device makes its legacy stream once; a second one would not be followed.
@@ -77,7 +77,7 @@ impl ImplicitRole {
                 }
             }
             ImplicitRole::Legacy(sync) => {
-                for queue in lock(&sync.blocking).iter() {
+                for queue in lock(&sync.blocking).items() {
                     if let Some(target) = pending(queue) {
                         follow(queue, target);
                     }

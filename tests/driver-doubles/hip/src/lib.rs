@@ -583,6 +583,22 @@ gpuport_double_sim::export_c! {
         unsafe { put(attributes, attrs) }
     }
 
+    /// `hipMemGetAddressRange`: the start and size of the allocation holding `dptr`;
+    /// `hipErrorNotFound` for an address no allocation holds.
+    #[no_mangle]
+    fn hipMemGetAddressRange[cx](pbase: *mut *mut c_void, psize: *mut usize, dptr: *mut c_void) {
+        let m = machine(&cx)?;
+        if pbase.is_null() || psize.is_null() {
+            return Err(Error::InvalidValue);
+        }
+        let info = m.pointer_info(dptr as usize).ok_or(Error::NotFound)?;
+        // SAFETY: valid out-pointers (checked non-null above; the runtime's contract).
+        unsafe {
+            put(pbase, info.start as usize as *mut c_void)?;
+            put(psize, info.size as usize)
+        }
+    }
+
     /// `hipModuleLoadData` (Module Management): an ELF code object, or a clang offload
     /// bundle from which the entry for the current device's architecture is taken
     /// (`hipErrorNoBinaryForGpu` when it has none).
@@ -791,6 +807,7 @@ fn entry_points() -> &'static [(&'static str, usize)] {
             hipEventSynchronize,
             hipEventElapsedTime,
             hipPointerGetAttributes,
+            hipMemGetAddressRange,
             hipModuleLoadData,
             hipModuleUnload,
             hipModuleGetFunction,

@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::thread::ThreadId;
 
 use gpuport_core::release::Deferred;
-use gpuport_core::{Buffer, DeviceId, Error, HostCallback, Ownership, Result, StreamFlags};
+use gpuport_core::{Buffer, DeviceId, Error, HostCallback, LiveList, Ownership, Result, StreamFlags};
 
 use super::callback::{refuse_in_callback, IN_CALLBACK};
 use super::callback_slots::{launch, Reporter, StreamName};
@@ -44,7 +44,7 @@ use crate::parking::{Fence, Keep, Parked};
 /// What one device knows of its streams: their kept errors (dropped streams' included,
 /// until reported) and the default streams handed out.
 pub struct DeviceStreams<V: VendorCalls> {
-    errors: Mutex<Vec<Arc<StreamErrors>>>,
+    errors: Mutex<LiveList<Arc<StreamErrors>>>,
     legacy: Mutex<Weak<Deferred<StreamState<V>>>>,
     per_thread: Mutex<HashMap<ThreadId, Weak<Deferred<StreamState<V>>>>>,
 }
@@ -57,10 +57,9 @@ impl<V: VendorCalls> Default for DeviceStreams<V> {
 
 impl<V: VendorCalls> DeviceStreams<V> {
     fn track(&self, errors: &Arc<StreamErrors>) {
-        let mut all = lock(&self.errors);
-        // Forget streams that are gone and have nothing left to report.
-        all.retain(|e| !(e.orphaned.load(Ordering::SeqCst) && lock(&e.first).is_none()));
-        all.push(errors.clone());
+        // Streams that are gone and have nothing left to report are forgotten as the list
+        // grows (a constant cost per stream on average, however many live).
+        lock(&self.errors).push(errors.clone(), StreamErrors::still_reports);
     }
 
     /// `Device::synchronize`: waits for the device, then reports the first kept error of
@@ -71,7 +70,12 @@ impl<V: VendorCalls> DeviceStreams<V> {
         refuse_in_callback(dev.kind(), "Device::synchronize")?;
         dev.bind()?;
         dev.device_synchronize()?;
-        let all: Vec<Arc<StreamErrors>> = lock(&self.errors).clone();
+        let all: Vec<Arc<StreamErrors>> = {
+            let mut all = lock(&self.errors);
+            // A synchronize looks at every stream anyway: forget the gone ones now.
+            all.prune(StreamErrors::still_reports);
+            all.items().to_vec()
+        };
         let mut first = Ok(());
         for errors in all {
             let mut kept = lock(&errors.first);

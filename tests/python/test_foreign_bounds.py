@@ -163,6 +163,19 @@ def test_deep_dicts_through_as_array_and_asarray_are_refused():
         gpuport.asarray(Interfaced({**cai(host.data_ptr, (4,)), "shape": deep(10_000)}, host))
 
 
+def test_shared_and_huge_values_are_read_to_a_bounded_number_of_values():
+    a = ext_array()
+    shared = 1
+    for _ in range(40):
+        shared = [shared, shared]  # 41 objects, 2**40 paths
+    with pytest.raises(ValueError, match="past the first"):
+        gpuport.from_cuda_array_interface({**cai(a.data_ptr, (16,)), "descr": shared}, owner=a)
+    with pytest.raises(ValueError, match="a sequence of 1000000 items"):
+        gpuport.from_cuda_array_interface({**cai(a.data_ptr, (16,)), "strides": (1,) * 1_000_000}, owner=a)
+    with pytest.raises(ValueError, match="str of 100003 bytes"):
+        gpuport.from_cuda_array_interface({**cai(a.data_ptr, (16,)), "typestr": "|u1" + " " * 100_000}, owner=a)
+
+
 def test_the_recursion_limit_is_not_what_stops_it():
     # Far below Python's own recursion limit: the bound is gpuport's, not the interpreter's.
     a = ext_array()

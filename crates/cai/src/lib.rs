@@ -29,5 +29,5 @@ mod value;
 pub use entries::{Entry, Key};
 pub use exchange::{export, import, Export, Sync};
 pub use model::{CaiStream, Interface, VERSION};
-pub use read::{Node, Source, MAX_DEPTH, READ_KEYS};
+pub use read::{Node, Source, MAX_DEPTH, MAX_ITEMS, MAX_TEXT, READ_KEYS};
 pub use value::Value;

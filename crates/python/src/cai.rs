@@ -4,7 +4,7 @@
 //! sibling), `gpuport.as_array` and `gpuport.from_cuda_array_interface`.
 
 use gpuport::{Array, DType};
-use gpuport_cai::{Entry, Interface, Key, Node, Source, Sync, Value, READ_KEYS};
+use gpuport_cai::{Entry, Interface, Key, Node, Source, Sync, Value, MAX_TEXT, READ_KEYS};
 use pyo3::exceptions::{PyBufferError, PyNotImplementedError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -24,9 +24,9 @@ struct PySource<'py>(Bound<'py, PyAny>);
 impl<'py> Source for PySource<'py> {
     type Error = PyErr;
 
-    fn node(&self) -> PyResult<Node<Self>> {
+    fn node(&self, max_items: usize) -> PyResult<Node<Self>> {
         let v = &self.0;
-        let items = |iter: &mut dyn Iterator<Item = Bound<'py, PyAny>>| iter.map(PySource).collect::<Vec<_>>();
+        let first = |iter: &mut dyn Iterator<Item = Bound<'py, PyAny>>| iter.take(max_items).map(PySource).collect();
         Ok(if v.is_none() {
             Node::None
         } else if v.is_instance_of::<PyBool>() {
@@ -34,11 +34,15 @@ impl<'py> Source for PySource<'py> {
         } else if v.is_instance_of::<PyInt>() {
             Node::Int(v.extract::<i128>().ok())
         } else if let Ok(s) = v.cast::<PyString>() {
-            Node::Str(s.to_str()?.to_owned())
+            let text = s.to_str()?;
+            match text.len() <= MAX_TEXT {
+                true => Node::Str(text.to_owned()),
+                false => Node::Other(format!("str of {} bytes", text.len())),
+            }
         } else if let Ok(t) = v.cast::<PyTuple>() {
-            Node::Tuple(items(&mut t.iter()))
+            Node::Tuple(first(&mut t.iter()), t.len())
         } else if let Ok(l) = v.cast::<PyList>() {
-            Node::List(items(&mut l.iter()))
+            Node::List(first(&mut l.iter()), l.len())
         } else {
             Node::Other(v.get_type().name()?.to_string())
         })

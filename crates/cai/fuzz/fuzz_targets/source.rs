@@ -3,11 +3,13 @@
 //! kind, and chains nested far deeper than the reader follows (described by a count, not
 //! built, so only the reader could recurse on them). Reading must never panic or overflow
 //! the stack, must stay within the depth bound, and whatever the rules accept must write
-//! back and read again unchanged.
+//! back and read again unchanged. The tree is a graph (a node's children are found by
+//! offsets into the bytes, so many paths lead to one node), so the reader's bound on the
+//! number of values it reads is exercised too.
 
 #![no_main]
 
-use gpuport_cai::{Interface, Node, Source, Value, MAX_DEPTH};
+use gpuport_cai::{Interface, Node, Source, Value, MAX_DEPTH, MAX_ITEMS};
 use libfuzzer_sys::fuzz_target;
 
 const KEYS: [&str; 10] = ["shape", "typestr", "data", "version", "strides", "descr", "mask", "stream", "other", "__x"];
@@ -31,18 +33,19 @@ impl Tree<'_> {
 
 impl Source for Tree<'_> {
     type Error = ();
-    fn node(&self) -> Result<Node<Self>, ()> {
+    fn node(&self, max_items: usize) -> Result<Node<Self>, ()> {
         let n = usize::from(self.byte(2) % 5);
+        let children = || (0..n.min(max_items)).map(|k| self.child(k)).collect();
         Ok(match self.byte(0) % 10 {
             0 => Node::None,
             1 => Node::Bool(self.byte(1) & 1 == 1),
             2 | 3 => Node::Int(Some(i128::from(self.byte(1)) - 64)),
             4 => Node::Int(None),
             5 => Node::Str(STRS[usize::from(self.byte(1)) % STRS.len()].into()),
-            6 => Node::Tuple((0..n).map(|k| self.child(k)).collect()),
-            7 => Node::List((0..n).map(|k| self.child(k)).collect()),
+            6 => Node::Tuple(children(), n),
+            7 => Node::List(children(), n),
             // A chain: the same node again, one level down, as deep as the reader goes.
-            8 => Node::List(vec![self.clone()]),
+            8 => Node::List(std::iter::once(self.clone()).take(max_items).collect(), 1),
             _ => Node::Other("dict".into()),
         })
     }
@@ -52,17 +55,31 @@ impl Source for Tree<'_> {
     }
 }
 
-fn depth(v: &Value) -> usize {
+/// How deep `v` goes, and how many values it holds.
+fn measure(v: &Value) -> (usize, usize) {
+    let inner = |items: &mut dyn Iterator<Item = &Value>| {
+        items.map(measure).fold((0, 0), |(d, n), (d2, n2)| (d.max(d2), n + n2))
+    };
     match v {
-        Value::Tuple(items) | Value::List(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
-        Value::Dict(entries) => 1 + entries.iter().map(|(_, v)| depth(v)).max().unwrap_or(0),
-        _ => 0,
+        Value::Tuple(items) | Value::List(items) => {
+            let (d, n) = inner(&mut items.iter());
+            (d + 1, n + 1)
+        }
+        Value::Dict(entries) => {
+            let (d, n) = inner(&mut entries.iter().map(|(_, v)| v));
+            (d + 1, n)
+        }
+        _ => (0, 1),
     }
 }
 
 fuzz_target!(|data: &[u8]| {
     let Ok(value) = Value::read(&Tree { bytes: data, at: 0 }) else { return };
-    assert!(depth(&value) <= MAX_DEPTH + 1, "the reader went past its bound");
+    let (depth, values) = measure(&value);
+    assert!(depth <= MAX_DEPTH + 1, "the reader went {depth} deep, past its bound");
+    // Past the budget one value stands for each sequence cut short: at most one per level
+    // and per key.
+    assert!(values <= MAX_ITEMS + MAX_DEPTH + 16, "the reader read {values} values, past its bound");
     if let Ok(interface) = Interface::from_value(&value) {
         if let Ok(written) = interface.to_value() {
             assert_eq!(Interface::from_value(&written).ok().as_ref(), Some(&interface));

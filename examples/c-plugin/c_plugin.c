@@ -138,6 +138,9 @@ struct stream {
      * `progress` (stream_progress). */
     _Atomic uint64_t enqueued, completed;
     _Atomic uint32_t publishing; /* raised while a counted record's event is being told */
+#ifdef BROKEN_EVENT_BEFORE_COUNT
+    _Atomic uint64_t published; /* the count it publishes, behind `completed` */
+#endif
     gpuport_stream_progress progress;
     int closing;
     stream *next_of_device; /* the device's list, under its lock */
@@ -251,9 +254,6 @@ static void run(op *o) {
 #endif
         break;
     case OP_RECORD:
-#ifdef BROKEN_EVENT_BEFORE_COUNT
-        tell_event(o); /* before the stream counts the record */
-#endif
         break; /* told with the stream's count: see tell_event */
     case OP_WAIT:
         break;
@@ -288,7 +288,6 @@ static void *worker(void *arg) {
         pthread_mutex_lock(&s->lock);
         s->head = o->next;
         if (s->head == NULL) s->tail = NULL;
-#ifndef BROKEN_EVENT_BEFORE_COUNT
         /* A reader of the counters that sees the record counted must not take the
          * stream for done before the event is told: it sees `publishing` raised and asks
          * stream_query, which waits for this lock. */
@@ -301,8 +300,11 @@ static void *worker(void *arg) {
             tell_event(o);
             atomic_store(&s->publishing, 0);
         }
-#else
-        s->completed++;
+#ifdef BROKEN_EVENT_BEFORE_COUNT
+        /* Publishes its count only once an operation other than a record completes: an
+         * event recorded last is told while the count gpuport reads says its record has
+         * not run (the plugin's own query and synchronize use the true count). */
+        if (o->kind != OP_RECORD) atomic_store(&s->published, s->completed);
 #endif
         pthread_cond_broadcast(&s->changed);
         pthread_mutex_unlock(&s->lock);
@@ -327,8 +329,11 @@ static gpuport_error *new_stream(device *dev, int blocking, int legacy, stream *
     atomic_init(&s->publishing, 0);
     s->progress.struct_size = sizeof s->progress;
     s->progress.submitted = (const uint64_t *)&s->enqueued;
-#ifdef BROKEN_PROGRESS_WRONG_COUNTER
+#if defined(BROKEN_PROGRESS_WRONG_COUNTER)
     s->progress.completed = (const uint64_t *)&s->enqueued; /* always "done" */
+#elif defined(BROKEN_EVENT_BEFORE_COUNT)
+    atomic_init(&s->published, 0);
+    s->progress.completed = (const uint64_t *)&s->published;
 #else
     s->progress.completed = (const uint64_t *)&s->completed;
 #endif

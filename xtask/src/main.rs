@@ -28,6 +28,8 @@
 //!   in `docs/conformance-rules.md`, and a full run records every mutant's outcome (see
 //!   `mutants`); `mutants --sample N [--seed S]` re-runs N recorded caught mutants of each
 //!   template without cargo-mutants (CI's run).
+//! - `stress [--runs N]` — every mutation check N times (default 20) on one CPU another
+//!   process keeps busy; each must be caught every time (see `stress`).
 //! - `sanitize miri|thread|address` — the tests of the unsafe and threaded code under Miri
 //!   or ThreadSanitizer, the Python module's under AddressSanitizer (see `sanitize`);
 //!   `sanitize bugs` — deliberate bugs (a race, an early free, a double delete), each of
@@ -48,6 +50,7 @@ mod plan;
 mod python;
 mod rocm_sid;
 mod sanitize;
+mod stress;
 mod summary;
 
 use std::process::{Command, ExitCode};
@@ -78,6 +81,7 @@ fn usage() -> ExitCode {
            rocm-sid-check [--root DIR] [--prepare] the ROCm loader against sid's HIP 6 runtime, in a debootstrapped root\n  \
            mutants [--template queue|vendor] [--shard K/N] cargo-mutants over the port templates, the suite as their test\n  \
            mutants --sample N [--seed S] N recorded caught mutants of each template, re-run without cargo-mutants\n  \
+           stress [--runs N]     every mutation check N times (20) on one busy CPU: each caught every time\n  \
            sanitize miri|thread  the unsafe and threaded code's tests under Miri or ThreadSanitizer (nightly)\n  \
            sanitize address      the Python module built with AddressSanitizer, its tests run with leak detection\n  \
            sanitize bugs         deliberate bugs, each of which its checker must report\n  \
@@ -280,6 +284,11 @@ fn main() -> ExitCode {
         ["python-install-check"] => report(python::install_check()),
         ["gpu-bundle"] => report(gpu_bundle::gpu_bundle(std::path::Path::new(gpu_bundle::DEFAULT_OUT))),
         ["gpu-bundle", "--out", dir] => report(gpu_bundle::gpu_bundle(std::path::Path::new(dir))),
+        ["stress"] => report(stress::stress(20)),
+        ["stress", "--runs", n] => match n.parse::<usize>() {
+            Ok(runs) if runs > 0 => report(stress::stress(runs)),
+            _ => return usage(),
+        },
         ["sanitize", "miri"] => report(sanitize::miri()),
         ["sanitize", "thread"] => report(sanitize::thread()),
         ["sanitize", "bugs"] => report(sanitize::bugs()),

@@ -132,15 +132,23 @@ impl Place {
     /// Whether double `d`'s validation layer reported nothing since [`Place::clear_report`];
     /// prints the reports when it did.
     pub(crate) fn no_violation(&self, d: &Double) -> bool {
+        self.violations(d).is_none()
+    }
+
+    /// The reports of double `d`'s validation layer since [`Place::clear_report`] (the
+    /// first few lines), printed whole; `None` when there are none.
+    pub(crate) fn violations(&self, d: &Double) -> Option<Vec<String>> {
         match std::fs::read_to_string(self.report(d)) {
             Ok(text) if !text.trim().is_empty() => {
                 let n = text.lines().count();
                 eprintln!("xtask: the {} double reported {n} violation(s):\n{text}", d.name);
-                false
+                let mut first: Vec<String> = text.lines().take(3).map(str::to_owned).collect();
+                first.push(format!("({n} report(s) in all)"));
+                Some(first)
             }
             _ => {
                 println!("xtask: the {} double reported no violation", d.name);
-                true
+                None
             }
         }
     }
@@ -226,15 +234,13 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally, python: bool) -> bool {
     };
     if !python {
         println!("xtask: the Python tests on the {} double left out (--no-python)", d.name);
-    } else if let Err(e) = crate::python::pytest(files, &env) {
-        eprintln!("xtask: {e}");
-        tally.note_python(false);
-        ok = false;
     } else {
-        tally.note_python(true);
+        let (passed, failed) = crate::python::pytest(files, &env);
+        tally.note_python(passed, &failed);
+        ok &= passed;
     }
-    if !place.no_violation(d) {
-        tally.failed += 1;
+    if let Some(reports) = place.violations(d) {
+        tally.note_failure(format!("the {} double's validation layer", d.name), reports);
         ok = false;
     }
     ok

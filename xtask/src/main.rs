@@ -166,8 +166,8 @@ fn test(request: plan::Request<'_>, print_only: bool) -> bool {
             plan::Step::Python => {
                 // The wheel built and installed into .venv, pytest over tests/python (NumPy,
                 // JAX and tvm-ffi on the CPU; the GPU peers where a CUDA device is).
-                let passed = report(python::test());
-                tally.note_python(passed);
+                let (passed, failed) = python::test();
+                tally.note_python(passed, &failed);
                 ok &= passed;
             }
             plan::Step::BuildDoubles => {
@@ -189,10 +189,15 @@ fn test(request: plan::Request<'_>, print_only: bool) -> bool {
     let mode = if request.double { " --double" } else { "" };
     tally.print(&format!("xtask test --backend {}{mode}", request.backend), &plan.not_run);
     if !ok {
-        eprintln!(
-            "xtask: tests failed for backend `{}` (an unavailable backend fails as `{}::available` with its reason)",
-            request.backend, request.backend
-        );
+        match tally.unavailable_backends().as_slice() {
+            [] => eprintln!("xtask: tests failed for backend `{}` (listed above)", request.backend),
+            unavailable => eprintln!(
+                "xtask: tests failed for backend `{}` (an unavailable backend fails as `X::available` with its \
+                 reason: {})",
+                request.backend,
+                unavailable.join(", ")
+            ),
+        }
     }
     ok
 }
@@ -280,7 +285,7 @@ fn main() -> ExitCode {
             }
         }
         ["ci"] => lint() && test(plan::Request { backend: "all", double: false, no_python: false }, false),
-        ["python-test"] => report(python::test()),
+        ["python-test"] => python::test().0,
         ["python-install-check"] => report(python::install_check()),
         ["gpu-bundle"] => report(gpu_bundle::gpu_bundle(std::path::Path::new(gpu_bundle::DEFAULT_OUT))),
         ["gpu-bundle", "--out", dir] => report(gpu_bundle::gpu_bundle(std::path::Path::new(dir))),

@@ -172,13 +172,21 @@ pub fn installed_package() -> Result<PathBuf, String> {
     }
 }
 
-/// pytest over `paths` with the installed wheel; `env` is set for the run.
-pub fn pytest(paths: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Result<(), String> {
+/// pytest over `paths` with the installed wheel; `env` is set for the run. Whether it
+/// passed, and the lines of its short summary that name a failure (`FAILED path::test -
+/// message`, `ERROR …`).
+pub fn pytest(paths: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> (bool, Vec<String>) {
     let mut pytest = pytest_command(paths);
     for (k, v) in env {
         pytest.env(k, v);
     }
-    status(pytest)
+    let mut failed = Vec::new();
+    let (ok, _) = crate::summary::run_merged(pytest, |line| {
+        if line.starts_with("FAILED ") || line.starts_with("ERROR ") {
+            failed.push(line.to_owned());
+        }
+    });
+    (ok, failed)
 }
 
 /// The command that runs pytest over `paths` with `.venv`'s interpreter.
@@ -190,9 +198,12 @@ pub fn pytest_command(paths: &[&str]) -> Command {
     pytest
 }
 
-/// Builds the wheel, installs it into `.venv` and runs pytest over `tests/python`.
-pub fn test() -> Result<(), String> {
-    install()?;
+/// Builds the wheel, installs it into `.venv` and runs pytest over `tests/python`: whether
+/// it passed, and the failures pytest named (or why it could not run).
+pub fn test() -> (bool, Vec<String>) {
+    if let Err(e) = install() {
+        return (false, vec![format!("ERROR installing the wheel - {e}")]);
+    }
     pytest(&["tests/python"], &[])
 }
 

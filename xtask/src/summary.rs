@@ -1,16 +1,44 @@
 //! What a `cargo xtask test` run prints last: per backend, whether the conformance suite
 //! ran and how it ended (or why it did not run); then every test left ignored, by name and
-//! with its reason; then the totals. Built from libtest's output lines and the
-//! conformance harness's summary file, so nothing needs scrolling back for.
+//! with its reason; then every failure — the test binary (or step) and test, with the first
+//! lines of its message — and the totals, failures that named no test (a crate that did
+//! not build, a crash, a validation report) counted among them. Built from the commands'
+//! output (libtest's and cargo's lines, pytest's short summary) and the conformance
+//! harness's summary file, so nothing needs scrolling back for.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// The file the conformance harness appends its per-backend lines to
 /// (`GPUPORT_CONFORMANCE_SUMMARY`).
 const CONFORMANCE_SUMMARY_ENV: &str = "GPUPORT_CONFORMANCE_SUMMARY";
+
+/// How many lines of a failure's message the summary shows.
+const MESSAGE_LINES: usize = 4;
+
+/// One failure: where (a test binary as cargo names it when it runs it, or a step of the
+/// run), which test (none for a failure that named none), and the first lines of its
+/// message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Failure {
+    pub what: String,
+    pub test: Option<String>,
+    pub message: Vec<String>,
+}
+
+/// Reading one command's output as it goes: the binary running, and the message lines
+/// libtest prints for a failed test (`---- NAME stdout ----` …) until its list of failures.
+#[derive(Default)]
+struct Reading {
+    binary: String,
+    /// The failed test whose message is being read, and its lines so far.
+    message_of: Option<(String, Vec<String>)>,
+    messages: Vec<(String, Vec<String>)>,
+    /// Failures recorded while reading this command.
+    found: usize,
+}
 
 /// Results gathered over a run.
 #[derive(Default)]
@@ -29,18 +57,94 @@ pub(crate) struct Tally {
     ran: BTreeSet<String>,
     /// Whether every Python test run passed (`None`: none ran).
     python: Option<bool>,
+    /// Every failure, in the order found.
+    pub failures: Vec<Failure>,
+    reading: Reading,
 }
 
 impl Tally {
-    /// Takes one line of libtest output: a `test NAME ... ok|FAILED|ignored[, why]` line or
-    /// a `test result: ok. 3 passed; 0 failed; 1 ignored; …` line.
+    /// Takes one line of a `cargo test` run's output: cargo's `Running …` and `error: could
+    /// not compile …`, and libtest's `test NAME ... ok|FAILED|ignored[, why]`, `---- NAME
+    /// stdout ----` (a failure's message follows) and `test result: ok. 3 passed; …`.
     pub fn add_line(&mut self, line: &str) {
-        let line = line.trim();
+        let raw = line.trim_end();
+        let line = raw.trim();
+        if let Some((_, lines)) = &mut self.reading.message_of {
+            if line == "failures:" || (line.starts_with("---- ") && line.ends_with(" ----")) {
+                let (name, lines) = self.reading.message_of.take().unwrap_or_default();
+                self.reading.messages.push((name, lines));
+            } else {
+                // A backtrace, or the hint to ask for one, ends what is worth showing.
+                let past = line.starts_with("stack backtrace:") || line.starts_with("note: run with `RUST_BACKTRACE");
+                if past {
+                    lines.push(String::new());
+                }
+                let shown = lines.last().is_none_or(|l| !l.is_empty());
+                if shown && !line.is_empty() && lines.len() < MESSAGE_LINES {
+                    lines.push(line.to_owned());
+                }
+                return;
+            }
+        }
         if let Some(rest) = line.strip_prefix("test result: ") {
             self.add_totals(rest);
+        } else if let Some(name) = line.strip_prefix("---- ").and_then(|l| l.strip_suffix(" ----")) {
+            // libtest: `---- NAME stdout ----`; libtest-mimic: `---- NAME ----`.
+            let name = name.strip_suffix(" stdout").unwrap_or(name);
+            self.reading.message_of = Some((name.to_owned(), Vec::new()));
         } else if let Some(rest) = line.strip_prefix("test ") {
             self.add_test(rest);
+        } else if let Some(running) = line.strip_prefix("Running ") {
+            self.reading.binary = running.to_owned();
+        } else if let Some(krate) = line.strip_prefix("error: could not compile `") {
+            let krate = krate.split('`').next().unwrap_or(krate);
+            self.add_failure(format!("building {krate}"), None, vec![line.to_owned()]);
+            self.failed += 1;
         }
+    }
+
+    fn add_failure(&mut self, what: String, test: Option<String>, message: Vec<String>) {
+        self.reading.found += 1;
+        self.failures.push(Failure { what, test, message });
+    }
+
+    /// Ends one command's output: the messages read are given to its failed tests, and a
+    /// command that `succeeded` not, yet named no failure, is a failure of `what`.
+    fn end_command(&mut self, what: &str, succeeded: bool, tail: &[String]) {
+        if let Some(open) = self.reading.message_of.take() {
+            self.reading.messages.push(open);
+        }
+        let mut reading = std::mem::take(&mut self.reading);
+        for (_, lines) in &mut reading.messages {
+            lines.retain(|l| !l.is_empty());
+        }
+        let start = self.failures.len() - reading.found.min(self.failures.len());
+        for failure in &mut self.failures[start..] {
+            if let Some((_, lines)) = reading.messages.iter().find(|(n, _)| Some(n) == failure.test.as_ref()) {
+                failure.message.clone_from(lines);
+            }
+        }
+        if !succeeded && reading.found == 0 {
+            self.failures.push(Failure {
+                what: what.to_owned(),
+                test: None,
+                message: tail.iter().rev().take(MESSAGE_LINES).rev().cloned().collect(),
+            });
+            self.failed += 1;
+        }
+    }
+
+    /// A failure found outside a test binary (a validation report, a step that failed):
+    /// recorded and counted.
+    pub fn note_failure(&mut self, what: impl Into<String>, message: Vec<String>) {
+        self.failures.push(Failure { what: what.into(), test: None, message });
+        self.failed += 1;
+    }
+
+    /// Whether the only failures are of backends' `X::available` trials (a backend that is
+    /// unavailable here), and which.
+    pub fn unavailable_backends(&self) -> Vec<&str> {
+        self.failures.iter().filter_map(|f| f.test.as_deref().and_then(|t| t.strip_suffix("::available"))).collect()
     }
 
     fn add_totals(&mut self, rest: &str) {
@@ -68,8 +172,12 @@ impl Tally {
             let why = why.trim_start_matches(',').trim();
             let why = if why.is_empty() { kind.unwrap_or("ignored by default") } else { why };
             self.ignored_tests.push((name.to_owned(), why.to_owned()));
-        } else if outcome.starts_with("ok") || outcome.starts_with("FAILED") {
+        } else if outcome.starts_with("ok") {
             self.ran.insert(name.to_owned());
+        } else if outcome.starts_with("FAILED") {
+            self.ran.insert(name.to_owned());
+            let binary = self.reading.binary.clone();
+            self.add_failure(binary, Some(name.to_owned()), Vec::new());
         }
     }
 
@@ -100,9 +208,19 @@ impl Tally {
         self.python
     }
 
-    /// Notes one pytest run's outcome.
-    pub fn note_python(&mut self, passed: bool) {
+    /// Notes one pytest run's outcome, with the lines of its short summary that name a
+    /// failure (`FAILED path::test - message`, `ERROR …`).
+    pub fn note_python(&mut self, passed: bool, failed: &[String]) {
         self.python = Some(self.python.unwrap_or(true) && passed);
+        for line in failed {
+            let (test, message) = line.split_once(" - ").unwrap_or((line, ""));
+            let test = test.trim_start_matches("FAILED ").trim_start_matches("ERROR ");
+            let message = if message.is_empty() { Vec::new() } else { vec![message.to_owned()] };
+            self.failures.push(Failure { what: "pytest".into(), test: Some(test.to_owned()), message });
+        }
+        if !passed && failed.is_empty() {
+            self.failures.push(Failure { what: "pytest".into(), test: None, message: vec!["failed".into()] });
+        }
     }
 
     /// Prints the summary.
@@ -131,6 +249,18 @@ impl Tally {
             Some(false) => "Python tests FAILED",
             None => "Python tests not run",
         };
+        if !self.failures.is_empty() {
+            println!("failed ({}):", self.failures.len());
+            for f in &self.failures {
+                match &f.test {
+                    Some(test) => println!("  {}: {test}", f.what),
+                    None => println!("  {}", f.what),
+                }
+                for line in &f.message {
+                    println!("      {line}");
+                }
+            }
+        }
         println!("{} passed, {} failed (Rust); {python}", self.passed, self.failed);
     }
 }
@@ -140,30 +270,60 @@ fn summary_file() -> PathBuf {
     std::path::absolute(target.join("xtask-conformance-summary.txt")).unwrap_or_default()
 }
 
+/// Runs `cmd` with its standard output and error merged into one pipe (so cargo's
+/// `Running …` lines stay in order with libtest's), echoing each line to standard output
+/// and handing it to `line`; returns whether it succeeded, and its last lines.
+pub(crate) fn run_merged(mut cmd: Command, mut line: impl FnMut(&str)) -> (bool, Vec<String>) {
+    eprintln!("xtask: running {cmd:?}");
+    let (reader, writer) = match std::io::pipe() {
+        Ok(pipe) => pipe,
+        Err(e) => {
+            eprintln!("xtask: no pipe for {cmd:?}: {e}");
+            return (false, vec![format!("no pipe: {e}")]);
+        }
+    };
+    let spawned = writer.try_clone().and_then(|w| {
+        cmd.stdout(w).stderr(writer);
+        cmd.spawn()
+    });
+    // The command holds the pipe's write ends now: `cmd` keeps copies until dropped.
+    drop(cmd);
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => return (false, vec![format!("could not start: {e}")]),
+    };
+    let mut tail: Vec<String> = Vec::new();
+    for text in BufReader::new(reader).lines().map_while(Result::ok) {
+        println!("{text}");
+        line(&text);
+        if !text.trim().is_empty() {
+            if tail.len() == MESSAGE_LINES {
+                tail.remove(0);
+            }
+            tail.push(text);
+        }
+    }
+    (child.wait().is_ok_and(|s| s.success()), tail)
+}
+
 /// Runs `cargo test …`, echoing its output and adding its results to `tally`.
 pub(crate) fn run_tests(mut cmd: Command, tally: &mut Tally) -> bool {
     let summary = summary_file();
     let _ = std::fs::remove_file(&summary);
     cmd.env(CONFORMANCE_SUMMARY_ENV, &summary);
-    eprintln!("xtask: running {cmd:?}");
-    let mut child = match cmd.stdout(Stdio::piped()).spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("xtask: could not start {cmd:?}: {e}");
-            return false;
-        }
-    };
-    if let Some(out) = child.stdout.take() {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            println!("{line}");
-            tally.add_line(&line);
-        }
-    }
-    let ok = child.wait().is_ok_and(|s| s.success());
+    let what = describe(&cmd);
+    let (ok, tail) = run_merged(cmd, |line| tally.add_line(line));
+    tally.end_command(&what, ok, &tail);
     if let Ok(text) = std::fs::read_to_string(&summary) {
         tally.add_conformance(&text);
     }
     ok
+}
+
+/// A command as the summary names it: its arguments after the program, without `-q`.
+fn describe(cmd: &Command) -> String {
+    let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).filter(|a| a != "-q").collect();
+    format!("{} {}", cmd.get_program().to_string_lossy().rsplit('/').next().unwrap_or(""), args.join(" "))
 }
 
 #[cfg(test)]
@@ -207,5 +367,61 @@ mod tests {
                 "rocm on the cuda double: did not run — rocm: no device"
             ]
         );
+    }
+
+    #[test]
+    fn failures_are_named_with_their_binary_and_first_lines() {
+        let mut t = Tally::default();
+        for line in [
+            "     Running tests/conformance.rs (target/debug/deps/conformance-0123)",
+            "test a::ok_one ... ok",
+            "test a::broken ... FAILED",
+            "",
+            "failures:",
+            "",
+            "---- a::broken stdout ----",
+            "",
+            "thread 'a::broken' panicked at src/lib.rs:3:5:",
+            "the first line",
+            "the second line",
+            "the third line",
+            "the fourth line, cut",
+            "",
+            "failures:",
+            "    a::broken",
+            "",
+            "test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out",
+        ] {
+            t.add_line(line);
+        }
+        t.end_command("cargo test", false, &[]);
+        assert_eq!(
+            t.failures,
+            [Failure {
+                what: "tests/conformance.rs (target/debug/deps/conformance-0123)".into(),
+                test: Some("a::broken".into()),
+                message: vec![
+                    "thread 'a::broken' panicked at src/lib.rs:3:5:".into(),
+                    "the first line".into(),
+                    "the second line".into(),
+                    "the third line".into(),
+                ],
+            }]
+        );
+        assert_eq!((t.passed, t.failed), (1, 1));
+    }
+
+    #[test]
+    fn a_build_failure_and_a_silent_failure_are_counted() {
+        let mut t = Tally::default();
+        t.add_line("error: could not compile `gpuport-vendor-port-template` (lib) due to 1 previous error");
+        t.end_command("cargo test --manifest-path x", false, &["error: …".into()]);
+        t.end_command("cargo test -p crashes", false, &["Segmentation fault".into()]);
+        let named: Vec<&str> = t.failures.iter().map(|f| f.what.as_str()).collect();
+        assert_eq!(named, ["building gpuport-vendor-port-template", "cargo test -p crashes"]);
+        assert_eq!(t.failed, 2);
+        assert!(t.unavailable_backends().is_empty());
+        t.add_line("test cuda::available ... FAILED");
+        assert_eq!(t.unavailable_backends(), ["cuda"]);
     }
 }

@@ -9,7 +9,12 @@ import sys
 
 import pytest
 
-import gpuport
+# The ext test device (a second device with memory of its own, for cross-device paths
+# without a GPU) is in gpuport's device lists only when asked for; these tests ask, before
+# gpuport is imported, and the interpreters they start inherit it.
+os.environ.setdefault("GPUPORT_EXT", "1")
+
+import gpuport  # noqa: E402
 
 
 def has_cuda() -> bool:

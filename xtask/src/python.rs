@@ -258,6 +258,7 @@ pub fn install_check() -> Result<(), String> {
 const USE_WITHOUT_NUMPY: &str = "\
 import importlib.util, gpuport
 assert importlib.util.find_spec('numpy') is None, 'NumPy is installed: the check is for its absence'
+gpuport.register_ext()
 a = gpuport.asarray([[1, 2], [3, 4]], dtype='int32')
 assert a.to('ext:0').to('host').tolist() == [[1, 2], [3, 4]]
 print('gpuport', gpuport.__version__, repr(a))

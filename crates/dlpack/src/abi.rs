@@ -27,14 +27,20 @@ pub struct DLPackVersion {
     pub minor: u32,
 }
 
-/// `DLDevice`.
+/// `DLDevice`. `Debug` names the device type: `DLDevice { kDLCUDA (2), 0 }`.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DLDevice {
     /// `DLDeviceType` (`kDLCPU` 1, `kDLCUDA` 2, …).
     pub device_type: i32,
     /// The device ordinal; 0 for the CPU, pinned and managed memory.
     pub device_id: i32,
+}
+
+impl std::fmt::Debug for DLDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DLDevice {{ {}, {} }}", gpuport::DlDeviceType(self.device_type), self.device_id)
+    }
 }
 
 impl DLDevice {
@@ -192,6 +198,12 @@ mod tests {
     use std::mem::{align_of, offset_of, size_of};
 
     use super::*;
+
+    #[test]
+    fn debug_names_the_device_type() {
+        assert_eq!(format!("{:?}", DLDevice { device_type: 2, device_id: 1 }), "DLDevice { kDLCUDA (2), 1 }");
+        assert_eq!(format!("{:?}", DLDevice { device_type: 99, device_id: 0 }), "DLDevice { device type 99, 0 }");
+    }
 
     #[test]
     fn small_structs_match_the_header() {

@@ -307,10 +307,25 @@ impl Array {
         Ok(Array { layout, offset, ..self.clone() })
     }
 
-    /// A strided slice along `axis` (`step` may be negative; see [`Layout::slice`]).
+    /// A strided slice along `axis`, as Python's `start:stop:step` with `start` given:
+    /// elements `start, start+step, …` before `stop`; `stop = None` runs to the end in the
+    /// step's direction, so `slice(axis, 2, None, -1)` is `2::-1` (elements 2, 1, 0). For
+    /// Python's `::-1` — start omitted, which for a negative step means the last element —
+    /// use [`Array::reverse`]. See [`Layout::slice`].
     pub fn slice(&self, axis: usize, start: usize, stop: Option<usize>, step: isize) -> Result<Array> {
         let (layout, first) = self.layout.slice(axis, start, stop, step)?;
         self.view(layout, first)
+    }
+
+    /// The view with `axis` reversed: Python's `a[..., ::-1, ...]` (a view, no copy).
+    pub fn reverse(&self, axis: usize) -> Result<Array> {
+        let extent = *self.shape().get(axis).ok_or_else(|| {
+            Error::invalid_argument(format!("axis {axis} out of range for {} dims", self.shape().len()))
+        })?;
+        match extent {
+            0 => Ok(self.clone()),
+            n => self.slice(axis, n - 1, None, -1),
+        }
     }
 
     /// The view at `index` along `axis`, with that axis removed (NumPy's `a[i]`).
@@ -741,5 +756,58 @@ mod tests {
         let base = Array::from_slice(dev, &raw, &[200 * n]).unwrap();
         let layout = Layout::new(&[n, 2], &[200, 3]).unwrap();
         read_through(&Array::from_buffer(dev, base.buffer().clone(), 0, DType::U8, layout).unwrap(), &raw);
+    }
+
+    /// Python's `slice.indices`, for checking [`Array::slice`] and [`Array::reverse`]
+    /// against the language whose notation they follow.
+    fn python_indices(len: usize, start: Option<isize>, stop: Option<isize>, step: isize) -> Vec<usize> {
+        let len = len as isize;
+        let clamp = |v: isize, lo: isize, hi: isize| v.clamp(lo, hi);
+        let (lo, hi) = if step > 0 { (0, len) } else { (-1, len - 1) };
+        let norm = |v: Option<isize>, default: isize| match v {
+            None => default,
+            Some(v) if v < 0 => clamp(v + len, lo, hi),
+            Some(v) => clamp(v, lo, hi),
+        };
+        let (start, stop) =
+            if step > 0 { (norm(start, 0), norm(stop, len)) } else { (norm(start, len - 1), norm(stop, -1)) };
+        let mut out = Vec::new();
+        let mut i = start;
+        while (step > 0 && i < stop) || (step < 0 && i > stop) {
+            out.push(i as usize);
+            i += step;
+        }
+        out
+    }
+
+    #[test]
+    fn slices_and_reversal_pick_what_python_picks() {
+        let host = crate::Runtime::discover().device("host").unwrap();
+        for len in 0..6usize {
+            let values: Vec<u32> = (0..len as u32).collect();
+            let a = Array::from_slice(&host, &values, &[len]).unwrap();
+            let reversed: Vec<u32> = values.iter().rev().copied().collect();
+            assert_eq!(a.reverse(0).unwrap().to_vec::<u32>().unwrap(), reversed, "len {len}");
+            for step in [-3isize, -2, -1, 1, 2, 3] {
+                for start in 0..len {
+                    for stop in (0..=len).map(Some).chain([None]) {
+                        let want = python_indices(len, Some(start as isize), stop.map(|s| s as isize), step);
+                        // A stop on the wrong side of start is an empty slice in Python and
+                        // an error here; every slice gpuport accepts picks Python's elements.
+                        if let Ok(view) = a.slice(0, start, stop, step) {
+                            let got = view.to_vec::<u32>().unwrap();
+                            let want: Vec<u32> = want.iter().map(|&i| values[i]).collect();
+                            assert_eq!(got, want, "{start}:{stop:?}:{step} of {len}");
+                        } else {
+                            assert!(want.is_empty(), "{start}:{stop:?}:{step} of {len} refused, Python picks {want:?}");
+                        }
+                    }
+                }
+            }
+        }
+        let m = Array::from_slice(&host, &(0..6u32).collect::<Vec<_>>(), &[2, 3]).unwrap();
+        assert_eq!(m.reverse(1).unwrap().to_vec::<u32>().unwrap(), [2, 1, 0, 5, 4, 3]);
+        assert_eq!(m.reverse(0).unwrap().to_vec::<u32>().unwrap(), [3, 4, 5, 0, 1, 2]);
+        assert!(m.reverse(2).is_err());
     }
 }

@@ -94,7 +94,9 @@ pub use runtime::{
 /// typed handles such as `gpuport::host::HostDevice`) and the dynamic tier's handles
 /// (whose methods are inherent), with no two traits whose methods collide.
 pub mod prelude {
-    pub use crate::{Access, AnyDevice, AnyEvent, AnyStream, Array, CopyEngine, MirroredArray, Runtime};
+    pub use crate::{
+        Access, AnyDevice, AnyEvent, AnyStream, Array, BackendReport, BackendStatus, CopyEngine, MirroredArray, Runtime,
+    };
     pub use gpuport_core::{
         Backend, Buffer, DType, DefaultStream, Device, Error, Event, EventFlags, Result, Stream, StreamFlags,
     };

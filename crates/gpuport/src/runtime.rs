@@ -306,6 +306,22 @@ impl Runtime {
             .collect()
     }
 
+    /// Every device of every available backend, opened (each knows its backend:
+    /// `device.id().kind`), in the order [`Runtime::device_ids`] lists them. A device that
+    /// cannot be opened is left out (its backend's report names it).
+    pub fn devices(&self) -> Vec<AnyDevice> {
+        self.reports
+            .iter()
+            .filter_map(|r| match &r.status {
+                BackendStatus::Available { devices, .. } => {
+                    Some(devices.iter().filter_map(move |d| r.open(d.id.ordinal).ok()))
+                }
+                BackendStatus::Unavailable(_) => None,
+            })
+            .flatten()
+            .collect()
+    }
+
     /// Opens a device by selection string (`host`, `cuda:1`, `ext:0`, a plugin's `name:N`).
     /// The runtime keeps each device it opened (see [`BackendReport::open`]): later calls
     /// return the same device, and it stays open while the runtime lives.
@@ -323,6 +339,11 @@ impl Runtime {
                      Runtime::discover(), or discover again",
                     spec.backend
                 ),
+                // The ext device is a plugin a program registers itself.
+                _ if spec.backend == "ext" => "ext is the software test device, a plugin: depend on gpuport-ext and \
+                     call Runtime::register_plugin(gpuport_ext::ExtBackend::load(&Default::default())?) before \
+                     Runtime::discover()"
+                    .to_owned(),
                 _ => format!("no such backend in this runtime (known: {})", Self::known_names().join(", ")),
             },
         })?;

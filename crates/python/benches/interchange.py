@@ -85,6 +85,7 @@ def figures():
     """(name, floor, gpuport): each a function measuring ns per call."""
     host_np = np.arange(128, dtype=np.float32).reshape(8, 16)
     host_gp = gp.from_dlpack(host_np)
+    gp.register_ext()
     ext_gp = gp.asarray(host_np, device="ext:0")
     env = {"np": np, "gp": gp, "a": host_np, "g": host_gp, "e": ext_gp}
 

@@ -14,7 +14,7 @@ use pyo3::{ffi, IntoPyObjectExt};
 use crate::array::PyArray;
 use crate::device::{parse_device, PyDevice, PyStream};
 use crate::errors::IntoPy;
-use crate::{cai, creation, dlpack, dtype, exchange_api, index, scalar};
+use crate::{cai, conversions, creation, dlpack, dtype, exchange_api, index, scalar};
 
 /// Arrays of up to this many elements show their values in `repr` (NumPy summarises
 /// beyond 1000 elements).
@@ -91,6 +91,49 @@ impl PyArray {
         self.inner.shape().first().copied().ok_or_else(|| PyTypeError::new_err("len() of a 0-d array"))
     }
 
+    /// The one element as a Python scalar (read from the device); ValueError for any
+    /// other size.
+    fn item<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        conversions::item(py, &self.inner)
+    }
+
+    fn __float__(&self, py: Python<'_>) -> PyResult<f64> {
+        conversions::to_float(py, &self.inner)
+    }
+
+    fn __int__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        conversions::to_int(py, &self.inner)
+    }
+
+    fn __complex__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        conversions::to_complex(py, &self.inner)
+    }
+
+    fn __bool__(&self, py: Python<'_>) -> PyResult<bool> {
+        conversions::to_bool(py, &self.inner)
+    }
+
+    fn __index__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        conversions::to_index(py, &self.inner)
+    }
+
+    /// NumPy's `__array__` (NumPy 2's `copy=`): host memory as a view; a device array is
+    /// TypeError saying how to copy it to the host.
+    #[pyo3(signature = (dtype = None, copy = None))]
+    fn __array__<'py>(
+        slf: &Bound<'py, Self>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        conversions::to_numpy(slf, dtype, copy)
+    }
+
+    /// `==`, `!=` and the orderings: gpuport arrays do not compare elements (TypeError,
+    /// never identity).
+    fn __richcmp__(&self, _other: &Bound<'_, PyAny>, _op: pyo3::basic::CompareOp) -> PyResult<bool> {
+        Err(conversions::refuse_comparison())
+    }
+
     /// Basic indexing: integers, slices (negative steps too) and `...`; views share memory.
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyArray>> {
         let steps = index::parse(key, self.inner.shape())?;
@@ -153,6 +196,17 @@ impl PyArray {
             }
         });
         PyArray::wrap(py, out.py()?)
+    }
+
+    /// The array API's name for [`to`](Self::to): a copy on `device` (this array itself
+    /// when it is there already, as the standard allows).
+    #[pyo3(signature = (device, /, *, stream = None))]
+    fn to_device(slf: &Bound<'_, Self>, device: &Bound<'_, PyAny>, stream: Option<&PyStream>) -> PyResult<Py<PyArray>> {
+        let dev = parse_device(device)?;
+        if dev.id() == slf.get().inner.device_id() && stream.is_none() {
+            return Ok(slf.clone().unbind());
+        }
+        slf.get().to(slf.py(), device, stream)
     }
 
     /// A C-contiguous copy on the same device.

@@ -1,4 +1,5 @@
-//! `gpuport.empty`, `zeros`, `full` and `asarray`.
+//! `gpuport.empty`, `zeros`, `ones`, `full` and `asarray`. Arrays made from a shape are
+//! float64 unless asked otherwise, as NumPy's are.
 
 use gpuport::{AnyDevice, Array, DType};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -35,7 +36,7 @@ fn device_or_host(device: Option<&Bound<'_, PyAny>>) -> PyResult<AnyDevice> {
     }
 }
 
-/// `gpuport.empty(shape, dtype="float32", device="host")`: contents unspecified.
+/// `gpuport.empty(shape, dtype=float64, device="host")`: contents unspecified.
 #[pyfunction]
 #[pyo3(signature = (shape, dtype = None, device = None))]
 pub fn empty(
@@ -47,7 +48,7 @@ pub fn empty(
     allocate(py, shape, dtype, device, Array::empty)
 }
 
-/// `gpuport.zeros(shape, dtype="float32", device="host")`.
+/// `gpuport.zeros(shape, dtype=float64, device="host")`.
 #[pyfunction]
 #[pyo3(signature = (shape, dtype = None, device = None))]
 pub fn zeros(
@@ -67,7 +68,7 @@ fn allocate(
     device: Option<&Bound<'_, PyAny>>,
     make: fn(&AnyDevice, &[usize], DType) -> gpuport::Result<Array>,
 ) -> PyResult<Py<PyArray>> {
-    let (shape, dtype, dev) = (parse_shape(shape)?, dtype::parse(dtype, DType::F32)?, device_or_host(device)?);
+    let (shape, dtype, dev) = (parse_shape(shape)?, dtype::parse(dtype, DType::F64)?, device_or_host(device)?);
     PyArray::wrap(py, py.detach(|| make(&dev, &shape, dtype)).py()?)
 }
 
@@ -95,12 +96,34 @@ pub fn full(
     let shape = parse_shape(shape)?;
     let (_, inferred, values) = scalar::flatten(fill_value)?;
     let [value] = values[..] else { return Err(PyTypeError::new_err("fill_value must be a scalar")) };
-    let dtype = dtype::parse(dtype, inferred)?;
+    filled(py, &shape, value, dtype::parse(dtype, inferred)?, device)
+}
+
+/// `gpuport.ones(shape, dtype=float64, device="host")`.
+#[pyfunction]
+#[pyo3(signature = (shape, dtype = None, device = None))]
+pub fn ones(
+    py: Python<'_>,
+    shape: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyArray>> {
+    filled(py, &parse_shape(shape)?, Scalar::Int(1), dtype::parse(dtype, DType::F64)?, device)
+}
+
+/// An array of `shape` on `device` with every element `value`.
+fn filled(
+    py: Python<'_>,
+    shape: &[usize],
+    value: Scalar,
+    dtype: DType,
+    device: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyArray>> {
     let mut one = Vec::new();
     value.write(dtype, &mut one)?;
     let numel: usize = shape.iter().product();
     let bytes = one.repeat(numel);
-    PyArray::wrap(py, from_bytes(py, &device_or_host(device)?, &shape, dtype, &bytes)?)
+    PyArray::wrap(py, from_bytes(py, &device_or_host(device)?, shape, dtype, &bytes)?)
 }
 
 /// Applies `dtype`/`device`/`copy` to an existing array (no casts: a different dtype is
@@ -133,7 +156,7 @@ pub fn asarray(
     device: Option<&Bound<'_, PyAny>>,
     copy: Option<bool>,
 ) -> PyResult<Py<PyArray>> {
-    let want_dtype = dtype.filter(|d| !d.is_none()).map(|d| dtype::parse(Some(d), DType::F32)).transpose()?;
+    let want_dtype = dtype.filter(|d| !d.is_none()).map(|d| dtype::parse(Some(d), DType::F64)).transpose()?;
     let dev = device.filter(|d| !d.is_none()).map(parse_device).transpose()?;
     if let Ok(a) = obj.cast::<PyArray>() {
         return finish(py, a.get().inner.clone(), want_dtype, dev, copy);

@@ -60,6 +60,12 @@ pub fn backends() -> Vec<PyBackend> {
         .collect()
 }
 
+/// Every device of every available backend (`gpuport.devices()`), as `Device` objects.
+#[pyfunction]
+pub fn devices() -> Vec<PyDevice> {
+    runtime().devices().into_iter().map(PyDevice::new).collect()
+}
+
 /// A device: the host, a GPU, or a plugin's device.
 #[pyclass(module = "gpuport", name = "Device", frozen, eq, hash)]
 pub struct PyDevice {
@@ -248,6 +254,15 @@ pub fn parse_device(arg: &Bound<'_, PyAny>) -> PyResult<AnyDevice> {
     if let Ok(s) = arg.cast::<PyString>() {
         let spec = s.to_str()?;
         return runtime().device(spec).map_err(|e| match e {
+            // The ext test device is registered only when asked for: say how, in Python.
+            gpuport::Error::BackendUnavailable { ref name, .. }
+                if name == "ext" && runtime().report_for(name).is_none() =>
+            {
+                pyo3::exceptions::PyValueError::new_err(
+                    "ext (the software test device) is not registered: call gpuport.register_ext(), or set \
+                     GPUPORT_EXT=1 before importing gpuport",
+                )
+            }
             // A name no backend has is a bad value, not an unavailable backend.
             gpuport::Error::BackendUnavailable { ref name, .. } if runtime().report_for(name).is_none() => {
                 pyo3::exceptions::PyValueError::new_err(e.to_string())

@@ -1,4 +1,5 @@
-//! dtype arguments (`"float32"`, `"<f4"`, a NumPy dtype, `float`, `int`, `bool`, `complex`)
+//! dtype arguments (`"float32"`, `"<f4"`, a NumPy dtype, a NumPy scalar type such as
+//! `np.float32`, `float`, `int`, `bool`, `complex`)
 //! and the buffer protocol's struct format codes, both ways.
 
 use std::ffi::CStr;
@@ -28,6 +29,11 @@ pub fn parse(arg: Option<&Bound<'_, PyAny>>, default: DType) -> PyResult<DType> 
         if t.is(arg.py().get_type::<PyComplex>()) {
             return Ok(DType::C128);
         }
+        // A NumPy scalar type (`np.float32`, `np.bool_`, `np.intc`; ml_dtypes' too): its
+        // `dtype` is a descriptor on the class, so ask a value of it, as NumPy does.
+        if let Ok(dt) = t.call1((0,)).and_then(|zero| zero.getattr("dtype")) {
+            return parse(Some(&dt), default).map_err(|_| unknown(arg));
+        }
     }
     // A NumPy dtype (or scalar type such as np.float32): its name, else its typestr.
     for attr in ["name", "str"] {
@@ -42,10 +48,16 @@ pub fn parse(arg: Option<&Bound<'_, PyAny>>, default: DType) -> PyResult<DType> 
             return parse(Some(&dt), default);
         }
     }
-    Err(PyTypeError::new_err(format!(
-        "dtype must be a name such as 'float32', a typestr such as '<f4' or a NumPy dtype, not {}",
-        arg.repr()?
-    )))
+    Err(unknown(arg))
+}
+
+/// The error for a dtype argument nothing reads.
+fn unknown(arg: &Bound<'_, PyAny>) -> PyErr {
+    let shown = arg.repr().map(|r| r.to_string()).unwrap_or_else(|_| "?".into());
+    PyTypeError::new_err(format!(
+        "dtype must be a name such as 'float32', a typestr such as '<f4', a NumPy dtype or scalar type such as \
+         np.float32, or bool, int, float or complex, not {shown}"
+    ))
 }
 
 /// A dtype name or typestr; unknown ones are ValueError.

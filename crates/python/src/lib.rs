@@ -16,6 +16,7 @@ mod array;
 mod array_methods;
 mod cai;
 mod capsule;
+mod conversions;
 mod counters;
 mod creation;
 mod device;
@@ -54,7 +55,10 @@ fn gpuport_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(device::device, m)?)?;
     m.add_function(wrap_pyfunction!(creation::empty, m)?)?;
     m.add_function(wrap_pyfunction!(creation::zeros, m)?)?;
+    m.add_function(wrap_pyfunction!(creation::ones, m)?)?;
     m.add_function(wrap_pyfunction!(creation::full, m)?)?;
+    m.add_function(wrap_pyfunction!(device::devices, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime::register_ext, m)?)?;
     m.add_function(wrap_pyfunction!(creation::asarray, m)?)?;
     m.add_function(wrap_pyfunction!(from_dlpack::from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(cai::as_array, m)?)?;

@@ -165,7 +165,7 @@ impl PyMirroredArray {
             Ok(n) => vec![n],
             Err(_) => shape.extract()?,
         };
-        let dtype = dtype::parse(dtype, DType::F32)?;
+        let dtype = dtype::parse(dtype, DType::F64)?;
         let dev = device_or_best(py, device)?;
         let host = runtime().device("host").py()?;
         let inner = py

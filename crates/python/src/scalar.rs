@@ -2,10 +2,10 @@
 //! `full`, `asarray` of Python data and `Array.tolist`). Half and bfloat16 are converted
 //! here with round-to-nearest-even, as NumPy and ml_dtypes do.
 
-use gpuport::{DType, DTypeCode};
+use gpuport::{DType, DTypeCode, MAX_NDIM};
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyComplex, PyFloat, PyList, PySequence, PyString, PyTuple};
+use pyo3::types::{PyBool, PyComplex, PyFloat, PyList, PySequence, PyTuple};
 
 /// The bits of the IEEE half nearest to `x` (ties to even).
 pub fn f32_to_f16(x: f32) -> u16 {
@@ -213,11 +213,18 @@ pub fn read<'py>(py: Python<'py>, dtype: DType, b: &[u8]) -> PyResult<Bound<'py,
 }
 
 /// Python data (a scalar or nested lists/tuples) as a shape, the dtype NumPy would infer
-/// and the scalars in row-major order. Ragged nesting is ValueError.
+/// and the scalars in row-major order. Ragged nesting is ValueError; an element that is
+/// not a number (a string, `None`, an object) is TypeError naming its type; nesting deeper
+/// than an array's dimensions can be is ValueError (so the reading stays bounded).
 pub fn flatten(obj: &Bound<'_, PyAny>) -> PyResult<(Vec<usize>, DType, Vec<Scalar>)> {
     let mut shape = Vec::new();
     let mut probe = obj.clone();
     while probe.is_instance_of::<PyList>() || probe.is_instance_of::<PyTuple>() {
+        if shape.len() == MAX_NDIM {
+            return Err(PyValueError::new_err(format!(
+                "the nested sequences go deeper than the {MAX_NDIM} dimensions an array can have"
+            )));
+        }
         let seq = probe.cast::<PySequence>()?.clone();
         let n = seq.len()?;
         shape.push(n);
@@ -239,13 +246,16 @@ pub fn flatten(obj: &Bound<'_, PyAny>) -> PyResult<(Vec<usize>, DType, Vec<Scala
 
 fn collect(obj: &Bound<'_, PyAny>, shape: &[usize], out: &mut Vec<Scalar>) -> PyResult<()> {
     let Some((&n, rest)) = shape.split_first() else {
-        if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() || obj.is_instance_of::<PyString>() {
+        if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
             return Err(PyValueError::new_err("the nested sequences are ragged (not one rectangular shape)"));
         }
-        out.push(Scalar::extract(obj)?);
+        out.push(Scalar::extract(obj).map_err(|_| not_a_number(obj))?);
         return Ok(());
     };
     if !(obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>()) {
+        if Scalar::extract(obj).is_err() {
+            return Err(not_a_number(obj));
+        }
         return Err(PyValueError::new_err("the nested sequences are ragged (not one rectangular shape)"));
     }
     let seq = obj.cast::<PySequence>()?;
@@ -256,4 +266,13 @@ fn collect(obj: &Bound<'_, PyAny>, shape: &[usize], out: &mut Vec<Scalar>) -> Py
         collect(&item?, rest, out)?;
     }
     Ok(())
+}
+
+/// The error for an element that is not a number: TypeError naming its type.
+fn not_a_number(obj: &Bound<'_, PyAny>) -> PyErr {
+    let ty = obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
+    PyTypeError::new_err(format!(
+        "an element of type {ty} ({}): gpuport arrays hold numbers (bool, int, float, complex)",
+        obj.repr().map(|r| r.to_string()).unwrap_or_default().chars().take(40).collect::<String>()
+    ))
 }

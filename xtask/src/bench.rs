@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--quick]`: the HAL benchmarks (`crates/gpuport/benches/hal.rs`,
+//! `cargo xtask bench [--quick]`: the HAL benchmarks (`crates/runtime/benches/hal.rs`,
 //! criterion), each figure beside its floor measured in the same run, in two thread
 //! placements — `free` (the scheduler places every thread) and `one-core` (every thread on
 //! CPU 0) — then one table: figure, floor, gpuport, ratio per placement, target, and
@@ -33,7 +33,7 @@ enum Target {
 /// Which benchmark measures a figure.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Source {
-    /// `crates/gpuport/benches/hal.rs`, in every placement.
+    /// `crates/runtime/benches/hal.rs`, in every placement.
     Hal,
     /// `crates/cai/benches/interchange.rs`, free placement.
     RustInterchange,
@@ -406,7 +406,7 @@ fn run_placement(placement: &str, quick: bool) -> Result<(), String> {
     let home = criterion_home(placement)?;
     let _ = std::fs::remove_dir_all(&home);
     let mut cmd = crate::cargo();
-    cmd.args(["bench", "-p", "gpuport", "--bench", "hal", "--"]);
+    cmd.args(["bench", "-p", "gpuport-runtime", "--bench", "hal", "--"]);
     if quick {
         cmd.arg("--quick");
     }
@@ -473,7 +473,7 @@ pub fn bench(run: Run) -> Result<(), String> {
     let _ = std::fs::write("target/bench-table.md", &table);
     if run == Run::Full {
         let mut staged = crate::cargo();
-        staged.args(["bench", "-p", "gpuport", "--bench", "staged_copy"]);
+        staged.args(["bench", "-p", "gpuport-runtime", "--bench", "staged_copy"]);
         if !crate::run(staged) {
             return Err("the staged-copy benchmark failed".into());
         }

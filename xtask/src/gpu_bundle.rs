@@ -35,9 +35,9 @@ const PARTS: &[(&str, &str, &str)] = &[
     ("gpuport-dlpack", "vendor_devices", "dlpack-devices"),
     ("gpuport-cai", "vendor_devices", "cai-devices"),
     ("gpuport", "demo", "demo"),
-    ("gpuport", "staged_copy", "bench-staged-copy"),
-    ("gpuport", "cuda_bandwidth", "bench-cuda"),
-    ("gpuport", "hal", "bench-hal"),
+    ("gpuport-runtime", "staged_copy", "bench-staged-copy"),
+    ("gpuport-runtime", "cuda_bandwidth", "bench-cuda"),
+    ("gpuport-runtime", "hal", "bench-hal"),
     // The table of the HAL figures from the criterion folders `bench-hal` writes.
     ("xtask", "xtask", "xtask"),
 ];
@@ -97,6 +97,8 @@ fn build() -> Result<Vec<Artifact>, String> {
         "gpuport-cai",
         "-p",
         "gpuport",
+        "-p",
+        "gpuport-runtime",
         "-p",
         "xtask",
     ]);

@@ -96,6 +96,8 @@ impl Tally {
             self.add_test(rest);
         } else if let Some(running) = line.strip_prefix("Running ") {
             self.reading.binary = running.to_owned();
+        } else if let Some(crate_name) = line.strip_prefix("Doc-tests ") {
+            self.reading.binary = format!("doc tests of {crate_name}");
         } else if let Some(krate) = line.strip_prefix("error: could not compile `") {
             let krate = krate.split('`').next().unwrap_or(krate);
             self.add_failure(format!("building {krate}"), None, vec![line.to_owned()]);

@@ -20,9 +20,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Bencher, BenchmarkId, Criterion};
-use gpuport::{Array, Backend, Runtime};
 use gpuport_dlpack::abi::{DLManagedTensorVersioned, DLTensor};
 use gpuport_dlpack::{DLDataType, DLDevice, ExportRequest, ImportRequest, DLPACK_VERSION};
+use gpuport_runtime::{Array, Backend, Runtime};
 
 /// The system allocator, counting allocations while `COUNTING` is set (one relaxed load
 /// per allocation otherwise).

@@ -1,6 +1,6 @@
 //! Export with the producer join, and import with the consumer's synchronization policy.
 
-use gpuport::{Access, AnyDevice, AnyStream, Array, DefaultStream, Error, ForeignElements, Result, Runtime};
+use gpuport_runtime::{Access, AnyDevice, AnyStream, Array, DefaultStream, Error, ForeignElements, Result, Runtime};
 
 use crate::model::{CaiStream, Interface, VERSION};
 
@@ -71,12 +71,12 @@ impl Sync {
 /// The device that owns `addr`, asking every available backend's devices. A device that
 /// cannot answer is passed over (another may own the address), and its failure is the
 /// error when none does.
-fn owner_of(rt: &Runtime, addr: u64) -> Result<(AnyDevice, gpuport::PointerAttributes)> {
+fn owner_of(rt: &Runtime, addr: u64) -> Result<(AnyDevice, gpuport_runtime::PointerAttributes)> {
     let mut failed = None;
     for report in rt.reports().iter().filter(|r| r.is_available()) {
         let count = match &report.status {
-            gpuport::BackendStatus::Available { devices, .. } => devices.len(),
-            gpuport::BackendStatus::Unavailable(_) => 0,
+            gpuport_runtime::BackendStatus::Available { devices, .. } => devices.len(),
+            gpuport_runtime::BackendStatus::Unavailable(_) => 0,
         };
         for ordinal in 0..count {
             let dev = rt.device(&format!("{}:{ordinal}", report.name))?;
@@ -124,7 +124,7 @@ pub unsafe fn import<K: Send + std::marker::Sync + 'static>(
         (dev, Some(attrs))
     };
     let (memory, host_accessible) =
-        attributes.as_ref().map_or((gpuport::MemoryKind::Device, false), |a| (a.memory, a.host_accessible));
+        attributes.as_ref().map_or((gpuport_runtime::MemoryKind::Device, false), |a| (a.memory, a.host_accessible));
     // An address by the protocol's definition (an integer in a dict): host pointers into
     // the array are made from it with the provenance it was exposed with. The owner's
     // answer goes along, so the span is checked against its allocation without asking

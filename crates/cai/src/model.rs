@@ -2,7 +2,7 @@
 //! every rule of version 3 checked on the way in. Each rejection names the key and the
 //! value.
 
-use gpuport::{DType, DTypeCode, Error, Layout, Result};
+use gpuport_runtime::{DType, DTypeCode, Error, Layout, Result};
 
 use crate::entries::{Entry, Key};
 use crate::value::Value;

@@ -1,6 +1,6 @@
 //! The model's rules, pure Rust (run under Miri by `.ci/run`).
 
-use gpuport::DType;
+use gpuport_runtime::DType;
 
 use crate::model::{CaiStream, Interface};
 use crate::value::Value;

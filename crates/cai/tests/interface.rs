@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use gpuport::{Access, Array, CopyEngine, DType, EventFlags, Runtime, StreamFlags};
 use gpuport_cai::{export, import, CaiStream, Interface, Sync, Value};
 use gpuport_conformance::Gate;
+use gpuport_runtime::{Access, Array, CopyEngine, DType, EventFlags, Runtime, StreamFlags};
 
 fn runtime() -> Runtime {
     gpuport_conformance::discover_with_builtin_ports()

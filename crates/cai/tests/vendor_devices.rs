@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
-use gpuport::{Access, AnyDevice, Array, CopyEngine, DType, EventFlags, StreamFlags};
 use gpuport_cai::{export, import, CaiStream, Interface, Sync};
 use gpuport_conformance::{device_alone, Gate};
+use gpuport_runtime::{Access, AnyDevice, Array, CopyEngine, DType, EventFlags, StreamFlags};
 
 /// An array on `dev` with a write held by a gate on a stream of its own.
 fn slow_write(dev: &AnyDevice, value: u32, n: usize) -> (Array, Gate) {
@@ -43,7 +43,7 @@ fn the_producer_joins_vendor_streams_into_the_named_one() {
     let consumer = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
     let ev = dev.create_event(EventFlags::DISABLE_TIMING).unwrap();
     let out = dev.alloc(4 * n).unwrap();
-    gpuport::release::flush();
+    gpuport_runtime::release::flush();
     let mut gates = Vec::new();
     for (k, (s, src)) in writers.iter().enumerate() {
         let part = a.slice(0, k * 1024, Some((k + 1) * 1024), 1).unwrap();
@@ -80,7 +80,7 @@ fn imports_find_their_device_and_order_after_the_producer() {
         // may wait for it on a real driver.
         let consumer = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
         let out = dev.alloc(1024).unwrap();
-        gpuport::release::flush();
+        gpuport_runtime::release::flush();
         let (producer, gate) = slow_write(&dev, 9, 256);
         let interface = export(&producer).unwrap().interface;
         let round = Interface::from_value(&interface.to_value().unwrap()).unwrap();

@@ -12,7 +12,7 @@ use bitflags::bitflags;
 /// Every `DLDeviceType` of header 1.3 (`kDLCPU` 1 … `kDLTrn` 18), as gpuport's core
 /// declares them for the backends, and every `DLDataTypeCode` (`kDLInt` 0 …
 /// `kDLFloat4_e2m1fn` 17): one definition each, shared with the rest of gpuport.
-pub use gpuport::{DTypeCode, DlDeviceType};
+pub use gpuport_runtime::{DTypeCode, DlDeviceType};
 
 /// The DLPack version gpuport speaks (header 1.3).
 pub const DLPACK_VERSION: DLPackVersion = DLPackVersion { major: 1, minor: 3 };
@@ -39,24 +39,24 @@ pub struct DLDevice {
 
 impl std::fmt::Debug for DLDevice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "DLDevice {{ {}, {} }}", gpuport::DlDeviceType(self.device_type), self.device_id)
+        write!(f, "DLDevice {{ {}, {} }}", gpuport_runtime::DlDeviceType(self.device_type), self.device_id)
     }
 }
 
 impl DLDevice {
     /// Device `id` of type `device_type`: `DLDevice::new(DlDeviceType::CUDA, 0)`.
-    pub const fn new(device_type: gpuport::DlDeviceType, id: i32) -> Self {
+    pub const fn new(device_type: gpuport_runtime::DlDeviceType, id: i32) -> Self {
         DLDevice { device_type: device_type.0, device_id: id }
     }
 
     /// The CPU (`kDLCPU`, device 0).
     pub const fn cpu() -> Self {
-        Self::new(gpuport::DlDeviceType::CPU, 0)
+        Self::new(gpuport_runtime::DlDeviceType::CPU, 0)
     }
 
     /// The device type, typed.
-    pub const fn kind(&self) -> gpuport::DlDeviceType {
-        gpuport::DlDeviceType(self.device_type)
+    pub const fn kind(&self) -> gpuport_runtime::DlDeviceType {
+        gpuport_runtime::DlDeviceType(self.device_type)
     }
 }
 

@@ -2,7 +2,7 @@
 //! (`Backend::DLPACK`): no table here names a backend, so a registered plugin maps like a
 //! built-in one.
 
-use gpuport::{AnyDevice, Array, BackendKind, DlDeviceType, Error, MemoryKind, Result, Runtime};
+use gpuport_runtime::{AnyDevice, Array, BackendKind, DlDeviceType, Error, MemoryKind, Result, Runtime};
 
 use crate::abi::DLDevice;
 
@@ -97,7 +97,7 @@ fn host(rt: &Runtime) -> Result<Resolved> {
 
 /// The available backends declaring `ty`, with the memory it denotes for each: those
 /// declaring it for device memory first, then for pinned or managed memory.
-fn declaring(rt: &Runtime, ty: DlDeviceType) -> impl Iterator<Item = (&gpuport::BackendReport, MemoryKind)> {
+fn declaring(rt: &Runtime, ty: DlDeviceType) -> impl Iterator<Item = (&gpuport_runtime::BackendReport, MemoryKind)> {
     let with = move |want_device: bool| {
         rt.reports().iter().filter_map(move |r| {
             let memory = r.dlpack_devices()?.memory_for(ty)?;

@@ -1,6 +1,6 @@
 //! Export: an [`Array`] as a DLPack managed tensor, by the array-API request rules.
 
-use gpuport::{Array, DlDeviceType, Error, Result, Runtime};
+use gpuport_runtime::{Array, DlDeviceType, Error, Result, Runtime};
 
 use crate::abi::{DLDataType, DLDevice, DLPackVersion, DlpackFlags, DLPACK_VERSION};
 use crate::device::{dl_device_of, resolve};

@@ -2,7 +2,7 @@
 //! The array owns the tensor: the producer's deleter runs exactly once, when the last view
 //! drops (off driver-callback and worker threads), or at once on any error.
 
-use gpuport::{AnyDevice, Array, DType, Error, ForeignElements, Layout, MemoryKind, Result, Runtime, MAX_NDIM};
+use gpuport_runtime::{AnyDevice, Array, DType, Error, ForeignElements, Layout, MemoryKind, Result, Runtime, MAX_NDIM};
 
 use crate::abi::{DLDevice, DlpackFlags};
 use crate::device::{resolve, resolve_at};

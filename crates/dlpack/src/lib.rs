@@ -1,7 +1,7 @@
 //! # gpuport-dlpack
 //!
 //! DLPack for gpuport: the `dlpack.h` 1.x ABI ([`abi`]), exporting an
-//! [`gpuport::Array`] by the array-API request rules ([`to_dlpack`]: `max_version`,
+//! [`gpuport_runtime::Array`] by the array-API request rules ([`to_dlpack`]: `max_version`,
 //! `dl_device`, `copy`, `stream`), and importing a managed tensor after validating it
 //! ([`from_dlpack`]). Device types come from what each backend declares
 //! (`Backend::DLPACK`), so a registered plugin maps like a built-in backend.
@@ -39,7 +39,3 @@ pub use managed::{ManagedTensor, RawManaged};
 pub use package::{package, Kind, TensorParts};
 pub use stream::{handshake, has_vendor_streams, legacy_stream_arg, takes_no_stream, StreamRequest};
 
-/// `docs/interop.md`'s Rust example runs as a doc test of this crate.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/interop.md")]
-pub struct InteropGuide;

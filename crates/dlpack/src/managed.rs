@@ -5,7 +5,7 @@
 
 use std::ptr::NonNull;
 
-use gpuport::{Error, Result};
+use gpuport_runtime::{Error, Result};
 
 use crate::abi::{DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, DlpackFlags};
 

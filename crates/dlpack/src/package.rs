@@ -6,7 +6,7 @@ use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::{addr_of_mut, NonNull};
 
-use gpuport::{Error, Result, INLINE_NDIM, MAX_NDIM};
+use gpuport_runtime::{Error, Result, INLINE_NDIM, MAX_NDIM};
 
 use crate::abi::{
     DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, DlpackFlags,

@@ -1,7 +1,7 @@
 //! The array-API stream handshake: what the consumer's `stream` argument means, by the
 //! vendor rules of the Python specification, and making that stream wait for the array.
 
-use gpuport::{Access, AnyDevice, Array, DefaultStream, DlDeviceType, Error, Result};
+use gpuport_runtime::{Access, AnyDevice, Array, DefaultStream, DlDeviceType, Error, Result};
 
 /// True for the device types whose consumers name a vendor stream: `kDLCUDA`,
 /// `kDLCUDAManaged`, `kDLROCM`.

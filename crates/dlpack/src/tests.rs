@@ -6,7 +6,7 @@ use std::ptr::{null_mut, NonNull};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use gpuport::{DType, Error};
+use gpuport_runtime::{DType, Error};
 
 use crate::abi::*;
 use crate::managed::{ManagedTensor, RawManaged};

@@ -7,8 +7,8 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use gpuport::{Array, Runtime};
 use gpuport_dlpack::{ExportRequest, ImportRequest};
+use gpuport_runtime::{Array, Runtime};
 
 /// The system allocator, counting this thread's allocations and frees (other threads —
 /// the test harness, stream workers — are not counted).

@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use gpuport::{AnyDevice, AnyStream, Array, CopyEngine, DType, Error, Runtime, StreamFlags};
 use gpuport_conformance::Gate;
 use gpuport_dlpack::{
     dl_device_of, from_dlpack, to_dlpack, to_dlpack_on_stream, DLDevice, DLPackVersion, DlpackFlags, ExportRequest,
     ImportRequest, ManagedTensor,
 };
+use gpuport_runtime::{AnyDevice, AnyStream, Array, CopyEngine, DType, Error, Runtime, StreamFlags};
 
 fn runtime() -> Runtime {
     gpuport_conformance::discover_with_builtin_ports()
@@ -19,7 +19,7 @@ const CPU: DLDevice = DLDevice { device_type: 1, device_id: 0 };
 const EXT0: DLDevice = DLDevice { device_type: 12, device_id: 0 };
 const V1: Option<DLPackVersion> = Some(DLPackVersion { major: 1, minor: 0 });
 
-fn export(rt: &Runtime, a: &Array, request: ExportRequest) -> gpuport::Result<ManagedTensor> {
+fn export(rt: &Runtime, a: &Array, request: ExportRequest) -> gpuport_runtime::Result<ManagedTensor> {
     to_dlpack(rt, a, &request)
 }
 
@@ -55,7 +55,7 @@ macro_rules! for_dtypes {
 
 #[test]
 fn zero_copy_round_trips_on_the_host_for_every_dtype_and_layout() {
-    fn check<T: gpuport::Element + PartialEq + std::fmt::Debug>(make: fn(usize) -> T) {
+    fn check<T: gpuport_runtime::Element + PartialEq + std::fmt::Debug>(make: fn(usize) -> T) {
         let rt = runtime();
         let host = rt.device("host").unwrap();
         let data: Vec<T> = (0..24).map(make).collect();
@@ -228,7 +228,7 @@ fn bad_streams_are_refused() {
 
 #[test]
 fn every_dtype_code_round_trips_between_host_and_ext_or_is_refused() {
-    use gpuport::DTypeCode;
+    use gpuport_runtime::DTypeCode;
     let rt = runtime();
     let (host, ext) = (rt.device("host").unwrap(), rt.device("ext:0").unwrap());
     for code in DTypeCode::ALL {
@@ -270,7 +270,7 @@ fn memory_kind_picks_the_device_type_and_unknown_types_are_named() {
     // ext's pinned memory is plain CPU memory: it exports as kDLCPU (as ext declares),
     // not as kDLExtDev.
     let pinned = ext.alloc_pinned(64, Default::default()).unwrap();
-    let layout = gpuport::Layout::contiguous(&[16]).unwrap();
+    let layout = gpuport_runtime::Layout::contiguous(&[16]).unwrap();
     let a = Array::from_buffer(&ext, pinned, 0, DType::U32, layout).unwrap();
     assert_eq!(dl_device_of(&a).unwrap(), CPU);
     // No backend here declares Vulkan: an import is refused, naming the type, and the
@@ -299,11 +299,11 @@ fn the_safe_export_refuses_raw_stream_handles_and_takes_the_named_ones() {
     let consumer = ext.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
     let raw = ExportRequest { stream: Some(consumer.raw_handle() as i64), ..Default::default() };
     let err = to_dlpack(&rt, &a, &raw).unwrap_err();
-    assert!(matches!(err, gpuport::Error::InvalidArgument { .. }), "{err:#?}");
+    assert!(matches!(err, gpuport_runtime::Error::InvalidArgument { .. }), "{err:#?}");
     assert!(err.to_string().contains("to_dlpack_on_stream"), "{err}");
     for stream in [None, Some(-1)] {
         let tensor = to_dlpack(&rt, &a, &ExportRequest { stream, ..Default::default() }).expect("no raw handle");
-        assert_eq!(tensor.dl_tensor().device, DLDevice::new(gpuport::DlDeviceType::EXT_DEV, 0));
+        assert_eq!(tensor.dl_tensor().device, DLDevice::new(gpuport_runtime::DlDeviceType::EXT_DEV, 0));
     }
     // A copy to the CPU uses no stream of the consumer's: the safe entry point makes it.
     let copy = ExportRequest { dl_device: Some(DLDevice::cpu()), ..Default::default() };

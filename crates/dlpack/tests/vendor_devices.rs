@@ -9,12 +9,12 @@
 
 use std::time::{Duration, Instant};
 
-use gpuport::{AnyDevice, Array, CopyEngine, DType, Error, Layout, Runtime, StreamFlags};
 use gpuport_conformance::{device_alone, device_shared, Gate};
 use gpuport_dlpack::{
     dl_device_of, from_dlpack, to_dlpack, to_dlpack_on_stream, DLDevice, DLPackVersion, DlpackFlags, ExportRequest,
     ImportRequest,
 };
+use gpuport_runtime::{AnyDevice, Array, CopyEngine, DType, Error, Layout, Runtime, StreamFlags};
 
 const V1: Option<DLPackVersion> = Some(DLPackVersion { major: 1, minor: 0 });
 const CPU: DLDevice = DLDevice { device_type: 1, device_id: 0 };
@@ -43,7 +43,7 @@ fn array_over(dev: &AnyDevice, memory: &str, data: &[f32]) -> Array {
     a
 }
 
-fn export(rt: &Runtime, a: &Array, request: ExportRequest) -> gpuport::Result<gpuport_dlpack::ManagedTensor> {
+fn export(rt: &Runtime, a: &Array, request: ExportRequest) -> gpuport_runtime::Result<gpuport_dlpack::ManagedTensor> {
     to_dlpack(rt, a, &request)
 }
 
@@ -98,7 +98,7 @@ fn the_consumers_vendor_stream_waits_for_a_slow_producer() {
     // write's too, which would finish it before the check.
     let consumer = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
     let out = dev.alloc(4 * data.len()).unwrap();
-    gpuport::release::flush();
+    gpuport_runtime::release::flush();
     // And the device synchronised, so that the work earlier tests left queued (and the
     // buffers it keeps until it has run) is done before the window too.
     dev.synchronize().unwrap();
@@ -212,5 +212,5 @@ fn cuda_and_rocm_exchange_through_the_copy_engine() {
         assert_eq!(moved.to_vec::<i32>().unwrap(), view.to_vec::<i32>().unwrap());
     }
     drop((cuda, rocm));
-    gpuport::release_staging_buffers();
+    gpuport_runtime::release_staging_buffers();
 }

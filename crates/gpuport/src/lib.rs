@@ -2,7 +2,9 @@
 //!
 //! One GPU hardware-abstraction layer: a single build discovers at run time which vendor
 //! runtimes the machine has (NVIDIA CUDA, AMD ROCm — no SDK needed to build) and drives
-//! them, and the CPU, through one set of traits.
+//! them, and the CPU, through one set of traits; and exchanges arrays with other libraries
+//! through DLPack ([`dlpack`]) and the CUDA Array Interface ([`cai`]). One dependency
+//! gives all of it; the `ext` feature adds `gpuport::ext`, the software test device.
 //!
 //! ## Quick start
 //!
@@ -53,58 +55,28 @@
 //!   prelude brings.
 //!
 //! Plugins (the ext device, a vendor's port — see `docs/porting.md`) are registered
-//! before discovery: `Runtime::register_plugin(gpuport_ext::ExtBackend::load(&Default::default())?)`.
+//! before discovery: `Runtime::register_plugin(gpuport::ext::ExtBackend::load(&Default::default())?)`
+//! (with the `ext` feature).
 //! `GPUPORT_BACKENDS=host,cuda` limits discovery (a left-out backend's library is never
 //! opened); `GPUPORT_DEVICE` names the default device.
 
-mod array;
-mod copy;
-pub mod dynamic;
-mod foreign;
-mod fresh_memory;
-mod host_copy;
-mod mirror;
-mod pending;
-mod plugin;
-mod runtime;
+pub use gpuport_runtime::*;
 
-pub use array::Array;
-pub use copy::{copy, release_staging_buffers, CopyEngine, CopyRoute};
-pub use dynamic::{
-    device_into_any, event_into_any, stream_into_any, AnyDevice, AnyEvent, AnyStream, PluginDevice, PluginEvent,
-    PluginStream,
-};
-pub use foreign::ForeignElements;
-pub use gpuport_core::release;
-pub use gpuport_core::{
-    as_bytes, as_bytes_mut, c_strides, check_copy, check_copy_2d, zeroed_vec, Backend, BackendKind, Buffer, BufferDesc,
-    ByteSpan, Copy2d, DType, DTypeCode, DefaultStream, Device, DeviceId, DeviceInfo, DeviceSpec, DlDeviceType,
-    DlpackDevices, Element, Error, Event, EventFlags, HostAllocFlags, HostCallback, Kernel, KernelArg, LaunchConfig,
-    Layout, LoadAttempt, LoadOptions, MemoryKind, Module, ModuleImage, Ownership, PointerAttributes, ProgressReading,
-    Release, Result, Scalar, Stream, StreamFlags, StreamProgress, INLINE_NDIM, MAX_NDIM,
-};
-pub use mirror::{MirroredArray, SharedSyncState, SyncState};
-pub use pending::Access;
-pub use plugin::{parse_plugin_list, DEFAULT_INIT_TIMEOUT, INIT_TIMEOUT_ENV, MAX_PLUGIN_DEVICES, PLUGINS_ENV};
-pub use runtime::{
-    parse_backend_list, BackendReport, BackendStatus, DiscoverOptions, Runtime, BACKENDS_ENV, DEVICE_ENV,
-};
+/// DLPack: the ABI, export with the array API's request rules and the stream handshake,
+/// and validated import (`gpuport-dlpack`).
+pub use gpuport_dlpack as dlpack;
 
-/// What most users import: `use gpuport::prelude::*;`. The static tier's traits (for
-/// typed handles such as `gpuport::host::HostDevice`) and the dynamic tier's handles
-/// (whose methods are inherent), with no two traits whose methods collide.
-pub mod prelude {
-    pub use crate::{
-        Access, AnyDevice, AnyEvent, AnyStream, Array, BackendReport, BackendStatus, CopyEngine, MirroredArray, Runtime,
-    };
-    pub use gpuport_core::{
-        Backend, Buffer, DType, DefaultStream, Device, Error, Event, EventFlags, Result, Stream, StreamFlags,
-    };
-}
+/// The CUDA Array Interface v3: the model and its key/value form, export with the
+/// producer join, import with the consumer policies (`gpuport-cai`).
+pub use gpuport_cai as cai;
 
-/// The CUDA backend.
-pub use gpuport_cuda as cuda;
-/// The host backend.
-pub use gpuport_host as host;
-/// The ROCm backend.
-pub use gpuport_rocm as rocm;
+/// The ext device: a software device with memory of its own, for cross-device paths
+/// without a GPU, registered as a plugin (`gpuport-ext`; the `ext` feature).
+#[cfg(feature = "ext")]
+pub use gpuport_ext as ext;
+
+/// `docs/interop.md`'s Rust example runs as a doc test of this crate, which has every part
+/// it uses.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/interop.md")]
+pub struct InteropGuide;

@@ -1,6 +1,6 @@
 //! # gpuport-port-template
 //!
-//! A minimal, honest gpuport device: two devices (`tmpl:0`, `tmpl:1`) whose memory is the
+//! A minimal, honest gpuport device: two devices ([`KIND`]`:0` and `:1`) whose memory is the
 //! CPU's, whose streams are ordered queues with worker threads and whose events are real
 //! completion markers — all from `gpuport-queue`. Two, so that the conformance suite's
 //! cases about peers, copies between devices, every device's facts and waits across
@@ -84,7 +84,7 @@ impl Device for TemplateDevice {
     fn info(&self) -> Result<DeviceInfo> {
         Ok(DeviceInfo {
             id: self.0.id(),
-            name: format!("gpuport port template, device {}", self.0.id().ordinal),
+            name: format!("{} device {}", env!("CARGO_PKG_NAME"), self.0.id().ordinal),
             total_memory: CAPACITY,
             compute_capability: None,
             arch: Some(std::env::consts::ARCH.into()),

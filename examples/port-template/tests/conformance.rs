@@ -13,7 +13,7 @@ fn register() -> gpuport::Result<()> {
 fn passes_the_conformance_suite() {
     let report =
         run_port(&Port { name: KIND.name(), register: Some(register), kernel: Some(registered_fill_kernel()) });
-    // Prints `conformance of tmpl: N passed, 0 failed, M skipped` (no --nocapture needed);
+    // Prints `conformance of KIND: N passed, 0 failed, M skipped` (no --nocapture needed);
     // on a failure the test fails with the whole report, once: every case and each reason.
     report.assert_passed();
 }

@@ -23,8 +23,8 @@ impl fmt::Display for Failure {
     }
 }
 
-impl From<gpuport::Error> for Failure {
-    fn from(e: gpuport::Error) -> Self {
+impl From<gpuport_runtime::Error> for Failure {
+    fn from(e: gpuport_runtime::Error) -> Self {
         Failure(format!("unexpected error: {e}"))
     }
 }

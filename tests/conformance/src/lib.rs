@@ -7,7 +7,7 @@
 //! A port runs the whole suite against itself with one call from its own test file:
 //!
 //! ```no_run
-//! # fn register() -> gpuport::Result<()> { Ok(()) }
+//! # fn register() -> gpuport_runtime::Result<()> { Ok(()) }
 //! let report = gpuport_conformance::run_port(&gpuport_conformance::Port {
 //!     name: "mydev",                 // the backend name, as in device strings
 //!     register: Some(register),      // registers the backend with the runtime
@@ -25,7 +25,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use gpuport::{AnyDevice, Error, ModuleImage, Runtime, StreamFlags};
+use gpuport_runtime::{AnyDevice, Error, ModuleImage, Runtime, StreamFlags};
 
 mod cases;
 mod check;
@@ -74,7 +74,7 @@ pub struct Target {
     pub version: String,
     /// The facts of each device as the backend listed them at discovery
     /// (`Backend::devices`), in ordinal order.
-    pub listed: Vec<gpuport::DeviceInfo>,
+    pub listed: Vec<gpuport_runtime::DeviceInfo>,
     /// What opening the ordinal after the last device gave: the error, or `None` when a
     /// device opened.
     pub past_last_device: Option<Error>,
@@ -134,7 +134,7 @@ pub struct Port {
     pub name: &'static str,
     /// For plugins: registers the backend with the runtime. Called once per process; a
     /// name that is already registered is not an error.
-    pub register: Option<fn() -> gpuport::Result<()>>,
+    pub register: Option<fn() -> gpuport_runtime::Result<()>>,
     /// The backend's `fill_u32` kernel, if it has one.
     pub kernel: Option<TestKernel>,
 }
@@ -161,7 +161,7 @@ fn rocm_kernel() -> Option<TestKernel> {
     }
     static BUNDLE: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
     let bundle = BUNDLE.get_or_init(|| {
-        gpuport::rocm::offload_bundle(&code_objects!(
+        gpuport_runtime::rocm::offload_bundle(&code_objects!(
             "gfx900", "gfx906", "gfx908", "gfx90a", "gfx1030", "gfx940", "gfx941", "gfx942", "gfx1100", "gfx1101",
             "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1200", "gfx1201"
         ))
@@ -171,11 +171,11 @@ fn rocm_kernel() -> Option<TestKernel> {
 }
 
 fn cuda_kernel() -> TestKernel {
-    TestKernel { image: ModuleImage::Ptx(gpuport::cuda::FILL_U32_PTX), name: "fill_u32" }
+    TestKernel { image: ModuleImage::Ptx(gpuport_runtime::cuda::FILL_U32_PTX), name: "fill_u32" }
 }
 
-fn register_ext() -> gpuport::Result<()> {
-    Runtime::register_plugin(<gpuport_ext::ExtBackend as gpuport::Backend>::load(&Default::default())?)
+fn register_ext() -> gpuport_runtime::Result<()> {
+    Runtime::register_plugin(<gpuport_ext::ExtBackend as gpuport_runtime::Backend>::load(&Default::default())?)
 }
 
 /// A runtime with every built-in port registered (the ext device's plugin included): what
@@ -198,8 +198,8 @@ pub fn vendor_backend_under_test() -> (Runtime, String) {
     assert!(backend == "cuda" || backend == "rocm", "GPUPORT_CONFORMANCE_BACKENDS must name cuda or rocm");
     let rt = discover_with_builtin_ports();
     match rt.report_for(&backend).map(|r| &r.status) {
-        Some(gpuport::BackendStatus::Available { .. }) => {}
-        Some(gpuport::BackendStatus::Unavailable(why)) => panic!("{backend} is not available: {why}"),
+        Some(gpuport_runtime::BackendStatus::Available { .. }) => {}
+        Some(gpuport_runtime::BackendStatus::Unavailable(why)) => panic!("{backend} is not available: {why}"),
         None => panic!("{backend} is not known to this runtime"),
     }
     (rt, backend)
@@ -249,11 +249,14 @@ fn host_kernel() -> Option<TestKernel> {
 /// `fill_u32` as a registered Rust kernel, for software devices built on `gpuport-queue`
 /// (the host, ext, the port template): registers it and returns it.
 pub fn registered_fill_kernel() -> TestKernel {
-    gpuport::host::register_kernel("gpuport-conformance", "fill_u32", host_fill_u32);
+    gpuport_runtime::host::register_kernel("gpuport-conformance", "fill_u32", host_fill_u32);
     TestKernel { image: ModuleImage::Registered("gpuport-conformance"), name: "fill_u32" }
 }
 
-fn host_fill_u32(_cfg: &gpuport::LaunchConfig, args: &gpuport::host::HostKernelArgs) -> gpuport::Result<()> {
+fn host_fill_u32(
+    _cfg: &gpuport_runtime::LaunchConfig,
+    args: &gpuport_runtime::host::HostKernelArgs,
+) -> gpuport_runtime::Result<()> {
     let n = args.scalar::<u32>(1)? as usize;
     let value = args.scalar::<u32>(2)?;
     // SAFETY: argument 0 is the only pointer argument, so nothing aliases it.
@@ -272,8 +275,8 @@ pub fn open_target(rt: &Runtime, backend: &str, kernel: Option<TestKernel>) -> R
         format!("backend `{backend}` is not known to this runtime (known: {})", Runtime::known_names().join(", "))
     })?;
     let (version, listed) = match &report.status {
-        gpuport::BackendStatus::Available { version, devices } => (version.clone(), devices.clone()),
-        gpuport::BackendStatus::Unavailable(err) => return Err(format!("{backend} is unavailable: {err}")),
+        gpuport_runtime::BackendStatus::Available { version, devices } => (version.clone(), devices.clone()),
+        gpuport_runtime::BackendStatus::Unavailable(err) => return Err(format!("{backend} is unavailable: {err}")),
     };
     let count = listed.len();
     let past_last_device = rt.device(&format!("{backend}:{count}")).err();
@@ -311,7 +314,7 @@ pub fn open_target(rt: &Runtime, backend: &str, kernel: Option<TestKernel>) -> R
 /// aligned object), to probe whether a backend checks handles.
 const UNKNOWN_HANDLE: usize = usize::MAX - 0xF0F0;
 
-fn probe_alloc_async(dev: &AnyDevice) -> gpuport::Result<bool> {
+fn probe_alloc_async(dev: &AnyDevice) -> gpuport_runtime::Result<bool> {
     let stream = dev.create_stream(StreamFlags::NON_BLOCKING, 0)?;
     match dev.alloc_async(1, &stream) {
         Ok(_) => Ok(true),
@@ -339,7 +342,7 @@ pub struct Case {
 /// gate gives up. (On an H200 with CUDA 13 a full run lost 30 s to one such stall, and
 /// failed a different ordering case each time; every case passed alone.)
 pub fn run_case(case: &Case, target: &Arc<Target>) -> Outcome {
-    gpuport::release::flush();
+    gpuport_runtime::release::flush();
     let given_up = cases::gates_given_up();
     let outcome = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (case.run)(target))) {
         Ok(outcome) => outcome.map_err(|f| f.context(format!("[{}] {}", target.backend, case.name))),
@@ -470,8 +473,8 @@ pub fn run_port_cases(port: &Port, selected: impl Fn(&str) -> bool) -> Report {
         .collect();
     drop(target);
     // The staging buffers the copy cases made are the port's memory: give them back.
-    gpuport::release_staging_buffers();
-    gpuport::release::flush();
+    gpuport_runtime::release_staging_buffers();
+    gpuport_runtime::release::flush();
     Report { backend, cases }
 }
 
@@ -481,6 +484,6 @@ mod tests {
     fn every_builtin_gpu_port_has_its_test_kernel() {
         // A bundle that failed to build would silently skip ROCm's kernel cases.
         assert!(super::rocm_kernel().is_some(), "the fill_u32 code objects do not bundle");
-        assert!(matches!(super::cuda_kernel().image, gpuport::ModuleImage::Ptx(_)));
+        assert!(matches!(super::cuda_kernel().image, gpuport_runtime::ModuleImage::Ptx(_)));
     }
 }

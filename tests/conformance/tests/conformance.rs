@@ -9,8 +9,8 @@ use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use gpuport::Runtime;
 use gpuport_conformance::{builtin_ports, open_target, register, run_case, CASES};
+use gpuport_runtime::Runtime;
 use libtest_mimic::{Arguments, Failed, Trial};
 
 /// A file the harness appends one line per backend to, for `cargo xtask test`'s summary:
@@ -44,8 +44,11 @@ fn main() {
     let rt = Runtime::discover();
     let wanted = std::env::var("GPUPORT_CONFORMANCE_BACKENDS").unwrap_or_else(|_| "host".into());
     let all = wanted.trim() == "all";
-    let names: Vec<String> =
-        if all { ports.iter().map(|p| p.name.to_owned()).collect() } else { gpuport::parse_backend_list(&wanted) };
+    let names: Vec<String> = if all {
+        ports.iter().map(|p| p.name.to_owned()).collect()
+    } else {
+        gpuport_runtime::parse_backend_list(&wanted)
+    };
     let mut trials = Vec::new();
     let mut outcomes = Vec::new();
     for name in names {
@@ -100,8 +103,8 @@ fn main() {
     // Give every device resource back before the process ends: the staging buffers the copy
     // engine keeps, and drops still on their way to the release thread (a driver that
     // checks for leaks at exit, such as the driver doubles, reports what is left).
-    gpuport::release_staging_buffers();
-    gpuport::release::flush();
+    gpuport_runtime::release_staging_buffers();
+    gpuport_runtime::release::flush();
     conclusion.exit();
 }
 

@@ -13,7 +13,7 @@ use crate::{run, rustup_cargo};
 /// What ThreadSanitizer runs: every test crate that runs threads (and, after these, the
 /// conformance suite on the CUDA and ROCm backends through every driver double).
 const THREAD_RUNS: &[Run] = &[
-    Run { package: "gpuport", args: ALL, env: &[], strict_provenance: false },
+    Run { package: "gpuport-runtime", args: ALL, env: &[], strict_provenance: false },
     SOFTWARE_DEVICES[0],
     SOFTWARE_DEVICES[1],
     SOFTWARE_DEVICES[2],

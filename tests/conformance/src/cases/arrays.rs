@@ -1,7 +1,7 @@
 //! The facade's `Array` and copy engine on the target: the layer every interchange
 //! feature is built on must work on every backend, not only in the facade's own tests.
 
-use gpuport::{copy, Access, Array, Element, Error};
+use gpuport_runtime::{copy, Access, Array, Element, Error};
 
 use super::{stream, Gate, OpenOnDrop};
 use crate::{ensure, Outcome, Target};
@@ -44,7 +44,7 @@ pub fn copy_engine_across_devices(t: &Target) -> Outcome {
     let dev = t.device();
     let data: Vec<f32> = values(64 * 33);
     let src = Array::from_slice(dev, &data, &[64, 33])?;
-    let mut others: Vec<gpuport::AnyDevice> = t.devices.iter().skip(1).cloned().collect();
+    let mut others: Vec<gpuport_runtime::AnyDevice> = t.devices.iter().skip(1).cloned().collect();
     others.extend(t.foreign.iter().cloned());
     others.push(dev.clone());
     for other in &others {
@@ -73,7 +73,7 @@ pub fn pending_work_orders_streams(t: &Target) -> Outcome {
     let gate = Gate::default();
     let _open = OpenOnDrop(gate.clone());
     gate.block(&a)?;
-    gpuport::CopyEngine::default().copy_on(&src, &dst, &a)?;
+    gpuport_runtime::CopyEngine::default().copy_on(&src, &dst, &a)?;
     // B reads dst after the pending write.
     let out = dev.alloc(4 * n)?;
     dst.wait_pending(&b, Access::Read)?;
@@ -84,7 +84,7 @@ pub fn pending_work_orders_streams(t: &Target) -> Outcome {
     b.synchronize()?;
     let mut bytes = vec![0u8; 4 * n];
     b.read(&out, 0, &mut bytes)?;
-    ensure!(bytes == gpuport::as_bytes(&values::<u32>(n)), "the reader did not see the array's pending write");
+    ensure!(bytes == gpuport_runtime::as_bytes(&values::<u32>(n)), "the reader did not see the array's pending write");
     dst.synchronize()?;
     ensure!(!dst.has_pending_work()?, "pending work remains after Array::synchronize");
     Ok(())

@@ -1,7 +1,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use gpuport::EventFlags;
+use gpuport_runtime::EventFlags;
 
 use super::{pattern, read_all, stream};
 use crate::{ensure, Failure, Outcome, Target};

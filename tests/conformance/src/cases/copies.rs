@@ -1,4 +1,4 @@
-use gpuport::{AnyDevice, Buffer, Copy2d, DefaultStream, Error, HostAllocFlags};
+use gpuport_runtime::{AnyDevice, Buffer, Copy2d, DefaultStream, Error, HostAllocFlags};
 
 use super::{pattern, read_all, stream, Gate, OpenOnDrop};
 use crate::{ensure, ensure_err, Failure, Outcome, Target};
@@ -39,7 +39,7 @@ pub fn every_copy_kind(t: &Target) -> Outcome {
     let n = 4099;
     let bufs = buffers(dev, n)?;
     let host_buf =
-        t.foreign.iter().find(|f| f.id().kind == gpuport::BackendKind::Host).map(|h| h.alloc(n)).transpose()?;
+        t.foreign.iter().find(|f| f.id().kind == gpuport_runtime::BackendKind::Host).map(|h| h.alloc(n)).transpose()?;
     for (si, (sname, src)) in bufs.iter().enumerate() {
         for (di, (dname, dst)) in bufs.iter().enumerate() {
             if si == di {

@@ -4,7 +4,7 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use gpuport::{DefaultStream, Error, EventFlags};
+use gpuport_runtime::{DefaultStream, Error, EventFlags};
 
 use super::{pattern, read_all, stream, within, Gate, OpenOnDrop};
 use crate::{ensure, Failure, Outcome, Target};

@@ -4,7 +4,7 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use gpuport::{DefaultStream, Error, EventFlags, StreamFlags};
+use gpuport_runtime::{DefaultStream, Error, EventFlags, StreamFlags};
 
 use super::{finishes_within, held, pattern, read_all, stream, Gate, OpenOnDrop, FINISHES_WITHIN, HELD_FOR};
 use crate::{ensure, Failure, Outcome, Target};

@@ -1,6 +1,6 @@
 use std::time::{Duration, Instant};
 
-use gpuport::{BackendKind, Buffer, BufferDesc, DeviceId, Error, EventFlags, MemoryKind};
+use gpuport_runtime::{BackendKind, Buffer, BufferDesc, DeviceId, Error, EventFlags, MemoryKind};
 
 use super::{read_all, stream, Gate, OpenOnDrop};
 use crate::{deliberate_panic, ensure, ensure_err, Outcome, Target};
@@ -48,13 +48,13 @@ pub fn backend_mismatch(t: &Target) -> Outcome {
 
 pub fn bad_arguments(t: &Target) -> Outcome {
     let dev = t.device();
-    let module = dev.load_module(gpuport::ModuleImage::Registered("no-such-module-anywhere"));
+    let module = dev.load_module(gpuport_runtime::ModuleImage::Registered("no-such-module-anywhere"));
     if let Ok(m) = module {
         ensure_err!(dev.kernel(&m, "no_such_kernel"), Error::InvalidArgument { .. }, "a missing kernel");
     }
     ensure_err!(
-        dev.load_module(gpuport::ModuleImage::Ptx("not ptx at all"))
-            .and(dev.load_module(gpuport::ModuleImage::Registered("no-such-module-anywhere"))),
+        dev.load_module(gpuport_runtime::ModuleImage::Ptx("not ptx at all"))
+            .and(dev.load_module(gpuport_runtime::ModuleImage::Registered("no-such-module-anywhere"))),
         Error::InvalidArgument { .. } | Error::Unsupported { .. } | Error::Vendor { .. },
         "loading garbage modules"
     );

@@ -1,6 +1,6 @@
 use std::time::{Duration, Instant};
 
-use gpuport::{Error, EventFlags};
+use gpuport_runtime::{Error, EventFlags};
 
 use super::{finishes_within, pattern, read_all, stream, Gate, OpenOnDrop, FINISHES_WITHIN};
 use crate::{ensure, ensure_err, Outcome, Target};

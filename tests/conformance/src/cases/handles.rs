@@ -1,4 +1,4 @@
-use gpuport::{EventFlags, Ownership};
+use gpuport_runtime::{EventFlags, Ownership};
 
 use super::{pattern, read_all, stream, Gate, OpenOnDrop};
 use crate::{ensure, Outcome, Target};

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use gpuport::{AnyDevice, AnyStream, Buffer, DefaultStream, Error, StreamFlags};
+use gpuport_runtime::{AnyDevice, AnyStream, Buffer, DefaultStream, Error, StreamFlags};
 
 use super::{finishes_within, held, read_all, stream, Gate, OpenOnDrop, FINISHES_WITHIN, HELD_FOR};
 use crate::{ensure, Failure, Outcome, Target};

@@ -1,4 +1,4 @@
-use gpuport::{Error, KernelArg, LaunchConfig};
+use gpuport_runtime::{Error, KernelArg, LaunchConfig};
 
 use super::stream;
 use crate::{ensure, ensure_err, Outcome, Target};
@@ -56,7 +56,7 @@ pub fn foreign_modules_and_kernels_refused(t: &Target) -> Outcome {
     let s = stream(dev)?;
     let b = dev.alloc(64)?;
     let foreign = crate::registered_fill_kernel();
-    let mut others: Vec<&gpuport::AnyDevice> = t.foreign.iter().collect();
+    let mut others: Vec<&gpuport_runtime::AnyDevice> = t.foreign.iter().collect();
     others.extend(t.devices.iter().skip(1));
     let mut tried = 0;
     for other in others {

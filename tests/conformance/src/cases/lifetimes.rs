@@ -1,7 +1,7 @@
 //! Lifetimes: what a stream's queued work uses stays alive until the work has run, after
 //! the caller's last handle to it is gone.
 
-use gpuport::Buffer;
+use gpuport_runtime::Buffer;
 
 use super::{pattern, read_all, stream, Gate, OpenOnDrop};
 use crate::{ensure, Outcome, Target};
@@ -9,7 +9,7 @@ use crate::{ensure, Outcome, Target};
 /// Allocations made while freed memory is about to be reused, each filled with 0xEE: a
 /// port that freed a buffer its queued work still uses hands that memory out again here,
 /// so the work reads these bytes, or overwrites them.
-fn decoys(dev: &gpuport::AnyDevice, n: usize) -> Result<Vec<Buffer>, crate::Failure> {
+fn decoys(dev: &gpuport_runtime::AnyDevice, n: usize) -> Result<Vec<Buffer>, crate::Failure> {
     let mut out = Vec::new();
     for _ in 0..4 {
         let b = dev.alloc(n)?;

@@ -1,4 +1,4 @@
-use gpuport::{Error, HostAllocFlags, MemoryKind};
+use gpuport_runtime::{Error, HostAllocFlags, MemoryKind};
 
 use super::{pattern, read_all, stream};
 use crate::{ensure, ensure_err, Outcome, Target};
@@ -106,7 +106,7 @@ pub fn explicit_free(t: &Target) -> Outcome {
 /// What the device says about every address of each kind of memory it allocates: its
 /// owner, kind, host-accessibility, whether it is managed, and the allocation holding it
 /// where the backend knows it (ROCm's runtime does not say).
-fn check_attributes(dev: &gpuport::AnyDevice, b: &gpuport::Buffer) -> Outcome {
+fn check_attributes(dev: &gpuport_runtime::AnyDevice, b: &gpuport_runtime::Buffer) -> Outcome {
     let last = b.len() as u64 - 1;
     for off in [0u64, 1, 4095.min(last), last] {
         let a = dev.pointer_attributes(b.addr() + off)?;

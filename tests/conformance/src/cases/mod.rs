@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use gpuport::{AnyDevice, AnyStream, Buffer, StreamFlags};
+use gpuport_runtime::{AnyDevice, AnyStream, Buffer, StreamFlags};
 
 use crate::{Case, Failure, Need};
 
@@ -204,7 +204,7 @@ impl Drop for OpenOnDrop {
 /// a call that must not hang is checked without hanging the suite.
 pub(crate) fn within<T: Send + 'static>(
     what: &str,
-    f: impl FnOnce() -> gpuport::Result<T> + Send + 'static,
+    f: impl FnOnce() -> gpuport_runtime::Result<T> + Send + 'static,
 ) -> Result<T, Failure> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -241,8 +241,8 @@ pub(crate) fn finishes_within(s: &AnyStream, limit: Duration) -> Result<bool, Fa
 /// `f` run on a thread of its own: `Err` if it returns within [`HELD_FOR`] (it should be
 /// held); else the receiver its result arrives on once it returns.
 pub(crate) fn held<T: Send + 'static>(
-    f: impl FnOnce() -> gpuport::Result<T> + Send + 'static,
-) -> Result<std::sync::mpsc::Receiver<gpuport::Result<T>>, ()> {
+    f: impl FnOnce() -> gpuport_runtime::Result<T> + Send + 'static,
+) -> Result<std::sync::mpsc::Receiver<gpuport_runtime::Result<T>>, ()> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(f());

@@ -1,6 +1,6 @@
 use std::sync::{Arc, Mutex};
 
-use gpuport::{DefaultStream, Error, EventFlags, ProgressReading};
+use gpuport_runtime::{DefaultStream, Error, EventFlags, ProgressReading};
 
 use super::{pattern, read_all, stream, Gate, OpenOnDrop};
 use crate::{ensure, Outcome, Target};
@@ -151,7 +151,7 @@ pub fn stream_query(t: &Target) -> Outcome {
 
 /// Where the stream publishes its counters (`Stream::progress`), they must say what its
 /// query says: a plugin boundary answers queries from them alone.
-fn progress_says(s: &gpuport::AnyStream, expected: ProgressReading, what: &str) -> Outcome {
+fn progress_says(s: &gpuport_runtime::AnyStream, expected: ProgressReading, what: &str) -> Outcome {
     if let Some(progress) = s.progress() {
         let read = progress.read();
         ensure!(read == expected, "{what}: its published progress reads {read:?}, its query says {expected:?}");
@@ -162,7 +162,7 @@ fn progress_says(s: &gpuport::AnyStream, expected: ProgressReading, what: &str) 
 pub fn default_streams(t: &Target) -> Outcome {
     let dev = t.device();
     let legacy = dev.default_stream(DefaultStream::Legacy)?;
-    ensure!(legacy.ownership() == gpuport::Ownership::Borrowed, "the default stream must be borrowed");
+    ensure!(legacy.ownership() == gpuport_runtime::Ownership::Borrowed, "the default stream must be borrowed");
     let b = dev.alloc(256)?;
     let p = pattern(256, 4);
     legacy.write(&p, &b, 0)?;

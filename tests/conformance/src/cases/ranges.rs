@@ -2,7 +2,7 @@
 //! strategy, at an odd offset inside a larger buffer: the range gets exactly its bytes and
 //! the bytes around it are untouched.
 
-use gpuport::{AnyDevice, AnyStream, Buffer};
+use gpuport_runtime::{AnyDevice, AnyStream, Buffer};
 
 use super::{pattern, read_all, stream};
 use crate::{ensure, Failure, Outcome, Target};

@@ -2,7 +2,7 @@
 //! loaded. Its own test binary (one process, one test), because which libraries a process
 //! has mapped is process-wide.
 
-use gpuport::{BackendStatus, DiscoverOptions, Error, Runtime};
+use gpuport_runtime::{BackendStatus, DiscoverOptions, Error, Runtime};
 
 /// The vendor runtime libraries this process has mapped, from `/proc/self/maps`.
 fn mapped_vendor_libraries() -> Vec<String> {
@@ -28,13 +28,13 @@ fn left_out_backends_are_never_opened() {
     assert!(only_host.report_for("host").is_some_and(|r| r.is_available()));
     assert!(only_host.report_for("cuda").is_none() && only_host.report_for("rocm").is_none());
     assert_eq!(mapped_vendor_libraries(), Vec::<String>::new(), "a left-out backend's library was opened");
-    assert!(!gpuport::cuda::load_attempted(), "the CUDA loader ran although cuda was left out");
-    assert!(!gpuport::rocm::load_attempted(), "the HIP loader ran although rocm was left out");
+    assert!(!gpuport_runtime::cuda::load_attempted(), "the CUDA loader ran although cuda was left out");
+    assert!(!gpuport_runtime::rocm::load_attempted(), "the HIP loader ran although rocm was left out");
 
     // The same checks see loading when it happens: discovering every backend runs both
     // loaders (CI installs Debian's HIP runtime, which loads and answers "no device").
     let all = Runtime::discover_with(&DiscoverOptions::default());
-    assert!(gpuport::cuda::load_attempted() && gpuport::rocm::load_attempted());
+    assert!(gpuport_runtime::cuda::load_attempted() && gpuport_runtime::rocm::load_attempted());
     let reached_runtime = |name: &str| {
         !matches!(
             all.report_for(name).map(|r| &r.status),

@@ -376,14 +376,27 @@ impl Runtime {
 }
 
 impl fmt::Display for Runtime {
-    /// A table: each backend with its devices, or the reason it is unavailable.
+    /// A table: each backend with its devices, or the reason it is unavailable. The name
+    /// columns are as wide as the longest name (a plugin's may be long), and at least 6
+    /// and 8 characters.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name_width = self.reports.iter().map(|r| r.name.chars().count()).max().unwrap_or(0).max(6);
+        let id_width = self
+            .reports
+            .iter()
+            .filter_map(|r| match &r.status {
+                BackendStatus::Available { devices, .. } => devices.iter().map(|d| d.id.to_string().len()).max(),
+                BackendStatus::Unavailable(_) => None,
+            })
+            .max()
+            .unwrap_or(0)
+            .max(8);
         for report in &self.reports {
             match &report.status {
                 BackendStatus::Available { version, devices } => {
-                    writeln!(f, "{:<6} available — {version}", report.name)?;
+                    writeln!(f, "{:<name_width$} available — {version}", report.name)?;
                     for d in devices {
-                        write!(f, "  {:<8} {} — ", d.id.to_string(), d.name)?;
+                        write!(f, "  {:<id_width$} {} — ", d.id.to_string(), d.name)?;
                         match d.total_memory {
                             0 => write!(f, "memory unknown")?,
                             bytes => write!(f, "{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)?,
@@ -405,7 +418,7 @@ impl fmt::Display for Runtime {
                         writeln!(f)?;
                     }
                 }
-                BackendStatus::Unavailable(err) => writeln!(f, "{:<6} unavailable — {err}", report.name)?,
+                BackendStatus::Unavailable(err) => writeln!(f, "{:<name_width$} unavailable — {err}", report.name)?,
             }
         }
         Ok(())
@@ -415,6 +428,50 @@ impl fmt::Display for Runtime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_table_widens_for_long_names() {
+        let device = |kind: BackendKind, ordinal| DeviceInfo {
+            id: DeviceId::new(kind, ordinal),
+            name: "a device".into(),
+            total_memory: 1 << 30,
+            compute_capability: None,
+            arch: None,
+            multiprocessors: None,
+            pci_bus_id: None,
+            uuid: None,
+        };
+        let long = BackendKind::Plugin("a-plugin-with-a-long-name");
+        let available = |name: &str, kind| {
+            let status =
+                BackendStatus::Available { version: "1".into(), devices: vec![device(kind, 0), device(kind, 1)] };
+            BackendReport::new(name.into(), status, None)
+        };
+        let rt = Runtime {
+            reports: vec![
+                available("host", BackendKind::Host),
+                available(long.name(), long),
+                BackendReport::new("cuda".into(), BackendStatus::Unavailable(Error::invalid_argument("none")), None),
+            ],
+            only: None,
+        };
+        let table = rt.to_string();
+        let lines: Vec<&str> = table.lines().collect();
+        // Every row's text after its name starts in one column, however long the name.
+        let after = |line: &str, marker: &str| line.find(marker).unwrap_or_else(|| panic!("{marker} in {line}"));
+        let status_columns: Vec<usize> = lines
+            .iter()
+            .filter(|l| !l.starts_with("  "))
+            .map(|l| l.find(" available").or_else(|| l.find(" unavailable")).unwrap_or_else(|| panic!("{l}")))
+            .collect();
+        assert!(status_columns.windows(2).all(|w| w[0] == w[1]), "{table}");
+        let device_columns: Vec<usize> =
+            lines.iter().filter(|l| l.starts_with("  ")).map(|l| after(l, " a device")).collect();
+        assert_eq!(device_columns.len(), 4);
+        assert!(device_columns.windows(2).all(|w| w[0] == w[1]), "{table}");
+        // The short names keep the columns CI's checks read.
+        assert!(lines.iter().any(|l| l.starts_with("cuda") && l.contains(" unavailable — ")), "{table}");
+    }
 
     #[test]
     fn host_is_always_available() {

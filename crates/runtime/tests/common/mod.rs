@@ -5,7 +5,7 @@
 
 use std::sync::Once;
 
-use gpuport::{AnyDevice, Backend, Runtime};
+use gpuport_runtime::{AnyDevice, Backend, Runtime};
 
 pub fn runtime() -> Runtime {
     static REGISTER: Once = Once::new();

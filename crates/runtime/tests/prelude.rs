@@ -1,10 +1,10 @@
-//! `use gpuport::prelude::*` (and `use gpuport::*`) let a user call methods on both tiers
+//! `use gpuport_runtime::prelude::*` (and `use gpuport_runtime::*`) let a user call methods on both tiers
 //! without ambiguity: the typed tier's core traits, and the `Any*` handles' inherent
 //! methods. This file compiling is most of the test.
 
 mod with_prelude {
-    use gpuport::host::HostBackend;
-    use gpuport::prelude::*;
+    use gpuport_runtime::host::HostBackend;
+    use gpuport_runtime::prelude::*;
 
     #[test]
     fn both_tiers_resolve() -> Result<()> {
@@ -27,8 +27,8 @@ mod with_prelude {
 }
 
 mod with_glob {
-    use gpuport::host::HostBackend;
-    use gpuport::*;
+    use gpuport_runtime::host::HostBackend;
+    use gpuport_runtime::*;
 
     #[test]
     fn the_glob_import_is_not_ambiguous() -> Result<()> {

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use common::PageBuf;
 use criterion::{criterion_group, criterion_main, Bencher, BenchmarkGroup, BenchmarkId, Criterion};
-use gpuport::{copy, stream_into_any, Array, Backend, CopyRoute, DType, Device, Runtime, Stream, StreamFlags};
+use gpuport_runtime::{copy, stream_into_any, Array, Backend, CopyRoute, DType, Device, Runtime, Stream, StreamFlags};
 
 mod common;
 
@@ -392,7 +392,7 @@ fn benches(c: &mut Criterion) {
     // cost, not gpuport's).
     const LIVE: usize = 100_000;
     const BATCH: usize = 1_000;
-    fn create_batches(dev: &gpuport::AnyDevice) -> impl FnMut(&mut Bencher<'_>) + '_ {
+    fn create_batches(dev: &gpuport_runtime::AnyDevice) -> impl FnMut(&mut Bencher<'_>) + '_ {
         move |b| {
             b.iter_custom(|iters| {
                 let mut took = Duration::ZERO;
@@ -417,7 +417,7 @@ fn benches(c: &mut Criterion) {
     g.finish();
 
     // `query()` through AnyStream against the typed call on the same stream.
-    let typed_dev = gpuport::host::HostBackend::load(&Default::default()).unwrap().open(0).unwrap();
+    let typed_dev = gpuport_runtime::host::HostBackend::load(&Default::default()).unwrap().open(0).unwrap();
     let typed = typed_dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
     let any = stream_into_any(typed.clone());
     let mut g = group(c, "dispatch_query", false);
@@ -441,7 +441,7 @@ fn plugin_boundary(c: &mut Criterion, rt: &Runtime, rounds: usize) {
         linked.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap(),
         plugged.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap(),
     );
-    let enqueue = |s: gpuport::AnyStream| {
+    let enqueue = |s: gpuport_runtime::AnyStream| {
         move |b: &mut Bencher<'_>| {
             b.iter(|| {
                 for _ in 0..OPS {
@@ -455,13 +455,14 @@ fn plugin_boundary(c: &mut Criterion, rt: &Runtime, rounds: usize) {
     pair(&mut g, rounds, enqueue(ls.clone()), enqueue(ps.clone()));
     g.finish();
 
-    let query = |s: gpuport::AnyStream| move |b: &mut Bencher<'_>| b.iter(|| black_box(black_box(&s).query().unwrap()));
+    let query =
+        |s: gpuport_runtime::AnyStream| move |b: &mut Bencher<'_>| b.iter(|| black_box(black_box(&s).query().unwrap()));
     let mut g = group(c, "plugin_dispatch_query", false);
     pair(&mut g, rounds, query(ls.clone()), query(ps.clone()));
     g.finish();
 
     for (name, n) in [("plugin_copy_4k", 4usize << 10), ("plugin_copy_1m", 1 << 20)] {
-        let on = |dev: &gpuport::AnyDevice, s: &gpuport::AnyStream| {
+        let on = |dev: &gpuport_runtime::AnyDevice, s: &gpuport_runtime::AnyStream| {
             let (src, dst, s) = (dev.alloc(n).unwrap(), dev.alloc(n).unwrap(), s.clone());
             move |b: &mut Bencher<'_>| {
                 b.iter(|| {

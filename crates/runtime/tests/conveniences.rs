@@ -5,8 +5,8 @@
 mod common;
 
 use common::devices;
-use gpuport::host::HostBackend;
-use gpuport::prelude::*;
+use gpuport_runtime::host::HostBackend;
+use gpuport_runtime::prelude::*;
 
 #[test]
 fn typed_reads_and_writes_on_both_tiers() -> Result<()> {
@@ -56,7 +56,7 @@ fn to_device_copies_in_one_call() -> Result<()> {
 
 #[test]
 fn best_device_falls_back_to_the_host() -> Result<()> {
-    if std::env::var_os(gpuport::DEVICE_ENV).is_some() {
+    if std::env::var_os(gpuport_runtime::DEVICE_ENV).is_some() {
         return Ok(()); // the user chose; best_device honours it (checked by the demo)
     }
     let rt = Runtime::discover();
@@ -64,7 +64,7 @@ fn best_device_falls_back_to_the_host() -> Result<()> {
     let gpu = ["cuda", "rocm"].into_iter().find(|b| rt.report_for(b).is_some_and(|r| r.is_available()));
     match gpu {
         Some(name) => assert_eq!(best.id().kind.name(), name),
-        None => assert_eq!(best.id(), gpuport::DeviceId::HOST),
+        None => assert_eq!(best.id(), gpuport_runtime::DeviceId::HOST),
     }
     Ok(())
 }

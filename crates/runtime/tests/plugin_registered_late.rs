@@ -2,7 +2,7 @@
 //! it, and asking that runtime for the plugin's device says so and how to fix it. Its own
 //! test binary, because the plugin registry is process-wide.
 
-use gpuport::{Backend, Error, Runtime};
+use gpuport_runtime::{Backend, Error, Runtime};
 
 #[test]
 fn a_plugin_registered_after_discovery_is_named_with_the_fix() {

@@ -4,7 +4,7 @@
 mod common;
 
 use common::devices;
-use gpuport::{Access, Array, DType, MirroredArray, SyncState};
+use gpuport_runtime::{Access, Array, DType, MirroredArray, SyncState};
 
 fn mirrored(n: usize) -> MirroredArray {
     let (host, e0, _) = devices();

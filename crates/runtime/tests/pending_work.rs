@@ -8,7 +8,7 @@ use std::sync::mpsc::{channel, Sender};
 use std::time::{Duration, Instant};
 
 use common::devices;
-use gpuport::{Access, AnyDevice, AnyStream, Array, DType, StreamFlags};
+use gpuport_runtime::{Access, AnyDevice, AnyStream, Array, DType, StreamFlags};
 
 /// A stream held by a host callback until the returned sender fires (or 30 s pass).
 fn held_stream(dev: &AnyDevice) -> (AnyStream, Sender<()>) {
@@ -61,7 +61,7 @@ fn writes_on_two_streams_are_both_waited_for() {
         // A reader on a third stream orders after both.
         let reader = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
         let out = Array::zeros(dev, &[8], DType::U8).unwrap();
-        gpuport::CopyEngine::default().copy_on(&a, &out, &reader).unwrap();
+        gpuport_runtime::CopyEngine::default().copy_on(&a, &out, &reader).unwrap();
         open2.send(()).unwrap();
         std::thread::sleep(Duration::from_millis(20));
         assert!(!reader.query().unwrap(), "{}: the reader ran before the write on s1", dev.id());
@@ -118,6 +118,6 @@ fn streams_of_another_device_are_refused_by_record_access() {
     let (host, e0, _) = devices();
     let a = Array::zeros(&host, &[4], DType::U8).unwrap();
     let other = e0.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
-    assert!(matches!(a.record_access(&other, Access::Write), Err(gpuport::Error::InvalidArgument { .. })));
+    assert!(matches!(a.record_access(&other, Access::Write), Err(gpuport_runtime::Error::InvalidArgument { .. })));
     a.record_access_on(&e0, &other, Access::Read).unwrap();
 }

@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use common::PageBuf;
-use gpuport::{copy, Array, Backend, CopyRoute, DType, Runtime};
+use gpuport_runtime::{copy, Array, Backend, CopyRoute, DType, Runtime};
 
 mod common;
 
@@ -36,7 +36,7 @@ fn micros(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-fn main() -> gpuport::Result<()> {
+fn main() -> gpuport_runtime::Result<()> {
     Runtime::register_plugin(gpuport_ext::ExtBackend::load(&Default::default())?)?;
     let rt = Runtime::discover();
     let (host, ext0, ext1) = (rt.device("host")?, rt.device("ext:0")?, rt.device("ext:1")?);
@@ -56,10 +56,10 @@ fn main() -> gpuport::Result<()> {
         let back = Array::empty(&host, &[n], DType::U8)?;
         let on_ext1 = Array::empty(&ext1, &[n], DType::U8)?;
         if copy(&on_ext, &on_ext1)? == CopyRoute::Direct {
-            return Err(gpuport::Error::invalid_argument("ext:0 → ext:1 was expected to be staged"));
+            return Err(gpuport_runtime::Error::invalid_argument("ext:0 → ext:1 was expected to be staged"));
         }
         let mut failed = None;
-        let mut note = |r: gpuport::Result<CopyRoute>| {
+        let mut note = |r: gpuport_runtime::Result<CopyRoute>| {
             if let Err(e) = r {
                 failed.get_or_insert(e);
             }

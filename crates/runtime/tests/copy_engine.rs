@@ -7,17 +7,17 @@ mod common;
 use std::time::Duration;
 
 use common::{bytes, devices};
-use gpuport::{copy, Access, Array, CopyEngine, CopyRoute, DType, DefaultStream, Error, Layout, StreamFlags};
+use gpuport_runtime::{copy, Access, Array, CopyEngine, CopyRoute, DType, DefaultStream, Error, Layout, StreamFlags};
 use proptest::prelude::*;
 
 const CHUNK: usize = 1000;
 
-fn u8_array(dev: &gpuport::AnyDevice, data: &[u8]) -> Array {
+fn u8_array(dev: &gpuport_runtime::AnyDevice, data: &[u8]) -> Array {
     Array::from_slice(dev, data, &[data.len()]).unwrap()
 }
 
 /// An array of `n` bytes at an odd byte offset inside a larger buffer.
-fn at_odd_offset(dev: &gpuport::AnyDevice, n: usize) -> Array {
+fn at_odd_offset(dev: &gpuport_runtime::AnyDevice, n: usize) -> Array {
     let buf = dev.alloc(n + 8).unwrap();
     Array::from_buffer(dev, buf, 3, DType::U8, Layout::contiguous(&[n]).unwrap()).unwrap()
 }

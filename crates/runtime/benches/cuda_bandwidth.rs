@@ -15,8 +15,8 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use gpuport::prelude::*;
-use gpuport::{Array, DType, KernelArg, LaunchConfig, ModuleImage};
+use gpuport_runtime::prelude::*;
+use gpuport_runtime::{Array, DType, KernelArg, LaunchConfig, ModuleImage};
 
 const SIZES: &[(usize, &str)] = &[(1 << 20, "1MiB"), (16 << 20, "16MiB"), (256 << 20, "256MiB"), (1 << 30, "1GiB")];
 
@@ -72,7 +72,7 @@ fn run(dev: &AnyDevice) -> Result<()> {
     let other = dev.create_stream(StreamFlags::NON_BLOCKING, 0)?;
     s.record(&ev)?;
     println!("RESULT stream_wait {:.3} us", per_op_us(10_000, || other.wait(&ev), || other.synchronize())?);
-    let module = dev.load_module(ModuleImage::Ptx(gpuport::cuda::FILL_U32_PTX))?;
+    let module = dev.load_module(ModuleImage::Ptx(gpuport_runtime::cuda::FILL_U32_PTX))?;
     let fill = dev.kernel(&module, "fill_u32")?;
     let out = dev.alloc(4 * 128)?;
     let args = [KernelArg::buffer(&out), KernelArg::scalar(128u32), KernelArg::scalar(7u32)];
@@ -105,8 +105,10 @@ fn strided_reads(dev: &AnyDevice) -> Result<()> {
 }
 
 fn main() -> ExitCode {
-    let rt =
-        Runtime::discover_with(&gpuport::DiscoverOptions { backends: Some(vec!["cuda".into()]), ..Default::default() });
+    let rt = Runtime::discover_with(&gpuport_runtime::DiscoverOptions {
+        backends: Some(vec!["cuda".into()]),
+        ..Default::default()
+    });
     let dev = match rt.device("cuda:0") {
         Ok(d) => d,
         Err(e) => {

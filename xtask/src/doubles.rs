@@ -1,6 +1,6 @@
 //! The driver doubles: `cargo xtask doubles` builds the CUDA driver double and the HIP
-//! runtime double (as ROCm 6.4 and as ROCm 5.2) from `tests/driver-doubles/` into
-//! `target/driver-doubles/`, under the names the vendors' libraries have; `cargo xtask
+//! runtime double (as ROCm 6.4 and as ROCm 5.2) from `tests/doubles/` into
+//! `target/doubles/`, under the names the vendors' libraries have; `cargo xtask
 //! test --backend cuda|rocm --double` runs the CUDA or ROCm backend's tests on them
 //! (`--backend all` runs all three), with the validation layer's report file checked:
 //! one report fails the run.
@@ -69,9 +69,9 @@ pub(crate) struct Place {
 }
 
 impl Place {
-    /// The plain debug build: `target/debug` into `target/driver-doubles`.
+    /// The plain debug build: `target/debug` into `target/doubles`.
     pub(crate) fn plain() -> Place {
-        Place { built: target_dir().join("debug"), root: target_dir().join("driver-doubles") }
+        Place { built: target_dir().join("debug"), root: target_dir().join("doubles") }
     }
 
     /// A build whose libraries cargo leaves in `built`, copied into `root`.
@@ -158,7 +158,7 @@ fn absolute(path: PathBuf) -> PathBuf {
     std::path::absolute(&path).unwrap_or(path)
 }
 
-/// Builds every double into `target/driver-doubles/NAME/`.
+/// Builds every double into `target/doubles/NAME/`.
 pub(crate) fn build() -> Result<(), String> {
     let place = Place::plain();
     DOUBLES.iter().try_for_each(|d| place.build(d, cargo(), &[]))

@@ -6,7 +6,7 @@
 //!   the CUDA and ROCm backends on their driver doubles (see `doubles`).
 //! - `test --backend cuda|rocm --double` — that backend's conformance run and device
 //!   tests on its driver double(s) only, failing on any validation report.
-//! - `doubles` — builds the driver doubles into `target/driver-doubles/`.
+//! - `doubles` — builds the driver doubles into `target/doubles/`.
 //! - `minimal-versions` — the lowest versions of the direct dependencies built by the
 //!   oldest supported compiler (see `minimal_versions`).
 //! - `lint` — rustfmt check, clippy with warnings denied, rustdoc with warnings denied.
@@ -44,6 +44,7 @@ mod bench;
 mod doubles;
 mod env_table;
 mod gpu_bundle;
+mod layers;
 mod minimal_versions;
 mod mutants;
 mod plan;
@@ -68,7 +69,7 @@ fn usage() -> ExitCode {
            test --backend cuda|rocm --double  that backend's tests on its driver double(s)\n  \
            test ... --no-python  leave the Python module's tests out (the summary says so)\n  \
            test ... --plan       print what the run would do and leave out, and why; run nothing\n  \
-           doubles               build the CUDA and HIP driver doubles into target/driver-doubles\n  \
+           doubles               build the CUDA and HIP driver doubles into target/doubles\n  \
            minimal-versions      the lowest direct dependency versions, built by the declared rust-version\n  \
            lint                  cargo fmt --check, clippy -D warnings, rustdoc -D warnings\n  \
            bench [--quick]       benchmarks: ratios against floors measured in the same run, one table\n  \

@@ -48,7 +48,7 @@ impl Step {
                 format!("{what}: cargo {}", args.join(" "))
             }
             Step::Python => "the Python module: wheel into .venv, pytest tests/python".into(),
-            Step::BuildDoubles => "build the driver doubles into target/driver-doubles".into(),
+            Step::BuildDoubles => "build the driver doubles into target/doubles".into(),
             Step::OnDouble(d) => format!(
                 "the {} backend on the {} double: conformance, device tests, interchange, driver mutants, faults, Python",
                 d.backend, d.name

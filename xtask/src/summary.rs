@@ -375,7 +375,7 @@ mod tests {
     fn failures_are_named_with_their_binary_and_first_lines() {
         let mut t = Tally::default();
         for line in [
-            "     Running tests/conformance.rs (target/debug/deps/conformance-0123)",
+            "     Running crates/conformance.rs (target/debug/deps/conformance-0123)",
             "test a::ok_one ... ok",
             "test a::broken ... FAILED",
             "",
@@ -400,7 +400,7 @@ mod tests {
         assert_eq!(
             t.failures,
             [Failure {
-                what: "tests/conformance.rs (target/debug/deps/conformance-0123)".into(),
+                what: "crates/conformance.rs (target/debug/deps/conformance-0123)".into(),
                 test: Some("a::broken".into()),
                 message: vec![
                     "thread 'a::broken' panicked at src/lib.rs:3:5:".into(),

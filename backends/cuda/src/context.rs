@@ -6,8 +6,8 @@ use std::ffi::c_int;
 use std::sync::Arc;
 
 use gpuport_core::{BackendKind, DeviceId, Result};
-use gpuport_driver::release::Deferred;
-use gpuport_driver::vendor::{OpenDevices, VendorDevice};
+use gpuport_vendor_kit::release::Deferred;
+use gpuport_vendor_kit::{OpenDevices, VendorDevice};
 
 use crate::result;
 use crate::sys::{CUcontext, CUdevice, Driver};

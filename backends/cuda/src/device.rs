@@ -1,12 +1,13 @@
-//! CUDA devices: their facts (compute capability, multiprocessors, PCI bus and UUID) are
+//! (Its checked calls are `result/device.rs`.) CUDA devices: their facts (compute
+//! capability, multiprocessors, PCI bus and UUID) are
 //! CUDA's own; everything else of `Device` is the vendor kit's
-//! (`gpuport_driver::vendor::device`) over the driver calls of `calls.rs`.
+//! (`gpuport_vendor_kit::device`) over the driver calls of `calls.rs`.
 
 use std::ffi::c_int;
 use std::sync::Arc;
 
 use gpuport_core::{DeviceId, DeviceInfo, Result};
-use gpuport_driver::vendor::VendorDevice;
+use gpuport_vendor_kit::VendorDevice;
 
 use crate::context::DeviceCtx;
 use crate::event::CudaEvent;
@@ -39,4 +40,4 @@ pub(crate) fn info(driver: &Driver, ordinal: u32) -> Result<DeviceInfo> {
     })
 }
 
-gpuport_driver::impl_vendor_device!(CudaDevice, CudaBackend, CudaStream, CudaEvent);
+gpuport_vendor_kit::impl_vendor_device!(CudaDevice, CudaBackend, CudaStream, CudaEvent);

@@ -75,7 +75,7 @@ impl Backend for CudaBackend {
 
     fn devices(&self) -> Result<Vec<DeviceInfo>> {
         let count = result::device::count(&self.driver.api)?;
-        gpuport_driver::device_list::device_infos(BackendKind::Cuda, count.max(0) as u32, |i| {
+        gpuport_vendor_kit::device_list::device_infos(BackendKind::Cuda, count.max(0) as u32, |i| {
             device::info(&self.driver, i)
         })
     }

@@ -12,7 +12,7 @@ use std::sync::{Arc, OnceLock};
 use gpuport_core::{BackendKind, Error, Result};
 
 use crate::sys::{self, format_version, Api, Driver, Lookup, Optional};
-use gpuport_driver::status::no_device_detail;
+use gpuport_vendor_kit::status::no_device_detail;
 
 /// Variable naming an exact libcuda file.
 pub const LIBRARY_ENV: &str = "GPUPORT_CUDA_LIBRARY";
@@ -94,7 +94,8 @@ fn open(path: Option<&Path>) -> Result<Opened> {
     };
     // SAFETY: the candidates are libcuda names or a path the user chose for libcuda;
     // opening it runs the driver's initialisers, which is what loading a driver means.
-    let (lib, library) = unsafe { gpuport_driver::loading::open_library(&candidates, BackendKind::Cuda, LIBRARY_ENV) }?;
+    let (lib, library) =
+        unsafe { gpuport_vendor_kit::loading::open_library(&candidates, BackendKind::Cuda, LIBRARY_ENV) }?;
 
     // cuInit first: a library without it is not a CUDA driver at all.
     // SAFETY: the symbols are looked up by name and only called with their documented

@@ -1,5 +1,6 @@
-//! Pointer attributes: what the driver says of an address, as gpuport's
-//! `PointerAttributes`. (Allocations are the vendor kit's, `gpuport_driver::vendor::memory`.)
+//! (Its checked calls are `result/memory.rs`.) Pointer attributes: what the driver says of
+//! an address, as gpuport's
+//! `PointerAttributes`. (Allocations are the vendor kit's, `gpuport_vendor_kit::memory`.)
 
 use std::ffi::{c_int, c_uint};
 

@@ -1,5 +1,6 @@
-//! Module images (PTX, cubin, fatbin), checked before the driver reads them. Loading,
-//! kernel lookup and unloading are the vendor kit's (`gpuport_driver::vendor::device`).
+//! (Its checked calls are `result/module.rs`.) Module images (PTX, cubin, fatbin), checked
+//! before the driver reads them. Loading,
+//! kernel lookup and unloading are the vendor kit's (`gpuport_vendor_kit::device`).
 
 use std::ffi::{c_void, CString};
 

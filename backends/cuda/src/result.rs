@@ -1,12 +1,12 @@
 //! The `result` layer (cudarc's): one checked function per driver call, by area —
 //! [`device`], [`ctx`], [`stream`], [`event`], [`memory`], [`module`] — so the trait
 //! implementations above it never touch `sys` directly. Every status is checked (the
-//! mapping itself is shared, in `gpuport_driver::status`) and named with the driver's
+//! mapping itself is shared, in `gpuport_vendor_kit::status`) and named with the driver's
 //! `cuGetErrorName` / `cuGetErrorString`. Functions that take raw handles are `unsafe`:
 //! the caller keeps the handles alive.
 
 use gpuport_core::BackendKind;
-pub use gpuport_driver::status::{check, check_alloc, check_ready, StatusNames};
+pub use gpuport_vendor_kit::status::{check, check_alloc, check_ready, StatusNames};
 
 use crate::sys::{self, Api, Status};
 
@@ -36,10 +36,10 @@ pub fn describe(api: &Api, status: Status) -> (String, String) {
         let _ = (api.cuGetErrorString)(status, &mut text);
         (sys::static_str(name), sys::static_str(text))
     };
-    gpuport_driver::status::fallback_names(status, n, t, "CUresult")
+    gpuport_vendor_kit::status::fallback_names(status, n, t, "CUresult")
 }
 
 /// A `Vendor` error for a failed call.
 pub fn vendor(api: &Api, status: Status, call: &'static str) -> gpuport_core::Error {
-    gpuport_driver::status::vendor_error(api, status, call)
+    gpuport_vendor_kit::status::vendor_error(api, status, call)
 }

@@ -1,8 +1,9 @@
-//! CUDA streams: the vendor kit's streams (`gpuport_driver::vendor::stream`: ownership,
+//! (Its checked calls are `result/stream.rs`.) CUDA streams: the vendor kit's streams
+//! (`gpuport_vendor_kit::stream`: ownership,
 //! parked handles, kept errors, host callbacks, default streams, a drop that never blocks,
 //! and the whole `Stream` data path) over the driver calls of `calls.rs`.
 
-use gpuport_driver::vendor::VendorStream;
+use gpuport_vendor_kit::VendorStream;
 
 use crate::context::DeviceCtx;
 use crate::CudaBackend;
@@ -11,4 +12,4 @@ use crate::CudaBackend;
 #[derive(Clone)]
 pub struct CudaStream(pub(crate) VendorStream<DeviceCtx>);
 
-gpuport_driver::impl_vendor_stream!(CudaStream, CudaBackend);
+gpuport_vendor_kit::impl_vendor_stream!(CudaStream, CudaBackend);

@@ -8,7 +8,7 @@
 //!
 //! - it implements `gpuport-core`'s traits ([`ExtBackend`], [`ExtDevice`], [`ExtStream`],
 //!   [`ExtEvent`]) and builds them from `gpuport-queue` (asynchronous queues, events,
-//!   registered kernels) and `gpuport-driver` (the host memory limit) — helper crates any
+//!   registered kernels) and `gpuport-vendor-kit` (the host memory limit) — helper crates any
 //!   port may use; it does not depend on the host backend;
 //! - it names itself: its kind is `BackendKind::Plugin("ext")`, and it declares its DLPack
 //!   device type (`kDLExtDev`) through `Backend::DLPACK`;
@@ -125,7 +125,7 @@ impl Backend for ExtBackend {
         let spaces =
             (0..count as u32).map(|i| memory::AddressSpace::new(DeviceId::new(KIND, i), capacity)).collect::<Vec<_>>();
         let devices = (0..count as u32).map(|i| QueueDevice::new(DeviceId::new(KIND, i))).collect();
-        let host_limit = gpuport_driver::host_memory::host_memory_limit();
+        let host_limit = gpuport_core::host_memory::host_memory_limit();
         let shared = Arc::new(Shared { spaces, devices, host_limit });
         Ok(ExtBackend { shared: SHARED.get_or_init(|| shared).clone() })
     }

@@ -3,11 +3,11 @@
 use std::cell::OnceCell;
 use std::sync::{Arc, OnceLock};
 
+use gpuport_core::host_memory;
 use gpuport_core::{
     BackendKind, Buffer, DefaultStream, Device, DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, Kernel,
     MemoryKind, Module, ModuleImage, PointerAttributes, Result, Stream, StreamFlags,
 };
-use gpuport_driver::host_memory;
 use gpuport_queue::QueueDevice;
 
 use crate::event::HostEvent;

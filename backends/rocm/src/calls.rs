@@ -1,4 +1,4 @@
-//! The vendor kit's calls (`gpuport_driver::vendor::VendorCalls`) for a HIP device
+//! The vendor kit's calls (`gpuport_vendor_kit::VendorCalls`) for a HIP device
 //! context: each one checked `result` call, with what only HIP needs (`hipLaunchHostFunc`
 //! or, on ROCm 5.2, `hipStreamAddCallback`; device ordinals for a peer copy). Everything
 //! above them — streams, events, the `Stream` data path, host callbacks — is the vendor
@@ -10,8 +10,8 @@ use gpuport_core::{
     BackendKind, DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, LaunchConfig, ModuleImage, PointerAttributes,
     Result, StreamFlags,
 };
-use gpuport_driver::kernel_args::{param_pointers, ArgSlot};
-use gpuport_driver::vendor::{run_host_callback, VendorCalls};
+use gpuport_vendor_kit::kernel_args::{param_pointers, ArgSlot};
+use gpuport_vendor_kit::{run_host_callback, VendorCalls};
 
 use crate::context::DeviceCtx;
 use crate::result::{device, event, memory, module, stream};

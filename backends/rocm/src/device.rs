@@ -1,12 +1,13 @@
-//! ROCm devices: their facts (the architecture from the device properties of either ROCm
+//! (Its checked calls are `result/device.rs`.) ROCm devices: their facts (the architecture
+//! from the device properties of either ROCm
 //! layout, compute units, PCI bus and UUID) are ROCm's own; everything else of `Device` is
-//! the vendor kit's (`gpuport_driver::vendor::device`) over the runtime calls of `calls.rs`.
+//! the vendor kit's (`gpuport_vendor_kit::device`) over the runtime calls of `calls.rs`.
 
 use std::ffi::c_int;
 use std::sync::Arc;
 
 use gpuport_core::{BackendKind, DeviceId, DeviceInfo, Result};
-use gpuport_driver::vendor::VendorDevice;
+use gpuport_vendor_kit::VendorDevice;
 
 use crate::context::DeviceCtx;
 use crate::event::RocmEvent;
@@ -57,7 +58,7 @@ fn decode_arch_name(props: &[u8], offset: usize) -> Option<String> {
     name.starts_with("gfx").then(|| name.to_owned())
 }
 
-gpuport_driver::impl_vendor_device!(RocmDevice, RocmBackend, RocmStream, RocmEvent);
+gpuport_vendor_kit::impl_vendor_device!(RocmDevice, RocmBackend, RocmStream, RocmEvent);
 
 #[cfg(test)]
 mod arch_tests {

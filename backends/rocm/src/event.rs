@@ -1,8 +1,9 @@
-//! HIP events: the shared vendor event (`gpuport_driver::vendor::event`: ownership,
+//! (Its checked calls are `result/event.rs`.) HIP events: the shared vendor event
+//! (`gpuport_vendor_kit::event`: ownership,
 //! deferred destroy, binding, no blocking inside a host callback) over the runtime's event
 //! calls (`result::event`).
 
-use gpuport_driver::vendor::VendorEvent;
+use gpuport_vendor_kit::VendorEvent;
 
 use crate::context::DeviceCtx;
 use crate::RocmBackend;
@@ -11,4 +12,4 @@ use crate::RocmBackend;
 #[derive(Clone)]
 pub struct RocmEvent(pub(crate) VendorEvent<DeviceCtx>);
 
-gpuport_driver::impl_vendor_event!(RocmEvent, RocmBackend);
+gpuport_vendor_kit::impl_vendor_event!(RocmEvent, RocmBackend);

@@ -75,7 +75,9 @@ impl Backend for RocmBackend {
 
     fn devices(&self) -> Result<Vec<DeviceInfo>> {
         let count = result::device::count(&self.rt.api)?;
-        gpuport_driver::device_list::device_infos(BackendKind::Rocm, count.max(0) as u32, |i| device::info(&self.rt, i))
+        gpuport_vendor_kit::device_list::device_infos(BackendKind::Rocm, count.max(0) as u32, |i| {
+            device::info(&self.rt, i)
+        })
     }
 
     fn open(&self, ordinal: u32) -> Result<RocmDevice> {

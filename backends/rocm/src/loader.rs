@@ -13,7 +13,7 @@ use gpuport_core::{BackendKind, Error, Result};
 
 use crate::result::vendor;
 use crate::sys::{self, Api, Runtime};
-use gpuport_driver::status::no_device_detail;
+use gpuport_vendor_kit::status::no_device_detail;
 
 /// Variable naming an exact libamdhip64 file.
 pub const LIBRARY_ENV: &str = "GPUPORT_HIP_LIBRARY";
@@ -149,7 +149,8 @@ fn open(path: Option<&Path>) -> Result<(Runtime, InitFn)> {
     };
     // SAFETY: the candidates are HIP runtime names or a path the user chose for it; loading
     // runs the runtime's initialisers, which is what loading a runtime means.
-    let (lib, library) = unsafe { gpuport_driver::loading::open_library(&candidates, BackendKind::Rocm, LIBRARY_ENV) }?;
+    let (lib, library) =
+        unsafe { gpuport_vendor_kit::loading::open_library(&candidates, BackendKind::Rocm, LIBRARY_ENV) }?;
 
     // hipInit and the version getters first: without them the file is not a HIP runtime.
     // SAFETY: looked up by name; called only with their documented signatures.

@@ -1,6 +1,7 @@
-//! Pointer attributes: what the runtime says of an address, as gpuport's
+//! (Its checked calls are `result/memory.rs`.) Pointer attributes: what the runtime says of
+//! an address, as gpuport's
 //! `PointerAttributes`, for both ROCm 5's and ROCm 6's memory-type numbering.
-//! (Allocations are the vendor kit's, `gpuport_driver::vendor::memory`.)
+//! (Allocations are the vendor kit's, `gpuport_vendor_kit::memory`.)
 
 use std::ffi::c_void;
 

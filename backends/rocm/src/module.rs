@@ -1,5 +1,6 @@
-//! Code objects, checked before the runtime reads them. Loading, kernel lookup and
-//! unloading are the vendor kit's (`gpuport_driver::vendor::device`).
+//! (Its checked calls are `result/module.rs`.) Code objects, checked before the runtime
+//! reads them. Loading, kernel lookup and
+//! unloading are the vendor kit's (`gpuport_vendor_kit::device`).
 
 use gpuport_core::{BackendKind, Error, ModuleImage, Result};
 

@@ -1,12 +1,12 @@
 //! The `result` layer (cudarc's): one checked function per runtime call, by area —
 //! [`device`], [`stream`], [`event`], [`memory`], [`module`] — so the trait implementations
 //! above it never touch `sys` directly. Every `hipError_t` is checked (the mapping itself
-//! is shared, in `gpuport_driver::status`) and named with `hipGetErrorName` /
+//! is shared, in `gpuport_vendor_kit::status`) and named with `hipGetErrorName` /
 //! `hipGetErrorString`. Functions that take raw handles are `unsafe`: the caller keeps the
 //! handles alive.
 
 use gpuport_core::BackendKind;
-pub use gpuport_driver::status::{check, check_alloc, check_ready, StatusNames};
+pub use gpuport_vendor_kit::status::{check, check_alloc, check_ready, StatusNames};
 
 use crate::sys::{Api, Status};
 
@@ -31,10 +31,10 @@ pub fn describe(api: &Api, status: Status) -> (String, String) {
         // SAFETY: null or a static NUL-terminated string.
         (!p.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned())
     };
-    gpuport_driver::status::fallback_names(status, text(n), text(t), "hipError_t")
+    gpuport_vendor_kit::status::fallback_names(status, text(n), text(t), "hipError_t")
 }
 
 /// A `Vendor` error for a failed call.
 pub fn vendor(api: &Api, status: Status, call: &'static str) -> gpuport_core::Error {
-    gpuport_driver::status::vendor_error(api, status, call)
+    gpuport_vendor_kit::status::vendor_error(api, status, call)
 }

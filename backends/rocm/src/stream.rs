@@ -1,8 +1,9 @@
-//! HIP streams: the vendor kit's streams (`gpuport_driver::vendor::stream`: ownership,
+//! (Its checked calls are `result/stream.rs`.) HIP streams: the vendor kit's streams
+//! (`gpuport_vendor_kit::stream`: ownership,
 //! parked handles, kept errors, host callbacks, default streams, a drop that never blocks,
 //! and the whole `Stream` data path) over the runtime calls of `calls.rs`.
 
-use gpuport_driver::vendor::VendorStream;
+use gpuport_vendor_kit::VendorStream;
 
 use crate::context::DeviceCtx;
 use crate::RocmBackend;
@@ -11,4 +12,4 @@ use crate::RocmBackend;
 #[derive(Clone)]
 pub struct RocmStream(pub(crate) VendorStream<DeviceCtx>);
 
-gpuport_driver::impl_vendor_stream!(RocmStream, RocmBackend);
+gpuport_vendor_kit::impl_vendor_stream!(RocmStream, RocmBackend);

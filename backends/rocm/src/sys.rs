@@ -66,7 +66,7 @@ pub struct hipPointerAttribute_t {
 pub const SUCCESS: Status = 0;
 /// `hipErrorInvalidValue`.
 pub const ERROR_INVALID_VALUE: Status = 1;
-/// `hipErrorOutOfMemory` (mapped by `gpuport_driver::status`; named here for the hip-sys
+/// `hipErrorOutOfMemory` (mapped by `gpuport_vendor_kit::status`; named here for the hip-sys
 /// ABI cross-check).
 #[cfg_attr(not(all(test, feature = "hip-sys")), allow(dead_code))]
 pub const ERROR_OUT_OF_MEMORY: Status = 2;

@@ -5,7 +5,7 @@
 //! arithmetic, flag sets, the shared [`Buffer`] handle, [`PointerAttributes`] and the one
 //! [`Error`] type: the contract every backend implements and every layer above relies on.
 //! No vendor type, no library loading and no helper for backend authors lives here (those
-//! are `gpuport-driver` and `gpuport-queue`); [`release`] is here because [`Buffer`]'s drop
+//! are `gpuport-vendor-kit` and `gpuport-queue`); [`release`] is here because [`Buffer`]'s drop
 //! obeys it.
 
 mod callback;
@@ -16,6 +16,7 @@ mod dlpack_device;
 mod dtype;
 mod error;
 mod flags;
+pub mod host_memory;
 mod id;
 mod kernel;
 mod layout;

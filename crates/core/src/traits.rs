@@ -261,7 +261,7 @@ pub trait Event: Clone + Send + Sync + 'static {
 /// Implements [`Event`] for a newtype whose field `0` has inherent methods of the same
 /// names and signatures (`device_id`, `ownership`, `raw_handle`, `flags`, `query`,
 /// `synchronize`, `elapsed_ms(&inner)`): every method forwards. The event types of
-/// `gpuport-queue` (software devices) and `gpuport-driver` (vendor runtimes) are such
+/// `gpuport-queue` (software devices) and `gpuport-vendor-kit` (vendor runtimes) are such
 /// fields; their `impl_queue_event!` / `impl_vendor_event!` call this.
 /// `forward_event!(MyEvent, MyBackend)`.
 #[macro_export]

@@ -38,4 +38,3 @@ pub use import::{from_dlpack, from_dlpack_with, validate, ImportRequest, Validat
 pub use managed::{ManagedTensor, RawManaged};
 pub use package::{package, Kind, TensorParts};
 pub use stream::{handshake, has_vendor_streams, legacy_stream_arg, takes_no_stream, StreamRequest};
-

@@ -1,4 +1,4 @@
-//! Step B5: the call table — `gpuport_driver::vendor::VendorCalls` for this runtime's
+//! Step B5: the call table — `gpuport_vendor_kit::VendorCalls` for this runtime's
 //! device context, each method one checked `result` call. The vendor kit builds the whole
 //! contract over it: the device (memory, streams, events, modules, peers, the device-wide
 //! synchronize), streams with ownership and kept errors, the `Stream` data path with its
@@ -11,8 +11,8 @@ use gpuport_core::{
     DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, LaunchConfig, MemoryKind, ModuleImage, PointerAttributes,
     Result, StreamFlags,
 };
-use gpuport_driver::kernel_args::{param_pointers, ArgSlot};
-use gpuport_driver::vendor::{run_host_callback, VendorCalls};
+use gpuport_vendor_kit::kernel_args::{param_pointers, ArgSlot};
+use gpuport_vendor_kit::{run_host_callback, VendorCalls};
 
 use crate::context::DeviceCtx;
 use crate::result;

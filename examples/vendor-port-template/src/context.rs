@@ -2,13 +2,13 @@
 //! runtime, like HIP, has no context objects: each call goes to the calling thread's
 //! current device, so binding a device is `setDevice` (skipped when it is already
 //! current). A runtime with contexts retains one here and releases it on drop, on the
-//! vendor kit's release thread (wrap it in `gpuport_driver::release::Deferred`).
+//! vendor kit's release thread (wrap it in `gpuport_vendor_kit::release::Deferred`).
 
 use std::ffi::c_int;
 use std::sync::Arc;
 
 use gpuport_core::{DeviceId, Result};
-use gpuport_driver::vendor::{OpenDevices, VendorDevice};
+use gpuport_vendor_kit::{OpenDevices, VendorDevice};
 
 use crate::loader::Runtime;
 use crate::{result, KIND};

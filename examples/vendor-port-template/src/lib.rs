@@ -3,7 +3,7 @@
 //! A gpuport port over a vendor runtime library — the shape of a port to a real GPU's
 //! runtime. The vendor here is `fakevendor` (`fake-runtime/`): a C API with status codes,
 //! opaque handles and one entry symbol handing out a function table, loaded at run time.
-//! The port is only what is the vendor's own; the vendor kit (`gpuport-driver`) writes the
+//! The port is only what is the vendor's own; the vendor kit (`gpuport-vendor-kit`) writes the
 //! rest once, for CUDA, ROCm and this port alike:
 //!
 //! | file | step | what it holds |
@@ -27,9 +27,9 @@ mod sys;
 use std::sync::Arc;
 
 use gpuport_core::{Backend, BackendKind, DeviceInfo, DlDeviceType, DlpackDevices, LoadOptions, Result};
-use gpuport_driver::vendor::VendorDevice;
-use gpuport_driver::vendor::VendorEvent;
-use gpuport_driver::vendor::VendorStream;
+use gpuport_vendor_kit::VendorDevice;
+use gpuport_vendor_kit::VendorEvent;
+use gpuport_vendor_kit::VendorStream;
 
 pub use calls::IMAGE_FORMAT;
 use context::DeviceCtx;
@@ -69,9 +69,9 @@ impl Backend for VendorBackend {
     }
     fn devices(&self) -> Result<Vec<DeviceInfo>> {
         let count = result::device_count(self.rt.api)?;
-        gpuport_driver::device_list::device_infos(KIND, count, |i| {
+        gpuport_vendor_kit::device_list::device_infos(KIND, count, |i| {
             let dev = DeviceCtx::open(&self.rt, i)?;
-            gpuport_driver::vendor::VendorCalls::info(&**dev)
+            gpuport_vendor_kit::VendorCalls::info(&**dev)
         })
     }
     fn open(&self, ordinal: u32) -> Result<VendorPortDevice> {
@@ -92,6 +92,6 @@ pub struct VendorPortStream(VendorStream<DeviceCtx>);
 #[derive(Clone)]
 pub struct VendorPortEvent(VendorEvent<DeviceCtx>);
 
-gpuport_driver::impl_vendor_device!(VendorPortDevice, VendorBackend, VendorPortStream, VendorPortEvent);
-gpuport_driver::impl_vendor_stream!(VendorPortStream, VendorBackend);
-gpuport_driver::impl_vendor_event!(VendorPortEvent, VendorBackend);
+gpuport_vendor_kit::impl_vendor_device!(VendorPortDevice, VendorBackend, VendorPortStream, VendorPortEvent);
+gpuport_vendor_kit::impl_vendor_stream!(VendorPortStream, VendorBackend);
+gpuport_vendor_kit::impl_vendor_event!(VendorPortEvent, VendorBackend);

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use gpuport_core::{Error, Result};
-use gpuport_driver::loading::open_library;
+use gpuport_vendor_kit::loading::open_library;
 use libloading::Library;
 
 use crate::sys::{self, Api, GetApiFn};

@@ -1,12 +1,12 @@
 //! Step B4: the `result` layer — one checked function per vendor call, nothing else. Every
-//! status goes through the vendor kit's mapping (`gpuport_driver::status`: out-of-memory,
+//! status goes through the vendor kit's mapping (`gpuport_vendor_kit::status`: out-of-memory,
 //! not-ready, and a `Vendor` error named by the runtime's own words otherwise). Functions
 //! that take raw handles or addresses are `unsafe`: the caller keeps them alive.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 
 use gpuport_core::{DeviceId, Error, Result};
-use gpuport_driver::status::{check, check_alloc, check_ready, fallback_names, no_device_detail, StatusNames};
+use gpuport_vendor_kit::status::{check, check_alloc, check_ready, fallback_names, no_device_detail, StatusNames};
 
 use crate::sys::{Api, Handle, PointerAttributes, Status, ERROR_NO_DEVICE, ERROR_PEER_ACCESS_ALREADY_ENABLED};
 use crate::KIND;
@@ -63,7 +63,7 @@ pub fn device_name(api: &Api, ordinal: c_int) -> Result<String> {
     let mut buf = [0 as c_char; 256];
     // SAFETY: the buffer holds 256 bytes.
     check(api, unsafe { (api.deviceName)(buf.as_mut_ptr(), 256, ordinal) }, "deviceName")?;
-    Ok(gpuport_driver::c_text::c_text(&buf))
+    Ok(gpuport_vendor_kit::c_text::c_text(&buf))
 }
 
 /// `deviceTotalMem`.

@@ -313,7 +313,7 @@ fn main() {
         "rocm" => std::env::var_os("GPUPORT_HIP_LIBRARY"),
         _ => None,
     };
-    let on_double = library.is_some_and(|l| l.to_string_lossy().contains("driver-doubles"));
+    let on_double = library.is_some_and(|l| l.to_string_lossy().contains("/doubles/"));
     let trials = SCENARIOS
         .iter()
         .map(|s| {

@@ -76,7 +76,7 @@ fn double_loaded(backend: &str) -> bool {
         "cuda" => std::env::var_os("GPUPORT_CUDA_LIBRARY"),
         _ => std::env::var_os("GPUPORT_HIP_LIBRARY"),
     };
-    library.is_some_and(|l| l.to_string_lossy().contains("driver-doubles"))
+    library.is_some_and(|l| l.to_string_lossy().contains("/doubles/"))
 }
 
 /// Every flaw the doubles know has a case that must catch it, and no other is named.

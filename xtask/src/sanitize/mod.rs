@@ -72,12 +72,12 @@ const PLUGIN_ABI: Run =
 /// thread and given back on another (a list linked through the slots, passed between
 /// threads), and the reporter a free slot keeps reused by the next stream's callback.
 const VENDOR_STREAMS: Run =
-    Run { package: "gpuport-driver", args: &["--test", "vendor_stream"], env: &[], strict_provenance: true };
+    Run { package: "gpuport-vendor-kit", args: &["--test", "vendor_stream"], env: &[], strict_provenance: true };
 
 /// The host-callback slots' own tests: a thread's kept slots returned to the depot at its
 /// exit, a refused slot's closure handed back, a second run and a NULL user running nothing.
 const CALLBACK_SLOTS: Run =
-    Run { package: "gpuport-driver", args: &["--lib", "vendor::callback_slots"], env: &[], strict_provenance: true };
+    Run { package: "gpuport-vendor-kit", args: &["--lib", "callback_slots::"], env: &[], strict_provenance: true };
 
 const INTERCHANGE: [Run; 2] = [
     Run { package: "gpuport-dlpack", args: ALL, env: &[], strict_provenance: true },

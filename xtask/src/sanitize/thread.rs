@@ -72,7 +72,7 @@ pub(super) fn tsan_command(triple: &str, step: &Run, features: &[&str]) -> Comma
 
 /// Where the instrumented doubles are built and put.
 fn tsan_doubles(triple: &str) -> Place {
-    Place::new(PathBuf::from(TSAN_TARGET).join(triple).join("debug"), PathBuf::from(TSAN_TARGET).join("driver-doubles"))
+    Place::new(PathBuf::from(TSAN_TARGET).join(triple).join("debug"), PathBuf::from(TSAN_TARGET).join("doubles"))
 }
 
 /// The conformance suite on each of `doubles`' backends, the doubles built instrumented: a

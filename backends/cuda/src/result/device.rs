@@ -1,9 +1,10 @@
-//! Device queries and the primary context's retain count: one checked call each.
+//! The `result` layer of `device.rs` (the layers mirror each other by name, on purpose):
+//! device queries and the primary context's retain count: one checked call each.
 
 use std::ffi::{c_char, c_int};
 
 use gpuport_core::Result;
-use gpuport_driver::c_text::c_text;
+use gpuport_vendor_kit::c_text::c_text;
 
 use super::check;
 use crate::sys::{self, Api, CUcontext, CUdevice, CUdevice_attribute, CUuuid};

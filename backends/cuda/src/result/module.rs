@@ -1,4 +1,5 @@
-//! Modules and kernel lookup: one checked call each.
+//! The `result` layer of `module.rs` (the layers mirror each other by name, on purpose):
+//! modules and kernel lookup: one checked call each.
 
 use std::ffi::{c_void, CStr};
 

@@ -1,4 +1,5 @@
-//! Streams and the work queued on them: one checked call each. Every function takes raw
+//! The `result` layer of `stream.rs` (the layers mirror each other by name, on purpose):
+//! streams and the work queued on them: one checked call each. Every function takes raw
 //! handles, so each is `unsafe`: the caller keeps them (and the memory a copy touches)
 //! alive for as long as the driver may use them.
 

@@ -1,10 +1,11 @@
-//! Device queries, the current device and peer access: one checked call each. HIP names
+//! The `result` layer of `device.rs` (the layers mirror each other by name, on purpose):
+//! device queries, the current device and peer access: one checked call each. HIP names
 //! devices by ordinal, so nothing here takes a handle that could dangle.
 
 use std::ffi::{c_char, c_int};
 
 use gpuport_core::Result;
-use gpuport_driver::c_text::c_text;
+use gpuport_vendor_kit::c_text::c_text;
 
 use super::check;
 use crate::sys::{self, hipUUID, Api, Runtime};

@@ -1,4 +1,5 @@
-//! Events: one checked call each; handles are raw, so all but creation are `unsafe` (the
+//! The `result` layer of `event.rs` (the layers mirror each other by name, on purpose):
+//! events: one checked call each; handles are raw, so all but creation are `unsafe` (the
 //! caller keeps them alive).
 
 use std::ffi::c_uint;

@@ -1,4 +1,5 @@
-//! Allocations and pointer attributes: one checked call each. Allocation failures are
+//! The `result` layer of `memory.rs` (the layers mirror each other by name, on purpose):
+//! allocations and pointer attributes: one checked call each. Allocation failures are
 //! `OutOfMemory` for `device` (`check_alloc`).
 
 use std::ffi::{c_uint, c_void};

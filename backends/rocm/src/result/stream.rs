@@ -1,4 +1,5 @@
-//! Streams and the work queued on them: one checked call each. Every function that takes
+//! The `result` layer of `stream.rs` (the layers mirror each other by name, on purpose):
+//! streams and the work queued on them: one checked call each. Every function that takes
 //! a raw handle is `unsafe`: the caller keeps it (and the memory a copy touches) alive for
 //! as long as the runtime may use it.
 

@@ -9,10 +9,10 @@ use gpuport_core::{
     BackendKind, DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, LaunchConfig, MemoryKind, ModuleImage,
     PointerAttributes, ProgressReading, Result, StreamFlags,
 };
-use gpuport_driver::kernel_args::ArgSlot;
-use gpuport_driver::release::Deferred;
-use gpuport_driver::vendor::{memcpy_rows, OpenDevices, VendorCalls, VendorDevice};
 use gpuport_plugin_abi as abi;
+use gpuport_vendor_kit::kernel_args::ArgSlot;
+use gpuport_vendor_kit::release::Deferred;
+use gpuport_vendor_kit::{memcpy_rows, OpenDevices, VendorCalls, VendorDevice};
 
 use super::faults::Faults;
 use super::stream_handle::StreamHandle;

@@ -23,8 +23,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use gpuport_core::{BackendKind, Error, Result};
-use gpuport_driver::vendor::{host_callback_run, SlotRun};
 use gpuport_plugin_abi as abi;
+use gpuport_vendor_kit::{host_callback_run, SlotRun};
 
 /// The alignment of every address a plugin allocates.
 pub(crate) const ALIGNMENT: u64 = 256;

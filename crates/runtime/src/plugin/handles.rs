@@ -24,7 +24,7 @@ use gpuport_core::{
     HostCallback, HostFunction, Kernel, KernelArg, LaunchConfig, Module, ModuleImage, Ownership, PointerAttributes,
     Result, StreamFlags,
 };
-use gpuport_driver::vendor::{VendorCalls, VendorDevice, VendorEvent, VendorStream};
+use gpuport_vendor_kit::{VendorCalls, VendorDevice, VendorEvent, VendorStream};
 
 use super::calls::PluginCalls;
 use crate::dynamic::{

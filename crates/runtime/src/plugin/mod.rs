@@ -33,9 +33,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use gpuport_core::{BackendKind, DeviceInfo, DlpackDevices, Error, Result};
-use gpuport_driver::loading::loader_message;
-use gpuport_driver::vendor::OpenDevices;
 use gpuport_plugin_abi as abi;
+use gpuport_vendor_kit::loading::loader_message;
+use gpuport_vendor_kit::OpenDevices;
 
 use crate::dynamic::{AnyDevice, DynBackend};
 use calls::{PluginCalls, Shared};

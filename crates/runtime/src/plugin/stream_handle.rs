@@ -9,8 +9,8 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use gpuport_core::{BackendKind, Error, ProgressReading, Result};
-use gpuport_driver::vendor::RawHandle;
 use gpuport_plugin_abi as abi;
+use gpuport_vendor_kit::RawHandle;
 
 /// A stream of a loaded plugin: its raw handle, and where its plugin publishes its
 /// progress ([`ProgressWords::none`] where it publishes none).

@@ -4,9 +4,9 @@
 
 /// Implements `gpuport_core::Device` for a newtype over an opened vendor device
 /// (`struct MyDevice(Arc<VendorDevice<MyCtx>>)`) whose backend's stream and event types are
-/// newtypes over [`VendorStream`](crate::vendor::stream::VendorStream) and
-/// [`VendorEvent`](crate::vendor::event::VendorEvent): every method forwards to the vendor
-/// kit, which makes the checked calls of [`VendorCalls`](crate::vendor::calls::VendorCalls).
+/// newtypes over [`VendorStream`](crate::stream::VendorStream) and
+/// [`VendorEvent`](crate::event::VendorEvent): every method forwards to the vendor
+/// kit, which makes the checked calls of [`VendorCalls`](crate::calls::VendorCalls).
 /// `impl_vendor_device!(MyDevice, MyBackend, MyStream, MyEvent)`.
 #[macro_export]
 macro_rules! impl_vendor_device {
@@ -15,7 +15,7 @@ macro_rules! impl_vendor_device {
             type Backend = $backend;
 
             fn id(&self) -> $crate::__core::DeviceId {
-                $crate::vendor::VendorCalls::device_id(&**self.0)
+                $crate::VendorCalls::device_id(&**self.0)
             }
             fn info(&self) -> $crate::__core::Result<$crate::__core::DeviceInfo> {
                 self.0.info()

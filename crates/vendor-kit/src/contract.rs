@@ -7,11 +7,11 @@ use gpuport_core::{
     PointerAttributes, Result, StreamFlags,
 };
 
-use super::device::VendorDevice;
-use crate::vendor::calls::{RawHandle, VendorCalls};
-use crate::vendor::event::VendorEvent;
-use crate::vendor::stream::VendorStream;
-use crate::vendor::{memory, module};
+use crate::calls::{RawHandle, VendorCalls};
+use crate::device::VendorDevice;
+use crate::event::VendorEvent;
+use crate::stream::VendorStream;
+use crate::{memory, module};
 
 impl<V: VendorCalls> VendorDevice<V> {
     /// `Device::info`.

@@ -15,7 +15,7 @@
 //! Every exported function that can fail serves its call inside `catch_unwind` (the
 //! simulation's `serve`); the error-name functions only index static tables.
 //!
-//! `cargo xtask doubles` builds both into `target/driver-doubles/rocm6` and `rocm5`. Each
+//! `cargo xtask doubles` builds both into `target/doubles/rocm6` and `rocm5`. Each
 //! function's comment names the section of AMD's *HIP Runtime API reference* it follows.
 //! The devices report `gfx90a` (device 0) and `gfx942` (others), so a code-object bundle
 //! must carry the right entry for each.

@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use gpuport_core::{DeviceId, EventFlags, Ownership, Result};
 
+use crate::callback::refuse_in_callback;
+use crate::calls::RawHandle;
+use crate::calls::VendorCalls;
+use crate::device::VendorDevice;
 use crate::release::Deferred;
-use crate::vendor::callback::refuse_in_callback;
-use crate::vendor::calls::RawHandle;
-use crate::vendor::calls::VendorCalls;
-use crate::vendor::device::VendorDevice;
 
 struct EventState<V: VendorCalls> {
     dev: Arc<VendorDevice<V>>,

@@ -1,6 +1,7 @@
-//! How much memory the host has: the bound every host-side allocation (the host backend's,
+//! How much memory the host has: the bound every host-side allocation (a software device's,
 //! and vendors' pinned memory) is checked against before asking the allocator, since an
-//! over-committing kernel would accept an absurd request and kill the process later.
+//! over-committing kernel would accept an absurd request and kill the process later. Here,
+//! beside the contract both kits build on, so neither kit depends on the other for it.
 
 /// `(total RAM, total swap)` in bytes, from `sysinfo(2)` (no `/proc` needed: containers
 /// and chroots often lack it); `None` where the system cannot say. Never a sentinel that

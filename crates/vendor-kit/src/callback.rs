@@ -8,8 +8,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use gpuport_core::{BackendKind, Error, HostCallback, Result};
 
-pub use super::callback_slots::SlotRun;
-use super::callback_slots::{with_slot, Reporter};
+pub use crate::callback_slots::SlotRun;
+use crate::callback_slots::{with_slot, Reporter};
 
 thread_local! {
     /// The backend whose host callback runs on this (driver-owned) thread, if one does.
@@ -35,8 +35,8 @@ pub fn refuse_in_callback(kind: BackendKind, call: &str) -> Result<()> {
 /// which, for a backend that reports it instead).
 ///
 /// # Safety
-/// `user` is NULL or a pointer a [`VendorStream`](super::VendorStream) handed to
-/// [`VendorCalls::launch_host_callback`](super::VendorCalls::launch_host_callback).
+/// `user` is NULL or a pointer a [`VendorStream`](crate::VendorStream) handed to
+/// [`VendorCalls::launch_host_callback`](crate::VendorCalls::launch_host_callback).
 ///
 /// Inlined into each backend's `extern "C"` trampoline, so that a callback costs the driver
 /// one frame of gpuport's.

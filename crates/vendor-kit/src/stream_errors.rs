@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use gpuport_core::{Error, Result};
 
-use super::lock;
+use crate::lock;
 
 /// The first error of one stream's work found outside a call, shared with its device.
 #[derive(Default)]

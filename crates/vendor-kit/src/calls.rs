@@ -118,7 +118,7 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
     /// Destroys a stream (its queued work still completes).
     fn stream_destroy(&self, stream: Self::Stream) -> Result<()>;
     /// Queues a host function on `stream` that calls
-    /// [`run_host_callback`](crate::vendor::run_host_callback)`(user)` when the
+    /// [`run_host_callback`](crate::run_host_callback)`(user)` when the
     /// stream reaches it: once everything queued before it has completed (earlier host
     /// functions have returned), with later work waiting until it returns, as
     /// `cuLaunchHostFunc` and `hipLaunchHostFunc` order them — a stream's last callback
@@ -151,7 +151,7 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
     /// Queues a copy of `height` rows of `width` bytes on `stream`: row `i` from
     /// `src + i * src_pitch` to `dst + i * dst_pitch`, either side device, pinned, managed
     /// or host memory (unified addressing says which). The kit passes only pitches of at
-    /// least `width` and at most [`MAX_PITCH`](crate::vendor::MAX_PITCH), and at least one
+    /// least `width` and at most [`MAX_PITCH`](crate::MAX_PITCH), and at least one
     /// row.
     ///
     /// The provided method queues one [`VendorCalls::memcpy_async`] per row; a runtime

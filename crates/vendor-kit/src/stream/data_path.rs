@@ -7,10 +7,10 @@
 use gpuport_core::{check_copy, check_copy_2d, Buffer, Copy2d, DeviceId, Kernel, KernelArg, LaunchConfig, Result};
 
 use super::{refuse_in_callback, VendorCalls, VendorStream, MAX_PITCH};
+use crate::event::VendorEvent;
 use crate::kernel_args::{pack_kernel_args, PackedArgs};
+use crate::module;
 use crate::parking::Keep;
-use crate::vendor::event::VendorEvent;
-use crate::vendor::module;
 
 /// A host slice's address, as the driver's unified addressing takes it.
 fn host_addr<T>(p: *const T) -> u64 {

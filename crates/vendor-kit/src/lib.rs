@@ -1,8 +1,14 @@
-//! The vendor kit: everything a backend over a vendor runtime shares, written once over
-//! the one call table it implements ([`VendorCalls`]: one checked driver call per method).
-//! The software kit (`gpuport-queue`) is its counterpart for devices whose work runs on the
-//! CPU; the two are built the same way — a shared core, and one macro per handle type that
-//! writes the backend's trait impl from it.
+//! # gpuport-vendor-kit
+//!
+//! The vendor kit: everything a backend over a vendor runtime library shares, written once
+//! over the one call table it implements ([`VendorCalls`]: one checked driver call per
+//! method). Its clients are the CUDA and ROCm backends, the loader of device plugins (in
+//! `gpuport-runtime`), and a vendor's own port (`examples/vendor-port-template`): each
+//! keeps only its declarations, loader, checked calls, context and the call table, and
+//! gets the whole `Device` / `Stream` / `Event` contract from here. The software kit
+//! (`gpuport-queue`) is its counterpart for devices whose work runs on the CPU; the two are
+//! built the same way — a shared core, and one macro per handle type that writes the
+//! backend's trait impl from it.
 //!
 //! | module | what it holds |
 //! | --- | --- |
@@ -17,9 +23,27 @@
 //! | `callback_slots` | where host callbacks wait while the driver holds them: slots reused through per-thread caches rather than allocated per callback |
 //! | `event` | [`VendorEvent`]: ownership, deferred destroy, no blocking inside a host callback; `impl_vendor_event!` |
 //!
+//! | `loading` | opening the first of several candidate libraries, recording every attempt and the loader's message for `Error::LibraryNotFound` |
+//! | `status` | vendor status codes → `gpuport_core::Error` (one table for CUDA and HIP) |
+//! | `kernel_args` | kernel arguments packed into typed slots, and the pointer array vendor launches take |
+//! | `parking` | keeping queued work's buffers and kernels alive beside a vendor stream until an event after them completes |
+//! | `c_text` | text from the fixed `char` buffers vendors fill |
+//! | `device_list` | a backend's device list that survives one broken device |
+//!
 //! Imports run one way — `calls` at the bottom; `stream_errors`, `callback_slots`, `callback`, `device`,
 //! then `event` and `module`, `stream`, `memory`, and `contract` on top — with one mutual
 //! reference: an opened device records its default streams, and a stream holds its device.
+
+//! `release` (the deferred-release thread, defined with `Buffer` in core) is re-exported:
+//! drops that may call a driver or foreign code never run on a driver callback thread or
+//! a stream worker.
+
+pub mod c_text;
+pub mod device_list;
+pub mod kernel_args;
+pub mod loading;
+pub mod parking;
+pub mod status;
 
 mod callback;
 mod callback_slots;
@@ -38,8 +62,12 @@ pub use callback::{host_callback_run, refuse_in_callback, run_host_callback, Slo
 pub use calls::{memcpy_rows, RawHandle, VendorCalls};
 pub use device::{OpenDevices, VendorDevice};
 pub use event::VendorEvent;
+pub use gpuport_core::release;
 pub use stream::{DeviceStreams, RawStream, StreamState, VendorStream, MAX_PITCH};
 pub use stream_errors::StreamErrors;
+
+#[doc(hidden)]
+pub use gpuport_core as __core;
 
 /// Locks a mutex whose data a panic cannot leave inconsistent (counters, lists, kept
 /// errors), so a poisoned lock is still used.

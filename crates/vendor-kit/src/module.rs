@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use gpuport_core::{DeviceId, Error, Kernel, Module, ModuleImage, Result};
 
+use crate::calls::VendorCalls;
+use crate::device::VendorDevice;
 use crate::release::Deferred;
-use crate::vendor::calls::VendorCalls;
-use crate::vendor::device::VendorDevice;
 
 /// A loaded module, unloaded on drop.
 struct LoadedModule<V: VendorCalls> {

@@ -13,10 +13,10 @@ use gpuport_core::{
     Buffer, BufferDesc, DeviceId, DeviceInfo, Error, EventFlags, MemoryKind, ModuleImage, Ownership, PointerAttributes,
     Result, StreamFlags,
 };
-use gpuport_driver::parking::Keep;
-use gpuport_driver::vendor::VendorEvent;
-use gpuport_driver::vendor::{run_host_callback, VendorCalls, VendorStream};
-use gpuport_driver::vendor::{OpenDevices, VendorDevice};
+use gpuport_vendor_kit::parking::Keep;
+use gpuport_vendor_kit::VendorEvent;
+use gpuport_vendor_kit::{run_host_callback, VendorCalls, VendorStream};
+use gpuport_vendor_kit::{OpenDevices, VendorDevice};
 
 /// A fake runtime: host callbacks wait in a list until the test (or a synchronize) runs
 /// them — the fake's "work".
@@ -177,7 +177,7 @@ impl VendorCalls for Fake {
         function: usize,
         config: &gpuport_core::LaunchConfig,
         stream: usize,
-        _args: &mut [gpuport_driver::kernel_args::ArgSlot],
+        _args: &mut [gpuport_vendor_kit::kernel_args::ArgSlot],
     ) -> Result<()> {
         let name = self.functions.lock().unwrap()[function].clone();
         self.calls.lock().unwrap().push(format!("launch {name} {:?} on {stream}", config.grid));

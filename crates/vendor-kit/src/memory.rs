@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use gpuport_core::{Buffer, BufferDesc, DeviceId, Error, HostAllocFlags, MemoryKind, Release, Result};
 
-use crate::vendor::calls::VendorCalls;
-use crate::vendor::device::VendorDevice;
-use crate::vendor::stream::VendorStream;
-use crate::vendor::stream_errors::StreamErrors;
+use crate::calls::VendorCalls;
+use crate::device::VendorDevice;
+use crate::stream::VendorStream;
+use crate::stream_errors::StreamErrors;
 
 /// How an allocation is freed.
 enum Kind<V: VendorCalls> {
@@ -120,7 +120,7 @@ pub fn alloc_pinned<V: VendorCalls>(dev: &Arc<VendorDevice<V>>, bytes: usize, fl
     if bytes == 0 {
         return empty(dev.device_id(), MemoryKind::PinnedHost);
     }
-    fits(dev.device_id(), bytes, crate::host_memory::host_memory_limit())?;
+    fits(dev.device_id(), bytes, gpuport_core::host_memory::host_memory_limit())?;
     dev.bind()?;
     let addr = dev.mem_alloc_host(bytes, flags)?;
     owned(dev, addr, bytes, MemoryKind::PinnedHost, Kind::Pinned)

@@ -2,7 +2,7 @@
 //!
 //! A CUDA driver double: a shared library exporting the libcuda functions gpuport
 //! resolves, with the C ABI of `cuda.h` (CUDA 12), over the simulated machine of
-//! `gpuport-double-sim`. Load it with `GPUPORT_CUDA_LIBRARY=target/driver-doubles/cuda/libcuda.so.1`
+//! `gpuport-double-sim`. Load it with `GPUPORT_CUDA_LIBRARY=target/doubles/cuda/libcuda.so.1`
 //! (`cargo xtask doubles` builds it there). Each function's comment names the page of
 //! NVIDIA's *CUDA Driver API* reference it follows; where the double is stricter than the
 //! driver, the comment says how.

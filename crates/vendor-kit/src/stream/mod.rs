@@ -33,13 +33,13 @@ use std::thread::ThreadId;
 use gpuport_core::release::Deferred;
 use gpuport_core::{Buffer, DeviceId, Error, HostCallback, LiveList, Ownership, Result, StreamFlags};
 
-use super::callback::{refuse_in_callback, IN_CALLBACK};
-use super::callback_slots::{launch, Reporter, StreamName};
-use super::calls::{RawHandle, VendorCalls};
-use super::device::VendorDevice;
-use super::lock;
-use super::stream_errors::StreamErrors;
+use crate::callback::{refuse_in_callback, IN_CALLBACK};
+use crate::callback_slots::{launch, Reporter, StreamName};
+use crate::calls::{RawHandle, VendorCalls};
+use crate::device::VendorDevice;
+use crate::lock;
 use crate::parking::{Fence, Keep, Parked};
+use crate::stream_errors::StreamErrors;
 
 /// What one device knows of its streams: their kept errors (dropped streams' included,
 /// until reported) and the default streams handed out.

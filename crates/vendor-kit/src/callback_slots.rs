@@ -53,8 +53,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use gpuport_core::{BackendKind, DeviceId, Error, HostCallback, Result};
 
-use super::lock;
-use super::stream_errors::StreamErrors;
+use crate::lock;
+use crate::stream_errors::StreamErrors;
 
 /// Free slots per magazine: a thread keeps the list it uses and at most one full one, and
 /// trades a full one with the depot when it runs out or has a third.

@@ -17,9 +17,9 @@ use std::sync::{Arc, Mutex, Weak};
 
 use gpuport_core::{BackendKind, DeviceId, Error, Result};
 
-use crate::vendor::calls::VendorCalls;
-use crate::vendor::lock;
-use crate::vendor::stream::DeviceStreams;
+use crate::calls::VendorCalls;
+use crate::lock;
+use crate::stream::DeviceStreams;
 
 /// One opened vendor device, shared by every handle of it (device, stream, event, buffer,
 /// module): the backend's context and the kit's per-device stream record. It dereferences

@@ -17,8 +17,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 /// The current runtime: made once at import, made again by `register_ext`. Each one made
-/// is leaked (a few hundred bytes, a handful of times at most), so a reference handed out
-/// stays valid when a newer one replaces it.
+/// is kept for good (a few hundred bytes, a handful of times at most), so a reference
+/// handed out stays valid when a newer one replaces it.
 static RUNTIME: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
 
 /// Held while a runtime is made; keeps the entry-point plugins' libraries for a later
@@ -68,9 +68,14 @@ pub fn register_ext(py: Python<'_>) -> PyResult<()> {
     Ok(())
 }
 
-/// Leaks `rt` and makes it the current runtime.
+/// Every runtime made, kept for the life of the process: a replaced one may still be in
+/// use by a caller that read it before (and a leak checker sees them all reachable).
+static MADE: Mutex<Vec<&'static Runtime>> = Mutex::new(Vec::new());
+
+/// Leaks `rt`, keeps it in [`MADE`] and makes it the current runtime.
 fn publish(rt: Runtime) -> &'static Runtime {
     let leaked: &'static Runtime = Box::leak(Box::new(rt));
+    MADE.lock().unwrap_or_else(|p| p.into_inner()).push(leaked);
     RUNTIME.store(std::ptr::from_ref(leaked).cast_mut(), Ordering::Release);
     leaked
 }

@@ -100,10 +100,13 @@ struct Pushed {
 unsafe extern "C" fn push_value(user: *mut std::ffi::c_void) {
     // SAFETY: a `Box<Pushed>` leaked for this one call.
     let pushed = unsafe { Box::from_raw(user.cast::<Pushed>()) };
-    // A poisoned lock (a failed case elsewhere) must not unwind out of a C function.
-    if let Ok(mut seen) = pushed.seen.lock() {
-        seen.push(pushed.value);
-    };
+    // Nothing unwinds out of a C function: a poisoned lock (a failed case elsewhere) is
+    // passed over, and any panic is caught here.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if let Ok(mut seen) = pushed.seen.lock() {
+            seen.push(pushed.value);
+        }
+    }));
 }
 
 /// Host callbacks and C host functions (`Stream::host_function`), interleaved, run once

@@ -46,7 +46,8 @@ static STRAY: [StrayRuns; TRAMPOLINES] =
 /// and counts a run that found nothing against plugin `P`.
 unsafe extern "C" fn host_func<const P: usize>(user: *mut c_void) {
     // SAFETY: `user` is NULL or what `launch_host_callback` handed the plugin (a slot,
-    // which is never freed).
+    // which is never freed). The kit's run catches the callback's panic, and counting a
+    // stray run cannot panic: nothing unwinds into the plugin.
     match unsafe { host_callback_run(user) } {
         SlotRun::Ran => {}
         stray => count_stray(P, stray),

@@ -1,5 +1,5 @@
 //! The driver doubles: `cargo xtask doubles` builds the CUDA driver double and the HIP
-//! runtime double (as ROCm 6.4 and as ROCm 5.2) from `tests/doubles/` into
+//! runtime double (as ROCm 6.4, as HIP 7.2 and as ROCm 5.2) from `tests/doubles/` into
 //! `target/doubles/`, under the names the vendors' libraries have; `cargo xtask
 //! test --backend cuda|rocm --double` runs the CUDA or ROCm backend's tests on them
 //! (`--backend all` runs all three), with the validation layer's report file checked:
@@ -14,7 +14,7 @@ use crate::{cargo, run, run_tests, Tally};
 /// One double: which backend it serves, the variable that loads it, and where it goes.
 #[derive(Clone, Copy)]
 pub(crate) struct Double {
-    /// A name for reports (`cuda`, `rocm6`, `rocm5`).
+    /// A name for reports (`cuda`, `rocm6`, `rocm7`, `rocm5`).
     pub name: &'static str,
     /// The gpuport backend it stands in for.
     pub backend: &'static str,
@@ -46,6 +46,14 @@ pub(crate) const DOUBLES: &[Double] = &[
         env: "GPUPORT_HIP_LIBRARY",
     },
     Double {
+        name: "rocm7",
+        backend: "rocm",
+        package: "gpuport-hip-double",
+        features: &["rocm7"],
+        file: "libamdhip64.so.7",
+        env: "GPUPORT_HIP_LIBRARY",
+    },
+    Double {
         name: "rocm5",
         backend: "rocm",
         package: "gpuport-hip-double",
@@ -55,7 +63,7 @@ pub(crate) const DOUBLES: &[Double] = &[
     },
 ];
 
-fn target_dir() -> PathBuf {
+pub(crate) fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("target"))
 }
 
@@ -201,8 +209,8 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally, python: bool) -> bool {
     for (_, cmd) in device_tests(d.backend) {
         ok &= run_tests(with_double(cmd, d), tally);
     }
-    // A double built with features (ROCm 5.2) checks its own version's answers; the
-    // default builds' tests run with the workspace.
+    // A double built with features (ROCm 5.2, HIP 7.2) checks its own version's answers;
+    // the default builds' tests run with the workspace.
     if !d.features.is_empty() {
         let mut own = cargo();
         own.args(["test", "-p", d.package, "--features", &d.features.join(","), "--test", "versions"]);
@@ -210,8 +218,9 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally, python: bool) -> bool {
     }
     // The mutation check's driver mutants: the suite on this backend over the double given
     // one flaw at a time must fail in the case that checks the broken rule. The flaws live
-    // in the simulation both ROCm versions share, so ROCm 6 alone runs them.
-    if d.features.is_empty() {
+    // in the simulation every version shares; they run on each version whose stream
+    // handles and lookups differ (ROCm 6, HIP 7), not on 5.2 as well.
+    if d.name != "rocm5" {
         let mut mutants = cargo();
         mutants.args(["test", "-p", "gpuport-mutants", "--test", "mutation_check", "--", "--ignored"]);
         mutants.arg(format!("driver/{}/", d.backend));

@@ -21,8 +21,9 @@
 //! - `gpu-bundle [--out DIR]` — one folder (default `gpu-bundle/`) with release test
 //!   binaries, the demo, the benchmarks and `run.sh`, to run every GPU check on a CUDA
 //!   machine without a Rust toolchain (see `gpu_bundle`).
-//! - `rocm-sid-check [--root DIR] [--prepare]` — the ROCm loader against Debian sid's HIP 6 runtime in
-//!   a debootstrapped sid root (see `rocm_sid`).
+//! - `rocm-sid-check [--runtime 6|7] [--root DIR] [--prepare]` — the ROCm loader against Debian
+//!   sid's HIP 6.4 and experimental's HIP 7.2 runtimes, each in a debootstrapped sid root, and
+//!   the declarations against HIP 7.2's headers (see `rocm_sid`).
 //! - `mutants [--template queue|vendor] [--shard K/N]` — cargo-mutants over the port
 //!   templates with the conformance suite as their test; every survivor must be explained
 //!   in `docs/conformance-rules.md`, and a full run records every mutant's outcome (see
@@ -44,6 +45,7 @@ mod bench;
 mod doubles;
 mod env_table;
 mod gpu_bundle;
+mod hip_headers;
 mod layers;
 mod minimal_versions;
 mod mutants;
@@ -79,7 +81,7 @@ fn usage() -> ExitCode {
            python-test           build the wheel into .venv and run tests/python only\n  \
            python-install-check  pip install ./crates/python and its sdist into a fresh venv, use it without NumPy\n  \
            gpu-bundle [--out DIR] release test binaries, demo, benches and run.sh for a CUDA machine\n  \
-           rocm-sid-check [--root DIR] [--prepare] the ROCm loader against sid's HIP 6 runtime, in a debootstrapped root\n  \
+           rocm-sid-check [--runtime 6|7] [--root DIR] [--prepare] the ROCm loader against sid's HIP 6.4 and experimental's 7.2, in debootstrapped roots\n  \
            mutants [--template queue|vendor] [--shard K/N] cargo-mutants over the port templates, the suite as their test\n  \
            mutants --sample N [--seed S] N recorded caught mutants of each template, re-run without cargo-mutants\n  \
            stress [--runs N]     every mutation check N times (20) on one busy CPU: each caught every time\n  \
@@ -311,8 +313,12 @@ fn main() -> ExitCode {
         }
         ["rocm-sid-check", rest @ ..] => {
             let prepare = rest.contains(&"--prepare");
-            let root = rest.windows(2).find(|w| w[0] == "--root").map(|w| std::path::Path::new(w[1]));
-            report(rocm_sid::rocm_sid_check(root, prepare))
+            let value = |flag: &str| rest.windows(2).find(|w| w[0] == flag).map(|w| w[1]);
+            let root = value("--root").map(std::path::Path::new);
+            match value("--runtime").map(str::parse::<u32>) {
+                Some(Err(_)) => return usage(),
+                runtime => report(rocm_sid::rocm_sid_check(runtime.and_then(Result::ok), root, prepare)),
+            }
         }
         _ => return usage(),
     };

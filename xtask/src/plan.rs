@@ -206,11 +206,11 @@ mod tests {
         let all = plan(request("all")).expect("all");
         let doubles: Vec<&str> =
             all.steps.iter().filter_map(|s| if let Step::OnDouble(d) = s { Some(d.name) } else { None }).collect();
-        assert_eq!(doubles, ["cuda", "rocm6", "rocm5"]);
+        assert_eq!(doubles, ["cuda", "rocm6", "rocm7", "rocm5"]);
         let rocm = plan(Request { backend: "rocm", double: true, no_python: false }).expect("rocm --double");
         let doubles: Vec<&str> =
             rocm.steps.iter().filter_map(|s| if let Step::OnDouble(d) = s { Some(d.name) } else { None }).collect();
-        assert_eq!(doubles, ["rocm6", "rocm5"]);
+        assert_eq!(doubles, ["rocm6", "rocm7", "rocm5"]);
         assert!(commands(&rocm).is_empty(), "only the doubles");
     }
 

@@ -48,7 +48,7 @@ impl VendorCalls for DeviceCtx {
         DeviceCtx::bind(self)
     }
     fn info(&self) -> Result<DeviceInfo> {
-        crate::device::info(&self.rt, self.id.ordinal)
+        crate::device::info(&self.rt, self.id.ordinal, self.target.as_ref())
     }
     fn can_access_peer(&self, peer: &DeviceCtx) -> Result<bool> {
         device::can_access_peer(&self.rt.api, self.ordinal, peer.ordinal)
@@ -67,13 +67,18 @@ impl VendorCalls for DeviceCtx {
         stream::create_with_priority(&self.rt.api, hip_flags, priority)
     }
     fn per_thread_stream_handle(&self) -> Result<hipStream_t> {
-        // ROCm reaches the per-thread default stream through a second, `_spt` twin of
-        // every entry point (5.x) or the `hipStreamPerThread` handle (newer runtimes);
-        // supporting it means a second function table that no AMD GPU here can test.
-        Err(Error::unsupported(
-            BackendKind::Rocm,
-            "the per-thread default stream (it needs the runtime's `_spt` entry points; use a created stream)",
-        ))
+        // From ROCm 6 every entry point takes the `hipStreamPerThread` handle for the
+        // calling thread's default stream (HIP 7.2's lookup flags would select `_spt`
+        // twins instead, a second table gpuport does without). ROCm 5 reaches it only
+        // through the `_spt` twins.
+        if self.rt.major() >= 6 {
+            Ok(sys::STREAM_PER_THREAD as hipStream_t)
+        } else {
+            Err(Error::unsupported(
+                BackendKind::Rocm,
+                "the per-thread default stream on ROCm 5 (it needs the runtime's `_spt` entry points; use a created stream)",
+            ))
+        }
     }
     fn event_create(&self, flags: EventFlags) -> Result<hipEvent_t> {
         // EventFlags' bits are HIP's: BlockingSync 1, DisableTiming 2, Interprocess 4.
@@ -190,8 +195,14 @@ impl VendorCalls for DeviceCtx {
         }
     }
     fn legacy_stream_handle(&self) -> hipStream_t {
-        // The null stream.
-        std::ptr::null_mut()
+        // HIP 7 names it `hipStreamLegacy`; before, the null stream is its only name (and
+        // 1 is no stream). The null stream still means it on HIP 7, but only for programs
+        // not built for per-thread default streams: the explicit handle says what is meant.
+        if self.rt.major() >= 7 {
+            sys::STREAM_LEGACY as hipStream_t
+        } else {
+            std::ptr::null_mut()
+        }
     }
     fn total_memory(&self) -> usize {
         self.total_memory
@@ -226,7 +237,7 @@ impl VendorCalls for DeviceCtx {
         unsafe { memory::free_async(&self.rt, ptr(addr), s) }
     }
     fn module_load(&self, image: ModuleImage<'_>) -> Result<hipModule_t> {
-        let bytes = crate::module::code_object(image)?;
+        let bytes = crate::module::code_object(image, self.target.as_ref(), self.id)?;
         // SAFETY: a checked code object, alive for the call.
         unsafe { module::load_data(&self.rt.api, bytes.as_ptr().cast()) }
     }

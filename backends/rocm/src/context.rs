@@ -9,6 +9,7 @@ use gpuport_vendor_kit::{OpenDevices, VendorDevice};
 
 use crate::result;
 use crate::sys::Runtime;
+use crate::target::Target;
 
 /// One opened device, shared by every handle of it.
 pub struct DeviceCtx {
@@ -16,6 +17,9 @@ pub struct DeviceCtx {
     pub(crate) id: DeviceId,
     pub(crate) ordinal: c_int,
     pub(crate) total_memory: usize,
+    /// The device's target ID, for checking code objects against it (`None` when the
+    /// runtime does not say).
+    pub(crate) target: Option<Target>,
 }
 
 /// Live devices by ordinal, so every handle of one device shares one context (and one
@@ -30,7 +34,8 @@ impl DeviceCtx {
         OPEN.open(ordinal, count.max(0) as u32, || {
             let total_memory = result::device::total_mem(api, ordinal as c_int)?;
             let id = DeviceId::new(BackendKind::Rocm, ordinal);
-            Ok(DeviceCtx { rt: rt.clone(), id, ordinal: ordinal as c_int, total_memory })
+            let target = crate::device::target(rt, ordinal);
+            Ok(DeviceCtx { rt: rt.clone(), id, ordinal: ordinal as c_int, total_memory, target })
         })
     }
 

@@ -14,14 +14,16 @@ use crate::event::RocmEvent;
 use crate::result;
 use crate::stream::RocmStream;
 use crate::sys::{self, Runtime};
+use crate::target::Target;
 use crate::RocmBackend;
 
 /// A ROCm device.
 #[derive(Clone)]
 pub struct RocmDevice(pub(crate) Arc<VendorDevice<DeviceCtx>>);
 
-/// Facts about device `ordinal`, through `hipDeviceGetAttribute` and the small getters.
-pub(crate) fn info(rt: &Runtime, ordinal: u32) -> Result<DeviceInfo> {
+/// Facts about device `ordinal`, through `hipDeviceGetAttribute` and the small getters;
+/// `target` is its target ID, read when it was opened.
+pub(crate) fn info(rt: &Runtime, ordinal: u32, target: Option<&Target>) -> Result<DeviceInfo> {
     let api = &rt.api;
     let dev = ordinal as c_int;
     let attribute = |attr| result::device::attribute(api, dev, attr);
@@ -33,29 +35,28 @@ pub(crate) fn info(rt: &Runtime, ordinal: u32) -> Result<DeviceInfo> {
         name: result::device::name(api, dev)?,
         total_memory: result::device::total_mem(api, dev)? as u64,
         compute_capability: Some((major as u32, minor as u32)),
-        arch: arch_name(rt, dev),
+        arch: target.map(Target::to_string),
         multiprocessors: Some(cus as u32),
         pci_bus_id: result::device::pci_bus_id(api, dev),
         uuid: result::device::uuid(api, dev),
     })
 }
 
-/// The device's architecture (`gfx90a`), from `gcnArchName` in the device properties: the
-/// ROCm 6 layout through `hipGetDevicePropertiesR0600` where the runtime is 6 or newer,
-/// else the ROCm 5 layout. (The `gcnArch` attribute is no help: ROCm 5.x does not answer
-/// it for newer chips and renders gfx90a as "gfx910".) `None` when neither call answers.
-fn arch_name(rt: &Runtime, dev: c_int) -> Option<String> {
-    let (bytes, offset) = result::device::properties(rt, dev)?;
-    decode_arch_name(&bytes, offset)
+/// The device's target ID (`gfx90a:sramecc+:xnack-`), from `gcnArchName` in the device
+/// properties: the ROCm 6 layout through `hipGetDevicePropertiesR0600` where the runtime
+/// is 6 or newer, else the ROCm 5 layout. (The `gcnArch` attribute is no help: ROCm 5.x
+/// does not answer it for newer chips and renders gfx90a as "gfx910".) `None` when neither
+/// call answers.
+pub(crate) fn target(rt: &Runtime, ordinal: u32) -> Option<Target> {
+    let (bytes, offset) = result::device::properties(rt, ordinal as c_int)?;
+    decode_target(&bytes, offset)
 }
 
-/// `gcnArchName` at `offset` of a device-properties buffer, without its feature suffix
-/// (`"gfx90a:sramecc+:xnack-"` → `"gfx90a"`).
-fn decode_arch_name(props: &[u8], offset: usize) -> Option<String> {
+/// `gcnArchName` at `offset` of a device-properties buffer, with its feature settings.
+fn decode_target(props: &[u8], offset: usize) -> Option<Target> {
     let field = props.get(offset..offset + 256)?;
     let text = field.split(|&b| b == 0).next()?;
-    let name = std::str::from_utf8(text).ok()?.split(':').next()?.trim();
-    name.starts_with("gfx").then(|| name.to_owned())
+    Target::parse(std::str::from_utf8(text).ok()?)
 }
 
 gpuport_vendor_kit::impl_vendor_device!(RocmDevice, RocmBackend, RocmStream, RocmEvent);
@@ -70,16 +71,20 @@ mod arch_tests {
         props
     }
 
+    fn arch(props: &[u8], offset: usize) -> Option<String> {
+        decode_target(props, offset).map(|t| t.to_string())
+    }
+
     #[test]
-    fn arch_names_decode_from_both_layouts() {
+    fn targets_decode_from_both_layouts_with_their_features() {
         let v5 = props_with(sys::GCN_ARCH_NAME_OFFSET_R0000, "gfx90a:sramecc+:xnack-");
-        assert_eq!(decode_arch_name(&v5, sys::GCN_ARCH_NAME_OFFSET_R0000).as_deref(), Some("gfx90a"));
+        assert_eq!(arch(&v5, sys::GCN_ARCH_NAME_OFFSET_R0000).as_deref(), Some("gfx90a:sramecc+:xnack-"));
         let v6 = props_with(sys::GCN_ARCH_NAME_OFFSET_R0600, "gfx942:sramecc+:xnack-");
-        assert_eq!(decode_arch_name(&v6, sys::GCN_ARCH_NAME_OFFSET_R0600).as_deref(), Some("gfx942"));
+        assert_eq!(arch(&v6, sys::GCN_ARCH_NAME_OFFSET_R0600).as_deref(), Some("gfx942:sramecc+:xnack-"));
         // Read with the wrong layout, the field holds something else (here: nothing).
-        assert_eq!(decode_arch_name(&v6, sys::GCN_ARCH_NAME_OFFSET_R0000), None);
-        assert_eq!(decode_arch_name(&props_with(396, "gfx1100"), 396).as_deref(), Some("gfx1100"));
-        assert_eq!(decode_arch_name(&[0u8; 100], 396), None, "a short buffer is not read past its end");
+        assert_eq!(arch(&v6, sys::GCN_ARCH_NAME_OFFSET_R0000), None);
+        assert_eq!(arch(&props_with(396, "gfx1100"), 396).as_deref(), Some("gfx1100"));
+        assert_eq!(arch(&[0u8; 100], 396), None, "a short buffer is not read past its end");
     }
 
     #[test]

@@ -6,8 +6,10 @@
 //! `hipGetErrorString`), and the trait implementations ([`RocmBackend`], [`RocmDevice`],
 //! [`RocmStream`], [`RocmEvent`]).
 //!
-//! Loading: `GPUPORT_HIP_LIBRARY`, else `libamdhip64.so.7`, `.so.6`, `.so.5`,
-//! `libamdhip64.so`; every attempt recorded. `hipInit` and the version getters must exist;
+//! Loading: `GPUPORT_HIP_LIBRARY`, else `libamdhip64.so.7`, `.so.6`, `.so.5`, a future
+//! `.so.8` reporting a HIP major gpuport knows, `libamdhip64.so` — by soname, then in the
+//! ROCm folders ([`library_candidates`], which also finds `libhiprtc` and `librccl`);
+//! every attempt recorded. `hipInit` and the version getters must exist;
 //! the other required symbols resolve once (through `hipGetProcAddress` on ROCm ≥ 6.2,
 //! else `dlsym`). `hipMallocAsync` / `hipFreeAsync` / `hipLaunchHostFunc` /
 //! `hipMemGetAddressRange` resolve lazily: stream-ordered allocation is `Unsupported`
@@ -22,12 +24,16 @@ mod calls;
 mod context;
 mod device;
 mod event;
+#[cfg(test)]
+mod header_check;
 mod loader;
+mod locate;
 mod memory;
 mod module;
 mod result;
 mod stream;
 mod sys;
+pub mod target;
 
 use std::sync::Arc;
 
@@ -36,13 +42,24 @@ use gpuport_core::{Backend, BackendKind, DeviceInfo, DlDeviceType, DlpackDevices
 pub use bundle::offload_bundle;
 pub use device::RocmDevice;
 pub use event::RocmEvent;
-pub use loader::{format_version, inspect_library, load_attempted, LibraryReport, DEFAULT_NAMES, LIBRARY_ENV};
+pub use loader::{
+    format_version, inspect_library, load_attempted, unknown_major, LibraryReport, DEFAULT_NAMES, LIBRARY_ENV,
+};
+pub use locate::{library_candidates, HIPRTC_NAMES, RCCL_NAMES};
 pub use stream::RocmStream;
 
 /// The ROCm backend: the loaded HIP runtime.
 #[derive(Clone)]
 pub struct RocmBackend {
     rt: Arc<sys::Runtime>,
+}
+
+impl RocmBackend {
+    /// The loaded runtime's `hipRuntimeGetVersion` (`70253211` for 7.2.53211): the version
+    /// whose behaviour gpuport follows (stream handles, lookup, memory-type numbering).
+    pub fn runtime_version(&self) -> i32 {
+        self.rt.runtime_version
+    }
 }
 
 impl Backend for RocmBackend {
@@ -76,7 +93,7 @@ impl Backend for RocmBackend {
     fn devices(&self) -> Result<Vec<DeviceInfo>> {
         let count = result::device::count(&self.rt.api)?;
         gpuport_vendor_kit::device_list::device_infos(BackendKind::Rocm, count.max(0) as u32, |i| {
-            device::info(&self.rt, i)
+            device::info(&self.rt, i, device::target(&self.rt, i).as_ref())
         })
     }
 

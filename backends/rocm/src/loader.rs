@@ -1,5 +1,8 @@
 //! Finding and opening libamdhip64, once per process: `GPUPORT_HIP_LIBRARY`, then
-//! `libamdhip64.so.7`, `.so.6`, `.so.5`, then `libamdhip64.so`; every attempt recorded.
+//! `libamdhip64.so.7`, `.so.6`, `.so.5`, a future `.so.8`, then `libamdhip64.so` — by
+//! soname, then in the ROCm folders (`locate.rs`); every attempt recorded. A library that
+//! reports a HIP major gpuport does not know (5–7) is refused with that reason and the
+//! search goes on.
 //!
 //! Only C function *types* gpuport calls are declared here; no Rust function is exported to
 //! C. The callbacks gpuport hands the runtime live in `stream.rs` and run inside
@@ -18,8 +21,34 @@ use gpuport_vendor_kit::status::no_device_detail;
 /// Variable naming an exact libamdhip64 file.
 pub const LIBRARY_ENV: &str = "GPUPORT_HIP_LIBRARY";
 
-/// Names tried, in order, when no path is given.
-pub const DEFAULT_NAMES: &[&str] = &["libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"];
+/// Names tried, in order, when no path is given (by soname, then in each ROCm folder).
+/// `.so.8` is taken only when the runtime in it reports a HIP major gpuport knows.
+pub const DEFAULT_NAMES: &[&str] =
+    &["libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so.8", "libamdhip64.so"];
+
+/// Why a runtime reporting `version` is refused, if it is (see [`sys::KNOWN_MAJORS`]).
+pub fn unknown_major(version: c_int) -> Option<String> {
+    let major = (version / 10_000_000).max(0) as u32;
+    (!sys::KNOWN_MAJORS.contains(&major)).then(|| {
+        format!(
+            "reports HIP runtime {}, a major version gpuport does not know ({}–{}); its ABI may differ",
+            format_version(version),
+            sys::KNOWN_MAJORS.start(),
+            sys::KNOWN_MAJORS.end()
+        )
+    })
+}
+
+/// The version a just-opened library reports, before `hipInit`; `None` when it has no
+/// `hipRuntimeGetVersion` or the call fails (the load then says why).
+fn reported_version(lib: &libloading::Library) -> Option<c_int> {
+    // SAFETY: looked up by name; called with its documented signature, which may be
+    // called before hipInit, with a valid out-pointer.
+    let get = unsafe { lib.get::<VersionFn>(b"hipRuntimeGetVersion\0") }.ok()?;
+    let mut v = 0;
+    // SAFETY: as above.
+    (unsafe { get(&mut v) } == sys::SUCCESS).then_some(v)
+}
 
 /// `50221153` → `5.2.21153` (HIP's `major * 10^7 + minor * 10^5 + patch`).
 pub fn format_version(v: c_int) -> String {
@@ -55,6 +84,10 @@ pub struct LibraryReport {
     /// Required symbols `hipGetProcAddress` does not give (found by `dlsym`); all of them
     /// when the runtime has no `hipGetProcAddress`.
     pub not_through_lookup: Vec<&'static str>,
+    /// What `hipGetProcAddress` answers when it gives nothing (`hipErrorNoDevice` from
+    /// ROCm 6.4 and HIP 7.2 on a machine without an AMD GPU); `None` when it gives
+    /// `hipMalloc` or is absent.
+    pub lookup_refusal: Option<String>,
     /// The `hipMemoryType` numbering pointer attributes are decoded with (5 or 6).
     pub memory_type_numbering: u32,
     /// Where the architecture name is read: `hipGetDevicePropertiesR0600`,
@@ -88,6 +121,11 @@ pub fn inspect_library(path: Option<&Path>) -> Result<LibraryReport> {
             .copied()
             .filter(|name| rt.gpa.and_then(|gpa| sys::through_proc_address(gpa, rt.runtime_version, name)).is_none())
             .collect(),
+        lookup_refusal: rt
+            .gpa
+            .map(|gpa| sys::proc_address_status(gpa, rt.runtime_version, c"hipMalloc"))
+            .filter(|&status| status != sys::SUCCESS)
+            .map(|status| crate::result::describe(&rt.api, status).0),
         memory_type_numbering: if rt.major() >= 6 { 6 } else { 5 },
         device_properties,
         launch_host_func: rt.launch_host_func().is_some(),
@@ -145,12 +183,17 @@ pub fn runtime() -> Result<Arc<Runtime>> {
 fn open(path: Option<&Path>) -> Result<(Runtime, InitFn)> {
     let candidates: Vec<String> = match path {
         Some(p) => vec![p.to_string_lossy().into_owned()],
-        None => DEFAULT_NAMES.iter().map(|s| s.to_string()).collect(),
+        None => crate::locate::library_candidates(DEFAULT_NAMES),
+    };
+    let accept = |lib: &libloading::Library| match reported_version(lib).and_then(unknown_major) {
+        Some(why) => Err(why),
+        None => Ok(()),
     };
     // SAFETY: the candidates are HIP runtime names or a path the user chose for it; loading
     // runs the runtime's initialisers, which is what loading a runtime means.
-    let (lib, library) =
-        unsafe { gpuport_vendor_kit::loading::open_library(&candidates, BackendKind::Rocm, LIBRARY_ENV) }?;
+    let (lib, library) = unsafe {
+        gpuport_vendor_kit::loading::open_accepted_library(&candidates, BackendKind::Rocm, LIBRARY_ENV, accept)
+    }?;
 
     // hipInit and the version getters first: without them the file is not a HIP runtime.
     // SAFETY: looked up by name; called only with their documented signatures.

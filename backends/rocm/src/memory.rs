@@ -34,6 +34,11 @@ pub(crate) fn decode_pointer(major: u32, attrs: &hipPointerAttribute_t) -> Point
 /// `hipMemGetAddressRange` for the allocation holding it (`hipPointerAttribute_t` has no
 /// range): what lets an import be checked against the allocation it claims.
 pub fn pointer_attributes(dev: &DeviceCtx, addr: u64) -> Result<PointerAttributes> {
+    // NULL is nobody's memory. The runtime is not asked: it answers hipErrorInvalidValue
+    // before HIP 7 and success (unregistered) from it.
+    if addr == 0 {
+        return Ok(PointerAttributes::unregistered());
+    }
     dev.bind()?;
     let ptr = addr as usize as *const c_void;
     Ok(match result::memory::pointer_attributes(&dev.rt.api, ptr)? {

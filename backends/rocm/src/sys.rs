@@ -12,7 +12,7 @@
 
 #![allow(non_snake_case, non_camel_case_types)]
 
-use std::ffi::{c_char, c_int, c_uint, c_void, CString};
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::sync::OnceLock;
 
 use libloading::Library;
@@ -70,6 +70,8 @@ pub const ERROR_INVALID_VALUE: Status = 1;
 /// ABI cross-check).
 #[cfg_attr(not(all(test, feature = "hip-sys")), allow(dead_code))]
 pub const ERROR_OUT_OF_MEMORY: Status = 2;
+/// `hipErrorInvalidConfiguration`: HIP 7's answer to a launch configuration out of range.
+pub const ERROR_INVALID_CONFIGURATION: Status = 9;
 /// `hipErrorNoDevice`.
 pub const ERROR_NO_DEVICE: Status = 100;
 /// `hipErrorInvalidDevice`.
@@ -80,6 +82,23 @@ pub const ERROR_NOT_FOUND: Status = 500;
 pub const ERROR_NOT_READY: Status = 600;
 /// `hipErrorPeerAccessAlreadyEnabled`.
 pub const ERROR_PEER_ACCESS_ALREADY_ENABLED: Status = 704;
+
+/// `hipStreamLegacy`: the legacy default stream's handle from HIP 7 (before, the null
+/// stream is the only name for it, and 1 is not a stream).
+pub const STREAM_LEGACY: usize = 1;
+/// `hipStreamPerThread`: the calling thread's default stream, passed where a stream is.
+pub const STREAM_PER_THREAD: usize = 2;
+
+/// `HIP_GET_PROC_ADDRESS_DEFAULT`: the entry points of the legacy default stream's table.
+/// HIP 7.2's other flags (`LEGACY_STREAM` 1, `PER_THREAD_DEFAULT_STREAM` 2) select the
+/// `_spt` twins for per-thread semantics; gpuport never asks for them: it reaches the
+/// per-thread stream through its handle, [`STREAM_PER_THREAD`], with the one table.
+pub const PROC_ADDRESS_DEFAULT: u64 = 0;
+
+/// The HIP runtime majors gpuport knows (ROCm 5.x, 6.x, and 7.x, which ROCm 10 ships as
+/// runtime 7.1x). A library reporting another is refused with the reason: its ABI may
+/// differ in ways the declarations here do not follow.
+pub const KNOWN_MAJORS: std::ops::RangeInclusive<u32> = 5..=7;
 
 /// `hipMemcpyDefault`: the runtime infers the direction (unified addressing).
 pub const MEMCPY_DEFAULT: c_int = 4;
@@ -175,10 +194,23 @@ pub fn decode_memory_type(major: u32, value: c_int) -> Option<MemoryType> {
 type GetProcAddress = unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64, *mut c_int) -> Status;
 
 /// The version `hipGetProcAddress` takes: 100·major + minor (601 for HIP 6.1), from a
-/// `hipRuntimeGetVersion` value (major·10⁷ + minor·10⁵ + patch).
+/// `hipRuntimeGetVersion` value (major·10⁷ + minor·10⁵ + patch). gpuport asks for every
+/// symbol with the runtime's own version: its declarations are of the current forms
+/// (it reads device properties through `hipGetDevicePropertiesR0600` by that name, which
+/// is what the unversioned name resolves to from 600).
 pub(crate) fn proc_address_version(runtime_version: c_int) -> c_int {
     let v = runtime_version.max(0);
     100 * (v / 10_000_000) + (v / 100_000) % 100
+}
+
+/// The status `hipGetProcAddress` answers for `name` (with the runtime's version and the
+/// default flags): what a runtime says when it gives no entry points at all (6.4 and 7.2
+/// without a GPU answer `hipErrorNoDevice` for every name).
+pub(crate) fn proc_address_status(gpa: GetProcAddress, runtime_version: c_int, name: &CStr) -> Status {
+    let mut pfn: *mut c_void = std::ptr::null_mut();
+    let mut found: c_int = 0;
+    // SAFETY: documented signature of hipGetProcAddress; valid out-pointers.
+    unsafe { gpa(name.as_ptr(), &mut pfn, proc_address_version(runtime_version), PROC_ADDRESS_DEFAULT, &mut found) }
 }
 
 /// `name` through `hipGetProcAddress` itself (no `dlsym` fallback), if it gives it.
@@ -189,7 +221,7 @@ pub(crate) fn through_proc_address(gpa: GetProcAddress, runtime_version: c_int, 
     let mut found: c_int = 0;
     let version = proc_address_version(runtime_version);
     // SAFETY: documented signature of hipGetProcAddress; valid out-pointers.
-    let status = unsafe { gpa(cname.as_ptr(), &mut pfn, version, 0, &mut found) };
+    let status = unsafe { gpa(cname.as_ptr(), &mut pfn, version, PROC_ADDRESS_DEFAULT, &mut found) };
     (status == SUCCESS && !pfn.is_null()).then_some(pfn)
 }
 

@@ -1,7 +1,8 @@
 //! A real HIP runtime on a machine without an AMD GPU, checked for the paths gpuport takes
 //! with it. CI runs this against Debian's `libamdhip64-5` (ROCm 5.2) on the build machine
 //! and, through `cargo xtask rocm-sid-check`, against Debian sid's `libamdhip64-6`
-//! (ROCm 6.4) inside a sid root: `GPUPORT_REAL_HIP` names the library,
+//! (ROCm 6.4) and experimental's `libamdhip64-7` (HIP 7.2, with `libhiprtc7` and
+//! `librccl1`) inside sid roots: `GPUPORT_REAL_HIP` names the library,
 //! `GPUPORT_REAL_HIP_MAJOR` its major version.
 //! `cargo test -p gpuport-rocm --test real_runtime -- --ignored`.
 
@@ -15,7 +16,11 @@ fn library() -> PathBuf {
 }
 
 fn major() -> u32 {
-    std::env::var("GPUPORT_REAL_HIP_MAJOR").expect("GPUPORT_REAL_HIP_MAJOR: 5 or 6").trim().parse().expect("a number")
+    std::env::var("GPUPORT_REAL_HIP_MAJOR")
+        .expect("GPUPORT_REAL_HIP_MAJOR: 5, 6 or 7")
+        .trim()
+        .parse()
+        .expect("a number")
 }
 
 #[test]
@@ -32,9 +37,17 @@ fn the_runtime_resolves_and_takes_its_versions_paths() {
         // ROCm 6.2 and later: versioned lookup, the R0600 properties layout, the 6.x
         // hipMemoryType numbering, hipLaunchHostFunc.
         assert_eq!(report.lookup, "hipGetProcAddress");
-        // Without a device, ROCm 6.4's hipGetProcAddress answers hipErrorNoDevice for
-        // every name (seen in the sid root), so here the symbols come from dlsym: the
-        // versioned lookup itself is checked only where a GPU is (the GPU bundle).
+        // Without a device, ROCm 6.4's and HIP 7.2's hipGetProcAddress answer
+        // hipErrorNoDevice for every name (seen in the sid roots), so here the symbols come
+        // from dlsym: the versioned lookup itself (version and flags asked for) is checked
+        // on the HIP double, which answers as the real lookup does, and only an AMD GPU
+        // can show the real one giving them.
+        assert!(
+            report.not_through_lookup.is_empty() || report.lookup_refusal.as_deref() == Some("hipErrorNoDevice"),
+            "{:?} did not come through hipGetProcAddress, which answered {:?}",
+            report.not_through_lookup,
+            report.lookup_refusal
+        );
         assert_eq!(report.memory_type_numbering, 6);
         assert_eq!(report.device_properties, Some("hipGetDevicePropertiesR0600"));
         assert!(report.launch_host_func, "ROCm 6 has hipLaunchHostFunc");
@@ -54,4 +67,58 @@ fn without_a_gpu_the_runtime_says_no_device_and_its_version() {
     println!("{text}");
     assert!(matches!(err, Error::NoDevice { .. }), "{text}");
     assert!(text.contains(&format!("runtime {}.", major())), "{text}");
+}
+
+#[test]
+#[ignore = "needs GPUPORT_REAL_HIP (set by .ci/run and cargo xtask rocm-sid-check)"]
+fn the_compiler_and_rccl_are_where_this_version_puts_them() {
+    // SAFETY: the HIP runtime under test; loading it runs its initialisers only.
+    let runtime = unsafe { libloading::Library::new(library()) }.expect("the runtime opens");
+    // SAFETY: only looked up, never called.
+    let has_hiprtc = unsafe { runtime.get::<*const ()>(b"hiprtcCreateProgram\0") }.is_ok();
+    // ROCm 5.2's runtime carries the compiler; HIP 7's does not (it is libhiprtc.so.7).
+    match major() {
+        5 => assert!(has_hiprtc, "ROCm 5.2's runtime exports hiprtc"),
+        7.. => assert!(!has_hiprtc, "HIP 7's runtime carries no compiler"),
+        _ => {}
+    }
+    if major() < 7 {
+        return;
+    }
+    type VersionPair = unsafe extern "C" fn(*mut i32, *mut i32) -> u32;
+    type Version = unsafe extern "C" fn(*mut i32) -> u32;
+    let open = |names: &[&str]| {
+        let candidates = gpuport_rocm::library_candidates(names);
+        candidates
+            .iter()
+            // SAFETY: ROCm's own libraries, as installed beside the runtime.
+            .find_map(|c| unsafe { libloading::Library::new(c) }.ok().map(|lib| (c.clone(), lib)))
+            .unwrap_or_else(|| panic!("none of {candidates:?} loads"))
+    };
+    let (name, hiprtc) = open(gpuport_rocm::HIPRTC_NAMES);
+    let (mut maj, mut min) = (0, 0);
+    // SAFETY: hiprtcVersion(int*, int*) with valid out-pointers.
+    let status = unsafe { hiprtc.get::<VersionPair>(b"hiprtcVersion\0").expect("hiprtcVersion")(&mut maj, &mut min) };
+    // hiprtcVersion numbers the compiler, not the runtime (Debian's 7.2.4 answers 9.0):
+    // the soname says which HIP release it belongs to.
+    println!("{name}: hiprtcVersion {maj}.{min}");
+    assert!(status == 0 && maj > 0, "{name}: hiprtcVersion answered {status} ({maj}.{min})");
+    assert!(name.ends_with(&format!("libhiprtc.so.{}", major())), "{name} is not HIP {}'s compiler", major());
+    let (name, rccl) = open(gpuport_rocm::RCCL_NAMES);
+    let mut version = 0;
+    // SAFETY: ncclGetVersion(int*) with a valid out-pointer.
+    let status = unsafe { rccl.get::<Version>(b"ncclGetVersion\0").expect("ncclGetVersion")(&mut version) };
+    println!("{name}: NCCL API version {version}");
+    assert!(status == 0 && version >= 2_00_00, "{name} reports NCCL {version}");
+}
+
+#[test]
+#[ignore = "needs GPUPORT_REAL_HIP (set by .ci/run and cargo xtask rocm-sid-check)"]
+fn a_runtime_of_a_major_gpuport_does_not_know_is_refused_with_the_reason() {
+    // The real runtime's major is known...
+    let report = inspect_library(Some(&library())).expect("the runtime opens");
+    assert_eq!(gpuport_rocm::unknown_major(report.runtime_version), None);
+    // ...and a later one (a future libamdhip64.so.8 reporting HIP 8) would not be.
+    let why = gpuport_rocm::unknown_major(80_000_000).expect("HIP 8 is not known");
+    assert!(why.contains("8.0.0") && why.contains("5–7"), "{why}");
 }

@@ -43,7 +43,8 @@ pub struct DeviceInfo {
     pub total_memory: u64,
     /// CUDA compute capability (major, minor).
     pub compute_capability: Option<(u32, u32)>,
-    /// Architecture name (AMD `gfx90a`, the host's CPU architecture, …).
+    /// Architecture name: AMD's target ID with its feature settings
+    /// (`gfx90a:sramecc+:xnack-`, as `gcnArchName`), the host's CPU architecture, ….
     pub arch: Option<String>,
     /// Streaming multiprocessors / compute units / CPU threads.
     pub multiprocessors: Option<u32>,

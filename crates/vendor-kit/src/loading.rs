@@ -23,6 +23,22 @@ pub unsafe fn open_library(
     backend: BackendKind,
     env_var: &'static str,
 ) -> Result<(Library, String)> {
+    // SAFETY: forwarded.
+    unsafe { open_accepted_library(candidates, backend, env_var, |_| Ok(())) }
+}
+
+/// Opens the first of `candidates` that loads and that `accept` takes: a library `accept`
+/// refuses (a runtime reporting a version the backend does not know) is closed again and
+/// recorded with `accept`'s reason, and the next candidate is tried.
+///
+/// # Safety
+/// As for [`open_library`]; `accept` may call the library's version getters.
+pub unsafe fn open_accepted_library(
+    candidates: &[String],
+    backend: BackendKind,
+    env_var: &'static str,
+    mut accept: impl FnMut(&Library) -> std::result::Result<(), String>,
+) -> Result<(Library, String)> {
     let mut tried = Vec::new();
     // Miri runs no foreign code: `dlopen` is not shimmed, and a vendor runtime could not be
     // called if it were. Every candidate is reported unloadable, with that reason, so
@@ -38,9 +54,45 @@ pub unsafe fn open_library(
     for name in candidates {
         // SAFETY: the caller vouches for the candidates.
         match unsafe { Library::new(name) } {
-            Ok(lib) => return Ok((lib, name.clone())),
+            Ok(lib) => match accept(&lib) {
+                Ok(()) => return Ok((lib, name.clone())),
+                Err(why) => tried.push(LoadAttempt { name: name.clone(), error: why }),
+            },
             Err(e) => tried.push(LoadAttempt { name: name.clone(), error: loader_message(&e) }),
         }
     }
     Err(Error::LibraryNotFound { backend, tried, env_var })
+}
+
+#[cfg(all(test, not(miri)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_library_is_recorded_with_the_reason_and_the_next_one_tried() {
+        let candidates: Vec<String> = ["/nonexistent/libx.so", "libm.so.6", "libc.so.6"].map(String::from).to_vec();
+        let mut seen = 0;
+        // SAFETY: system libraries already loaded into every test process.
+        let (_, chosen) = unsafe {
+            open_accepted_library(&candidates, BackendKind::Rocm, "GPUPORT_HIP_LIBRARY", |_| {
+                seen += 1;
+                if seen == 1 {
+                    Err("reports a version this backend does not know".into())
+                } else {
+                    Ok(())
+                }
+            })
+        }
+        .unwrap();
+        assert_eq!(chosen, "libc.so.6");
+        // SAFETY: as above.
+        let err = unsafe {
+            open_accepted_library(&candidates[..2], BackendKind::Rocm, "GPUPORT_HIP_LIBRARY", |_| Err("too new".into()))
+        }
+        .err()
+        .unwrap();
+        let Error::LibraryNotFound { tried, .. } = err else { panic!("{err}") };
+        assert_eq!(tried.len(), 2);
+        assert_eq!((tried[1].name.as_str(), tried[1].error.as_str()), ("libm.so.6", "too new"));
+    }
 }

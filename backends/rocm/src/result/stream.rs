@@ -5,7 +5,7 @@
 
 use std::ffi::{c_int, c_uint, c_void};
 
-use gpuport_core::Result;
+use gpuport_core::{Error, Result};
 
 use super::{check, check_ready};
 use crate::sys::{self, hipEvent_t, hipFunction_t, hipHostFn_t, hipStreamCallback_t, hipStream_t, Api, Runtime};
@@ -180,5 +180,17 @@ pub unsafe fn launch_kernel(
             std::ptr::null_mut(),
         )
     };
-    check(api, status, "hipModuleLaunchKernel")
+    match status {
+        // A launch the runtime refuses for its geometry or arguments: HIP 7 answers a
+        // configuration out of range with hipErrorInvalidConfiguration where earlier
+        // runtimes said hipErrorInvalidValue. Either is the caller's argument, whatever the
+        // version.
+        sys::ERROR_INVALID_VALUE | sys::ERROR_INVALID_CONFIGURATION => {
+            let (name, text) = super::describe(api, status);
+            Err(Error::invalid_argument(format!(
+                "hipModuleLaunchKernel refused the launch (grid {grid:?}, block {block:?}, {shared_mem_bytes} bytes of shared memory): {name}: {text}"
+            )))
+        }
+        _ => check(api, status, "hipModuleLaunchKernel"),
+    }
 }

@@ -2,15 +2,25 @@
 //!
 //! A HIP runtime double: a shared library exporting the libamdhip64 functions gpuport
 //! resolves, with the C ABI of `hip_runtime_api.h`, over the simulated machine of
-//! `gpuport-double-sim`. Built as ROCm 6.4 by default and as ROCm 5.2 with the `rocm5`
-//! feature; each follows the version it reports:
+//! `gpuport-double-sim`. Built as ROCm 6.4 by default, as ROCm 5.2 with the `rocm5`
+//! feature and as HIP 7.2 with the `rocm7` feature; each follows the version it reports:
 //!
-//! | | ROCm 6.4 | ROCm 5.2 (`rocm5`) |
-//! | --- | --- | --- |
-//! | `hipMemoryType` | 6.x numbering (Unregistered 0, Host 1, Device 2, Managed 3) | 5.x (Host 0, Device 1, Array 2, Unified 3, Managed 4) |
-//! | `hipPointerGetAttributes` of unknown memory | success, `hipMemoryTypeUnregistered` | `hipErrorInvalidValue` |
-//! | `hipGetErrorString` | a description | the status's name |
-//! | `hipGetProcAddress`, `hipLaunchHostFunc`, `hipGetDevicePropertiesR0600` | exported | absent (as in 5.2) |
+//! | | HIP 7.2 (`rocm7`) | ROCm 6.4 | ROCm 5.2 (`rocm5`) |
+//! | --- | --- | --- | --- |
+//! | `hipMemoryType` | 6.x numbering (Unregistered 0, Host 1, Device 2, Managed 3) | the same | 5.x (Host 0, Device 1, Array 2, Unified 3, Managed 4) |
+//! | `hipPointerGetAttributes` of unknown memory | success, `hipMemoryTypeUnregistered` | the same | `hipErrorInvalidValue` |
+//! | `hipPointerGetAttributes(NULL)`, `hipFreeAsync(NULL)` | success | `hipErrorInvalidValue` | `hipErrorInvalidValue` |
+//! | `hipGetLastError` | the last failure since the last read, as CUDA's | the status of the thread's last call | the same |
+//! | a launch configuration out of range | `hipErrorInvalidConfiguration` | `hipErrorInvalidValue` | the same |
+//! | `hipStreamLegacy` (`(hipStream_t)1`) | the legacy default stream | a stream handle never made (reported) | the same |
+//! | `hipStreamPerThread` (`(hipStream_t)2`) | the calling thread's default stream | the same | a stream handle never made (reported) |
+//! | `hipGetProcAddress` flags | `DEFAULT` 0, `LEGACY_STREAM` 1; `PER_THREAD_DEFAULT_STREAM` 2 reported (no `_spt` twins here) | 0 only | not exported |
+//! | `hipGetErrorString` | a description | the same | the status's name |
+//! | `hipGetProcAddress`, `hipLaunchHostFunc`, `hipGetDevicePropertiesR0600` | exported | exported | absent (as in 5.2) |
+//!
+//! None exports `hiprtc*` (HIP 7's runtime does not; gpuport never looks for the compiler
+//! in the runtime) or the deprecated `hipCtx*` API. Every version reports a call that
+//! names a destroyed stream, where HIP 7 may crash.
 //!
 //! Every exported function that can fail serves its call inside `catch_unwind` (the
 //! simulation's `serve`); the error-name functions only index static tables.
@@ -38,11 +48,33 @@ use gpuport_double_sim::{
 use status::*;
 pub use status::{code, HipError};
 
+#[cfg(all(feature = "rocm5", feature = "rocm7"))]
+compile_error!("the HIP double is built as one ROCm version: features `rocm5` and `rocm7` exclude each other");
+
 /// Whether this build is the ROCm 5.2 runtime.
 pub const ROCM5: bool = cfg!(feature = "rocm5");
+/// Whether this build is the HIP 7.2 runtime.
+pub const ROCM7: bool = cfg!(feature = "rocm7");
+/// The HIP major version this build reports (5, 6 or 7).
+pub const MAJOR: c_int = if ROCM5 {
+    5
+} else if ROCM7 {
+    7
+} else {
+    6
+};
 
-/// `hipRuntimeGetVersion`: major·10⁷ + minor·10⁵ + patch.
-pub const RUNTIME_VERSION: c_int = if ROCM5 { 50_200_000 } else { 60_400_000 };
+/// `hipRuntimeGetVersion`: major·10⁷ + minor·10⁵ + patch (5.2.21153, 6.4.43484, 7.2.53211).
+pub const RUNTIME_VERSION: c_int = match MAJOR {
+    5 => 50_221_153,
+    6 => 60_443_484,
+    _ => 70_253_211,
+};
+
+/// `hipStreamLegacy` (HIP 7).
+pub const STREAM_LEGACY: usize = 1;
+/// `hipStreamPerThread` (from ROCm 6 in this double).
+pub const STREAM_PER_THREAD: usize = 2;
 
 /// `hipDeviceAttribute_t` values the double answers.
 pub mod attribute {
@@ -129,8 +161,10 @@ fn machine(cx: &Call<'_>) -> Result<&'static Machine> {
 fn stream_ref(s: Handle) -> StreamRef {
     match s as usize {
         0 => StreamRef::Legacy,
+        // `hipStreamLegacy`, from HIP 7; before, 1 is a handle no call made (reported).
+        STREAM_LEGACY if ROCM7 => StreamRef::Legacy,
         // `hipStreamPerThread`, from ROCm 6.
-        2 if !ROCM5 => StreamRef::PerThread,
+        STREAM_PER_THREAD if !ROCM5 => StreamRef::PerThread,
         h => StreamRef::Handle(h as u64),
     }
 }
@@ -158,7 +192,7 @@ gpuport_double_sim::export_c! {
             return Err(Error::InvalidValue);
         }
         let m = Machine::init(
-            Vendor { name: if ROCM5 { "hip5" } else { "hip6" }, tag: 0x0A00, prefix: "hip", lost_status: hipErrorNoDevice, facts },
+            Vendor { name: ["hip5", "hip6", "hip7"][(MAJOR - 5) as usize], tag: 0x0A00, prefix: "hip", lost_status: hipErrorNoDevice, facts },
             &status::Table,
             &["hipError"],
         );
@@ -548,10 +582,14 @@ gpuport_double_sim::export_c! {
     }
 
     /// `hipPointerGetAttributes`: memory the runtime does not know is
-    /// `hipErrorInvalidValue` on ROCm 5 and `hipMemoryTypeUnregistered` on ROCm 6.
+    /// `hipErrorInvalidValue` on ROCm 5 and `hipMemoryTypeUnregistered` from ROCm 6; NULL
+    /// is `hipErrorInvalidValue` before HIP 7 and unregistered memory from it.
     #[no_mangle]
     fn hipPointerGetAttributes[cx](attributes: *mut hipPointerAttribute_t, ptr: *const c_void) {
         let m = machine(&cx)?;
+        if ptr.is_null() && !ROCM7 {
+            return Err(Error::InvalidValue);
+        }
         let info = m.pointer_info(ptr as usize);
         let attrs = match info {
             None if ROCM5 => return Err(Error::InvalidValue),
@@ -645,7 +683,8 @@ gpuport_double_sim::export_c! {
 
     /// `hipModuleLaunchKernel`: a block of at most 256 work-items (the test kernels'
     /// `max_flat_workgroup_size`), arguments through `kernelParams` (`extra` is not
-    /// supported).
+    /// supported). A configuration out of range is `hipErrorInvalidConfiguration` on HIP 7,
+    /// `hipErrorInvalidValue` before.
     #[no_mangle]
     fn hipModuleLaunchKernel[cx](
         f: Handle,
@@ -663,7 +702,11 @@ gpuport_double_sim::export_c! {
         let m = machine(&cx)?;
         let threads = u64::from(blockDimX) * u64::from(blockDimY) * u64::from(blockDimZ);
         let bad_grid = gridDimX == 0 || gridDimY == 0 || gridDimZ == 0;
-        if bad_grid || threads == 0 || threads > 256 || sharedMemBytes > 64 * 1024 || kernelParams.is_null() || !extra.is_null() {
+        if bad_grid || threads == 0 || threads > 256 || sharedMemBytes > 64 * 1024 {
+            // HIP 7 answers a configuration out of range as CUDA does.
+            return Err(if ROCM7 { Error::Raw(hipErrorInvalidConfiguration) } else { Error::InvalidValue });
+        }
+        if kernelParams.is_null() || !extra.is_null() {
             return Err(Error::InvalidValue);
         }
         // SAFETY: one pointer per kernel parameter (the contract); fill_u32 has three.
@@ -683,10 +726,15 @@ gpuport_double_sim::export_c! {
         unsafe { put(devPtr, p as *mut c_void) }
     }
 
-    /// `hipFreeAsync`.
+    /// `hipFreeAsync`: NULL is a no-op on HIP 7, `hipErrorInvalidValue` before.
     #[no_mangle]
     fn hipFreeAsync[cx](devPtr: *mut c_void, stream: Handle) {
-        machine(&cx)?.free_async(&cx, devPtr as usize, stream_ref(stream))
+        let m = machine(&cx)?;
+        match (devPtr.is_null(), ROCM7) {
+            (true, true) => Ok(()),
+            (true, false) => Err(Error::InvalidValue),
+            (false, _) => m.free_async(&cx, devPtr as usize, stream_ref(stream)),
+        }
     }
 
     /// `hipLaunchHostFunc` (ROCm 6; 5.2 has only `hipStreamAddCallback`): not called once
@@ -720,17 +768,26 @@ gpuport_double_sim::export_c! {
     }
 
     /// `hipGetProcAddress` (ROCm 6.2 and later): the entry point of `symbol` for HIP
-    /// version `hipVersion` (100·major + minor).
+    /// version `hipVersion` (100·major + minor): `hipGetDeviceProperties` is the
+    /// `R0600` variant from 600, as in the real runtime, and a symbol asked for with a
+    /// version older than the one that brought it is `VERSION_NOT_SUFFICIENT`. Flags:
+    /// HIP 7's `HIP_GET_PROC_ADDRESS_DEFAULT` (0) and `LEGACY_STREAM` (1) give the same
+    /// entry points; `PER_THREAD_DEFAULT_STREAM` (2) would select `_spt` twins this double
+    /// does not have, so it is reported; ROCm 6 takes 0 only.
     #[cfg_attr(not(feature = "rocm5"), no_mangle)]
     fn hipGetProcAddress[cx](symbol: *const c_char, pfn: *mut *mut c_void, hipVersion: c_int, flags: u64, symbolStatus: *mut c_int) {
-        let _ = &cx;
-        if symbol.is_null() || pfn.is_null() || flags != 0 {
+        if symbol.is_null() || pfn.is_null() || flags > if ROCM7 { 2 } else { 0 } {
             return Err(Error::InvalidValue);
+        }
+        if flags == 2 {
+            violation("unsupported", &cx, "per-thread (`_spt`) entry points are not simulated");
+            return Err(Error::NotSupported);
         }
         // SAFETY: a NUL-terminated name (the contract).
         let name = unsafe { CStr::from_ptr(symbol) }.to_str().unwrap_or("");
+        let name = if name == "hipGetDeviceProperties" && hipVersion >= 600 { "hipGetDevicePropertiesR0600" } else { name };
         let found = entry_points().iter().find(|(n, _)| *n == name).map(|&(_, f)| f);
-        let too_old = hipVersion < 600;
+        let too_old = hipVersion < since(name);
         // SAFETY: valid out-pointers (the contract); `symbolStatus` may be null.
         unsafe {
             put(pfn, found.filter(|_| !too_old).unwrap_or(0) as *mut c_void)?;
@@ -758,6 +815,30 @@ pub extern "C" fn hipGetErrorString(error: HipError) -> *const c_char {
     }
     let unknown = status::name(hipErrorUnknown).map_or(std::ptr::null(), |(_, t)| t.as_ptr());
     status::name(error).map_or(unknown, |(_, t)| t.as_ptr())
+}
+
+/// The HIP version (100·major + minor) that brought `name`: `hipGetProcAddress` answers an
+/// older request with `VERSION_NOT_SUFFICIENT`.
+fn since(name: &str) -> c_int {
+    match name {
+        "hipGetDevicePropertiesR0600" => 600,
+        "hipGetProcAddress" => 602,
+        _ => 0,
+    }
+}
+
+/// `hipGetLastError` (Error Handling): on HIP 7, the calling thread's last failed status
+/// since the last read, as CUDA's `cudaGetLastError`; before, the status of the thread's
+/// last call, whatever it was. Either way the record is reset to `hipSuccess`.
+#[no_mangle]
+pub extern "C" fn hipGetLastError() -> HipError {
+    gpuport_double_sim::ffi::take_last_status(ROCM7)
+}
+
+/// `hipPeekAtLastError`: what `hipGetLastError` would answer, without the reset.
+#[no_mangle]
+pub extern "C" fn hipPeekAtLastError() -> HipError {
+    gpuport_double_sim::ffi::peek_last_status(ROCM7)
 }
 
 /// The names `hipGetProcAddress` answers, with their entry points.
@@ -818,7 +899,7 @@ fn entry_points() -> &'static [(&'static str, usize)] {
             hipGetDevicePropertiesR0600,
             hipGetProcAddress,
         ];
-        t.extend(table![hipGetErrorName, hipGetErrorString]);
+        t.extend(table![hipGetErrorName, hipGetErrorString, hipGetLastError, hipPeekAtLastError]);
         t
     })
 }

@@ -14,6 +14,7 @@ gpuport_double_sim::statuses! {
     hipErrorInvalidValue = 1, "invalid argument";
     hipErrorOutOfMemory = 2, "out of memory";
     hipErrorNotInitialized = 3, "initialization error";
+    hipErrorInvalidConfiguration = 9, "invalid configuration argument";
     hipErrorInvalidMemcpyDirection = 21, "invalid copy direction for memcpy";
     hipErrorNoDevice = 100, "no ROCm-capable device is detected";
     hipErrorInvalidDevice = 101, "invalid device ordinal";

@@ -1,7 +1,8 @@
 //! The HIP double follows the ROCm version it reports: `hipMemoryType` numbering, pointer
 //! attributes of unknown memory, error strings, the device-property layout — and picks a
-//! code object's entry by the device's architecture. Run for both builds
-//! (`cargo test -p gpuport-hip-double [--features rocm5] --test versions`).
+//! code object's entry by the device's architecture — and HIP 7's changes where it reports
+//! HIP 7. Run for every build
+//! (`cargo test -p gpuport-hip-double [--features rocm5|rocm7] --test versions`).
 
 use std::ffi::{c_int, c_void, CStr};
 use std::ptr::null_mut;
@@ -20,7 +21,7 @@ fn the_double_answers_as_the_version_it_reports() {
     unsafe {
         let mut v: c_int = 0;
         ok(hipRuntimeGetVersion(&mut v));
-        assert_eq!(v / 10_000_000, if ROCM5 { 5 } else { 6 });
+        assert_eq!(v / 10_000_000, MAJOR);
         ok(hipInit(0));
         // Pointer attributes: device memory, pinned memory, and memory nobody allocated.
         let mut d: *mut c_void = null_mut();
@@ -70,6 +71,64 @@ fn the_double_answers_as_the_version_it_reports() {
         ok(hipModuleUnload(module));
         ok(hipFree(d));
         ok(hipHostFree(h));
+    }
+}
+
+#[test]
+fn hip_7_changes_are_met_where_hip_7_is_reported() {
+    // SAFETY: as above.
+    unsafe {
+        ok(hipInit(0));
+        // NULL answers: pointer attributes and a stream-ordered free.
+        let mut attr = std::mem::zeroed::<hipPointerAttribute_t>();
+        let status = hipPointerGetAttributes(&mut attr, std::ptr::null());
+        let free = hipFreeAsync(null_mut(), null_mut());
+        if ROCM7 {
+            ok(status);
+            assert_eq!(attr.memoryType, 0, "hipMemoryTypeUnregistered");
+            ok(free);
+        } else {
+            assert_eq!((status, free), (hipErrorInvalidValue, hipErrorInvalidValue));
+        }
+        // The last-error rule: a failure, then a success, then the query.
+        let mut count = 0;
+        assert_eq!(hipSetDevice(99), hipErrorInvalidDevice);
+        ok(hipGetDeviceCount(&mut count));
+        assert_eq!(hipPeekAtLastError(), hipGetLastError(), "peek and get agree before the reset");
+        ok(hipGetLastError()); // reset by the first read
+        assert_eq!(hipSetDevice(99), hipErrorInvalidDevice);
+        ok(hipGetDeviceCount(&mut count));
+        assert_eq!(hipGetLastError(), if ROCM7 { hipErrorInvalidDevice } else { hipSuccess });
+        // A launch configuration out of range (1024 work-items; the kernels take 256).
+        let mut module: Handle = null_mut();
+        ok(hipModuleLoadData(&mut module, elf_with_kernel().as_ptr().cast()));
+        let mut f: Handle = null_mut();
+        ok(hipModuleGetFunction(&mut f, module, c"fill_u32".as_ptr()));
+        let mut arg = 0u64;
+        let mut params = [(&mut arg as *mut u64).cast::<c_void>(); 3];
+        let launch = hipModuleLaunchKernel(f, 1, 1, 1, 1024, 1, 1, 0, null_mut(), params.as_mut_ptr(), null_mut());
+        assert_eq!(launch, if ROCM7 { hipErrorInvalidConfiguration } else { hipErrorInvalidValue });
+        ok(hipModuleUnload(module));
+        // hipStreamLegacy is the legacy stream on HIP 7 (before, a handle nobody made:
+        // the validation layer would report it, so it is not passed here).
+        if ROCM7 {
+            ok(hipStreamSynchronize(STREAM_LEGACY as Handle));
+        }
+        if !ROCM5 {
+            ok(hipStreamSynchronize(STREAM_PER_THREAD as Handle));
+            // hipGetDeviceProperties asked for with version 600 or later is the R0600 variant.
+            let (mut old, mut new, mut r0600) = (null_mut(), null_mut(), null_mut());
+            let mut found = 0;
+            ok(hipGetProcAddress(c"hipGetDeviceProperties".as_ptr(), &mut old, 502, 0, &mut found));
+            ok(hipGetProcAddress(c"hipGetDeviceProperties".as_ptr(), &mut new, 700, 0, &mut found));
+            ok(hipGetProcAddress(c"hipGetDevicePropertiesR0600".as_ptr(), &mut r0600, 600, 0, &mut found));
+            assert_eq!(new, r0600);
+            assert_ne!(old, new);
+            let bad = hipGetProcAddress(c"hipGetDevicePropertiesR0600".as_ptr(), &mut r0600, 502, 0, &mut found);
+            assert_eq!((bad, found), (hipErrorNotFound, 2), "VERSION_NOT_SUFFICIENT");
+            let legacy_flag = hipGetProcAddress(c"hipMalloc".as_ptr(), &mut new, 700, 1, &mut found);
+            assert_eq!(legacy_flag, if ROCM7 { hipSuccess } else { hipErrorInvalidValue });
+        }
     }
 }
 

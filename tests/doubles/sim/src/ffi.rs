@@ -10,14 +10,46 @@ use crate::{Call, Error, Result};
 /// turns a panic (a bug in the double) into a report and `unknown`, never an unwind
 /// across the C boundary.
 pub fn serve(cx: &Call<'_>, code: fn(Error) -> u32, unknown: u32, body: impl FnOnce() -> Result<()>) -> u32 {
-    match catch_unwind(AssertUnwindSafe(body)) {
+    let status = match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => 0,
         Ok(Err(e)) => code(e),
         Err(_) => {
             crate::report::violation("internal", cx, "the double panicked serving this call (a bug in the double)");
             unknown
         }
-    }
+    };
+    LAST.with(|last| {
+        let (_, failure) = last.get();
+        last.set((status, if status == 0 { failure } else { status }));
+    });
+    status
+}
+
+thread_local! {
+    /// This thread's last served status, and its last failed one (0 when none since the
+    /// last read): what a runtime's "last error" query answers.
+    static LAST: std::cell::Cell<(u32, u32)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// The "last error" of this thread, reset to success: with `failures_only` the last
+/// failed status since the previous read (CUDA's `cudaGetLastError`, HIP 7's
+/// `hipGetLastError`), else the status of the last call served (HIP before 7).
+pub fn take_last_status(failures_only: bool) -> u32 {
+    let status = peek_last_status(failures_only);
+    LAST.with(|last| last.set((0, 0)));
+    status
+}
+
+/// What [`take_last_status`] would answer, without the reset.
+pub fn peek_last_status(failures_only: bool) -> u32 {
+    LAST.with(|last| {
+        let (status, failure) = last.get();
+        if failures_only {
+            failure
+        } else {
+            status
+        }
+    })
 }
 
 /// Writes `value` through an out-pointer; a null one is `InvalidValue`.

@@ -124,17 +124,22 @@ impl Place {
     /// is emptied: what it holds afterwards is this run's.
     pub(crate) fn env(&self, d: &Double) -> Vec<(&'static str, OsString)> {
         let other = if d.backend == "cuda" { &DOUBLES[1] } else { &DOUBLES[0] };
-        vec![
+        let mut env = vec![
             (other.env, self.library(other).into_os_string()),
             (d.env, self.library(d).into_os_string()),
             ("GPUPORT_DOUBLE_REPORT", self.report(d).into_os_string()),
             ("GPUPORT_CONFORMANCE_BACKENDS", d.backend.into()),
-        ]
+            // Kernels compiled in this run are compiled, not read from a user's cache.
+            ("GPUPORT_KERNEL_CACHE", absolute(self.root.join("kernel-cache")).into_os_string()),
+        ];
+        env.extend(compilers());
+        env
     }
 
     /// Empties double `d`'s report file before a run.
     pub(crate) fn clear_report(&self, d: &Double) {
         let _ = std::fs::remove_file(self.report(d));
+        let _ = std::fs::remove_dir_all(self.root.join("kernel-cache"));
     }
 
     /// Whether double `d`'s validation layer reported nothing since [`Place::clear_report`];
@@ -160,6 +165,28 @@ impl Place {
             }
         }
     }
+}
+
+/// The runtime compilers the doubles' runs compile with, where this machine has them: NVRTC
+/// from the Python test environment's `nvidia-cuda-nvrtc-cu12` wheel, hiprtc inside
+/// Debian's ROCm 5.2 runtime (both compile on the CPU; the doubles run the images).
+fn compilers() -> Vec<(&'static str, OsString)> {
+    let mut found = Vec::new();
+    let venv_lib = Path::new(".venv/lib");
+    if let Ok(entries) = std::fs::read_dir(venv_lib) {
+        for e in entries.flatten() {
+            let nvrtc = e.path().join("site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12");
+            if nvrtc.is_file() {
+                found.push(("GPUPORT_NVRTC_LIBRARY", absolute(nvrtc).into_os_string()));
+                break;
+            }
+        }
+    }
+    let hiprtc = Path::new("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5");
+    if hiprtc.is_file() {
+        found.push(("GPUPORT_HIPRTC_LIBRARY", hiprtc.as_os_str().to_owned()));
+    }
+    found
 }
 
 fn absolute(path: PathBuf) -> PathBuf {

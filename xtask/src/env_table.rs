@@ -66,6 +66,13 @@ mod tests {
                 read.extend(names_in(&text));
             }
         }
+        // Kernel sources name the portability header's macros (`GPUPORT_KERNEL`): not
+        // variables.
+        let header = std::fs::read_to_string(root.join("crates/vendor-kit/src/compile/kernel.h")).expect("kernel.h");
+        let macros: BTreeSet<String> =
+            header.lines().filter_map(|l| l.strip_prefix("#define ")).flat_map(names_in).collect();
+        assert!(macros.contains("GPUPORT_KERNEL"), "the portability header's macros were not found");
+        read.retain(|name| !macros.contains(name));
         let unlisted: Vec<&String> = read.difference(&listed).collect();
         let unread: Vec<&String> = listed.difference(&read).collect();
         assert!(unlisted.is_empty(), "read by the code but not in README's environment tables: {unlisted:?}");

@@ -36,6 +36,19 @@ impl VendorCalls for DeviceCtx {
     fn bind(&self) -> Result<()> {
         DeviceCtx::bind(self)
     }
+    fn compile_target(&self) -> Result<gpuport_vendor_kit::compile::CompileTarget> {
+        let info = self.info()?;
+        let (major, minor) = info.compute_capability.ok_or_else(|| {
+            Error::unsupported(
+                gpuport_core::BackendKind::Cuda,
+                format!("compiling for {}: no compute capability", self.id),
+            )
+        })?;
+        Ok(gpuport_vendor_kit::compile::CompileTarget {
+            compiler: crate::nvrtc::nvrtc()?,
+            arch: format!("sm_{major}{minor}"),
+        })
+    }
     fn info(&self) -> Result<DeviceInfo> {
         crate::device::info(&self.driver, self.id.ordinal)
     }

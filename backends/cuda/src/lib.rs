@@ -21,6 +21,7 @@ mod event;
 mod loader;
 mod memory;
 mod module;
+mod nvrtc;
 mod result;
 mod stream;
 mod sys;
@@ -32,6 +33,7 @@ use gpuport_core::{Backend, BackendKind, DeviceInfo, DlDeviceType, DlpackDevices
 pub use device::CudaDevice;
 pub use event::CudaEvent;
 pub use loader::{inspect_library, load_attempted, LibraryReport, DEFAULT_NAMES, LIBRARY_ENV};
+pub use nvrtc::{add_python_site_packages, nvrtc_candidates, NVRTC_ENV, NVRTC_NAMES};
 pub use stream::CudaStream;
 pub use sys::format_version;
 

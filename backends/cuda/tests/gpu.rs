@@ -1,6 +1,8 @@
 //! CUDA-only behaviour on a real GPU. Ignored by default; `cargo xtask test --backend cuda`
 //! runs them (with `--include-ignored`), and they fail when no CUDA device is available.
 
+#[path = "../../test-support/compile_cases.rs"]
+mod compile_cases;
 #[path = "../../test-support/gate.rs"]
 mod gate;
 
@@ -111,4 +113,23 @@ fn dropping_a_wrapped_stream_neither_waits_nor_destroys() {
     open.open();
     owner.synchronize().unwrap();
     gpuport_core::release::flush();
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --backend cuda"]
+fn a_kernel_compiled_from_source_runs() {
+    // NVRTC, loaded at run time: one source for both vendors.
+    compile_cases::a_compiled_kernel_runs(&device());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --backend cuda"]
+fn a_compile_error_carries_the_compilers_log() {
+    compile_cases::a_compile_error_carries_the_log(&device());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU: cargo xtask test --backend cuda"]
+fn several_threads_compile_at_once() {
+    compile_cases::several_threads_compile_at_once(&device());
 }

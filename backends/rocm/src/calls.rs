@@ -47,6 +47,18 @@ impl VendorCalls for DeviceCtx {
     fn bind(&self) -> Result<()> {
         DeviceCtx::bind(self)
     }
+    fn compile_target(&self) -> Result<gpuport_vendor_kit::compile::CompileTarget> {
+        let target = self.target.as_ref().ok_or_else(|| {
+            Error::unsupported(
+                BackendKind::Rocm,
+                format!("compiling for {}: the runtime gives no architecture", self.id),
+            )
+        })?;
+        Ok(gpuport_vendor_kit::compile::CompileTarget {
+            compiler: crate::hiprtc::hiprtc(&self.rt)?,
+            arch: target.to_string(),
+        })
+    }
     fn info(&self) -> Result<DeviceInfo> {
         crate::device::info(&self.rt, self.id.ordinal, self.target.as_ref())
     }

@@ -26,7 +26,8 @@ pub const LIBRARY_ENV: &str = "GPUPORT_HIP_LIBRARY";
 pub const DEFAULT_NAMES: &[&str] =
     &["libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so.8", "libamdhip64.so"];
 
-/// Why a runtime reporting `version` is refused, if it is (see [`sys::KNOWN_MAJORS`]).
+/// Why a runtime reporting `version` is refused, if it is: gpuport knows HIP 5, 6 and 7
+/// (ROCm 5.x to 7.x, and ROCm 10, whose runtime is 7.1x).
 pub fn unknown_major(version: c_int) -> Option<String> {
     let major = (version / 10_000_000).max(0) as u32;
     (!sys::KNOWN_MAJORS.contains(&major)).then(|| {

@@ -8,6 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
+use gpuport_vendor_kit::loading::newest_first;
+
 /// The sonames of the HIP runtime compiler, newest first: its own library from ROCm 5.6
 /// (`.so.6`) and in HIP 7 (`.so.7`); ROCm 5.2's runtime exports the `hiprtc*` functions
 /// itself, HIP 7's no longer does.
@@ -67,27 +69,6 @@ fn library_folders(roots: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
-/// The entries of `dir` named `PREFIX<version>`, highest version first (`rocm-7.2.0`
-/// before `rocm-6.4.3`, `core-7.13` before `core-7.9`).
-fn newest_first(dir: &Path, prefix: &str) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut found: Vec<(Vec<u64>, PathBuf)> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let version = version_key(name.strip_prefix(prefix)?)?;
-            Some((version, e.path()))
-        })
-        .collect();
-    found.sort_by(|a, b| b.0.cmp(&a.0));
-    found.into_iter().map(|(_, p)| p).collect()
-}
-
-/// `7.13.0` → `[7, 13, 0]`; `None` for anything that is not dotted numbers.
-fn version_key(text: &str) -> Option<Vec<u64>> {
-    text.split('.').map(|part| part.parse().ok()).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,8 +83,6 @@ mod tests {
             newest_first(&dir, "rocm-").iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
         assert_eq!(found, ["rocm-10.1.0", "rocm-7.2.0", "rocm-6.4.3"]);
         std::fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(version_key("7.13"), Some(vec![7, 13]));
-        assert_eq!(version_key("7.x"), None);
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! ROCm-only behaviour on a real AMD GPU. Ignored by default; `cargo xtask test --backend
 //! rocm` runs them (with `--include-ignored`) and they fail when no AMD GPU is available.
 
+#[path = "../../test-support/compile_cases.rs"]
+mod compile_cases;
 #[path = "../../test-support/gate.rs"]
 mod gate;
 
@@ -187,4 +189,23 @@ fn a_dropped_stream_is_never_named_again() {
     ev.synchronize().unwrap();
     other.synchronize().unwrap();
     dev.synchronize().unwrap();
+}
+
+#[test]
+#[ignore = "needs an AMD GPU: cargo xtask test --backend rocm"]
+fn a_kernel_compiled_from_source_runs() {
+    // hiprtc, loaded at run time: one source for both vendors.
+    compile_cases::a_compiled_kernel_runs(&device());
+}
+
+#[test]
+#[ignore = "needs an AMD GPU: cargo xtask test --backend rocm"]
+fn a_compile_error_carries_the_compilers_log() {
+    compile_cases::a_compile_error_carries_the_log(&device());
+}
+
+#[test]
+#[ignore = "needs an AMD GPU: cargo xtask test --backend rocm"]
+fn several_threads_compile_at_once() {
+    compile_cases::several_threads_compile_at_once(&device());
 }

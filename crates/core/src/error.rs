@@ -222,6 +222,19 @@ pub enum Error {
         what: String,
     },
 
+    /// A kernel did not compile: the compiler's whole log (file, line, message).
+    #[error("{backend}: {compiler} could not compile {source_name}:\n{log}")]
+    Compile {
+        /// The backend whose compiler ran.
+        backend: BackendKind,
+        /// The compiler and its version (`NVRTC 12.9`).
+        compiler: String,
+        /// The source's name in the log.
+        source_name: String,
+        /// The compiler's log.
+        log: String,
+    },
+
     /// A backend's implementation broke a rule of its contract with gpuport — a loaded
     /// plugin handing out one live address twice, running a host function twice, counting
     /// its progress backwards. gpuport refused what it could check; the backend is at
@@ -266,6 +279,7 @@ impl Error {
             Error::StreamWork { .. } => "StreamWork",
             Error::WouldDeadlock { .. } => "WouldDeadlock",
             Error::Interchange { .. } => "Interchange",
+            Error::Compile { .. } => "Compile",
             Error::BrokenContract { .. } => "BrokenContract",
         }
     }

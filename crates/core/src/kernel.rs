@@ -55,6 +55,8 @@ type Handle = Arc<dyn Any + Send + Sync>;
 pub struct Module {
     device: DeviceId,
     handle: Handle,
+    /// Name expressions the module was compiled with, and the names they lowered to.
+    lowered: Option<Arc<[(String, String)]>>,
 }
 
 impl fmt::Debug for Module {
@@ -66,7 +68,21 @@ impl fmt::Debug for Module {
 impl Module {
     /// Wraps a backend's module handle.
     pub fn new(device: DeviceId, handle: impl Any + Send + Sync) -> Self {
-        Module { device, handle: Arc::new(handle) }
+        Module { device, handle: Arc::new(handle), lowered: None }
+    }
+    /// The same module, knowing the lowered (mangled) name of each name expression it was
+    /// compiled with: `(expression, lowered)`.
+    pub fn with_lowered_names(mut self, names: Vec<(String, String)>) -> Self {
+        self.lowered = (!names.is_empty()).then(|| names.into());
+        self
+    }
+    /// The name to look `name` up by in the image: the lowered name when `name` is a name
+    /// expression the module was compiled with, else `name` itself.
+    pub fn lowered_name<'a>(&'a self, name: &'a str) -> &'a str {
+        self.lowered
+            .as_deref()
+            .and_then(|names| names.iter().find(|(expr, _)| expr == name))
+            .map_or(name, |(_, lowered)| lowered.as_str())
     }
     /// The device it was loaded on.
     pub fn device(&self) -> DeviceId {

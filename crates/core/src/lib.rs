@@ -9,6 +9,7 @@
 //! obeys it.
 
 mod callback;
+mod compile;
 mod copy_2d;
 mod device_spec;
 mod dims;
@@ -27,6 +28,7 @@ pub mod release;
 mod traits;
 
 pub use callback::{fail_host_callback, host_function_callback, unwound_work_message, UserPointer};
+pub use compile::{CompileOptions, CudaOutput, KernelSource};
 pub use copy_2d::{check_copy_2d, Copy2d};
 pub use device_spec::DeviceSpec;
 pub use dims::INLINE_NDIM;

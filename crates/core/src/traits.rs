@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use crate::compile::{CompileOptions, KernelSource};
 use crate::copy_2d::Copy2d;
 use crate::dlpack_device::DlpackDevices;
 use crate::dtype::{as_bytes, as_bytes_mut, zeroed_vec, Element};
@@ -133,8 +134,22 @@ pub trait Device: Clone + Send + Sync + 'static {
 
     /// Loads a module.
     fn load_module(&self, image: ModuleImage<'_>) -> Result<Module>;
-    /// Looks up a kernel of a module loaded on this device.
+    /// Looks up a kernel of a module loaded on this device: by its name in the image, or
+    /// by a name expression the module was compiled with (`scale<float>`).
     fn kernel(&self, module: &Module, name: &str) -> Result<Kernel>;
+
+    /// Compiles `source` for this device with the vendor's runtime compiler and loads the
+    /// result (NVRTC on CUDA, hiprtc on ROCm; cached on disk and in the process). A
+    /// compile error is [`crate::Error::Compile`] with the compiler's log; a backend
+    /// without a compiler answers `Unsupported` (the provided method: software devices'
+    /// kernels are registered Rust functions).
+    fn compile(&self, source: &KernelSource, options: &CompileOptions) -> Result<Module> {
+        let _ = (source, options);
+        Err(crate::Error::unsupported(
+            self.id().kind,
+            "compiling kernels from source (this backend's kernels are registered functions or prebuilt images)",
+        ))
+    }
 }
 
 /// An ordered queue of work on one device. Operations return once queued; the work runs

@@ -40,10 +40,11 @@ pub use foreign::ForeignElements;
 pub use gpuport_core::release;
 pub use gpuport_core::{
     as_bytes, as_bytes_mut, c_strides, check_copy, check_copy_2d, zeroed_vec, Backend, BackendKind, Buffer, BufferDesc,
-    ByteSpan, Copy2d, DType, DTypeCode, DefaultStream, Device, DeviceId, DeviceInfo, DeviceSpec, DlDeviceType,
-    DlpackDevices, Element, Error, Event, EventFlags, HostAllocFlags, HostCallback, Kernel, KernelArg, LaunchConfig,
-    Layout, LoadAttempt, LoadOptions, MemoryKind, Module, ModuleImage, Ownership, PointerAttributes, ProgressReading,
-    Release, Result, Scalar, Stream, StreamFlags, StreamProgress, INLINE_NDIM, MAX_NDIM,
+    ByteSpan, CompileOptions, Copy2d, CudaOutput, DType, DTypeCode, DefaultStream, Device, DeviceId, DeviceInfo,
+    DeviceSpec, DlDeviceType, DlpackDevices, Element, Error, Event, EventFlags, HostAllocFlags, HostCallback, Kernel,
+    KernelArg, KernelSource, LaunchConfig, Layout, LoadAttempt, LoadOptions, MemoryKind, Module, ModuleImage,
+    Ownership, PointerAttributes, ProgressReading, Release, Result, Scalar, Stream, StreamFlags, StreamProgress,
+    INLINE_NDIM, MAX_NDIM,
 };
 pub use mirror::{MirroredArray, SharedSyncState, SyncState};
 pub use pending::Access;

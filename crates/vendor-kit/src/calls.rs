@@ -259,6 +259,12 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
     /// # Safety
     /// `module` is loaded.
     unsafe fn module_function(&self, module: Self::Module, name: &CStr) -> Result<Self::Function>;
+
+    /// The runtime compiler for this device and the target it compiles for, loaded on
+    /// first use; `Unsupported` (the provided method) where the backend has none.
+    fn compile_target(&self) -> Result<crate::compile::CompileTarget> {
+        Err(gpuport_core::Error::unsupported(self.device_id().kind, "compiling kernels from source"))
+    }
 }
 
 /// A 2D copy as one [`VendorCalls::memcpy_async`] per row: the provided

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use gpuport_core::{
-    Buffer, DefaultStream, DeviceInfo, Error, EventFlags, HostAllocFlags, Kernel, Module, ModuleImage,
-    PointerAttributes, Result, StreamFlags,
+    Buffer, CompileOptions, DefaultStream, DeviceInfo, Error, EventFlags, HostAllocFlags, Kernel, KernelSource, Module,
+    ModuleImage, PointerAttributes, Result, StreamFlags,
 };
 
 use crate::calls::{RawHandle, VendorCalls};
@@ -144,5 +144,10 @@ impl<V: VendorCalls> VendorDevice<V> {
     /// `Device::kernel`.
     pub fn kernel(&self, module: &Module, name: &str) -> Result<Kernel> {
         module::kernel(self, module, name)
+    }
+
+    /// `Device::compile`.
+    pub fn compile(self: &Arc<Self>, source: &KernelSource, options: &CompileOptions) -> Result<Module> {
+        crate::compile::compile(self, source, options)
     }
 }

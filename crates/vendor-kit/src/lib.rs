@@ -23,6 +23,7 @@
 //! | `callback_slots` | where host callbacks wait while the driver holds them: slots reused through per-thread caches rather than allocated per callback |
 //! | `event` | [`VendorEvent`]: ownership, deferred destroy, no blocking inside a host callback; `impl_vendor_event!` |
 //!
+//! | `compile` | kernels compiled from source: the compiler a backend supplies, the portability header `<gpuport/kernel.h>`, the in-process and disk caches |
 //! | `loading` | opening the first of several candidate libraries, recording every attempt and the loader's message for `Error::LibraryNotFound` |
 //! | `status` | vendor status codes → `gpuport_core::Error` (one table for CUDA and HIP) |
 //! | `kernel_args` | kernel arguments packed into typed slots, and the pointer array vendor launches take |
@@ -39,6 +40,7 @@
 //! a stream worker.
 
 pub mod c_text;
+pub mod compile;
 pub mod device_list;
 pub mod kernel_args;
 pub mod loading;

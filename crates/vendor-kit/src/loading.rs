@@ -1,6 +1,8 @@
 //! Opening a vendor runtime library: the first of several candidate names that loads, with
 //! every failed attempt and the loader's own message recorded for `LibraryNotFound`.
 
+use std::path::{Path, PathBuf};
+
 use libloading::Library;
 
 use gpuport_core::{BackendKind, Error, LoadAttempt, Result};
@@ -62,6 +64,29 @@ pub unsafe fn open_accepted_library(
         }
     }
     Err(Error::LibraryNotFound { backend, tried, env_var })
+}
+
+/// The entries of `dir` named `PREFIX` followed by a version — `cuda`, `cuda-12.9`,
+/// `rocm-7.2.0`, `python3.12` (prefix `python3`), `core-7.13` — highest version first, by
+/// number (`rocm-10.1.0` before `rocm-7.2.0`); names whose rest is not dotted numbers
+/// (`rocm-latest`) are left out. Vendors install side by side in such folders.
+pub fn newest_first(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut found: Vec<(Vec<u64>, PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let rest = name.strip_prefix(prefix)?.trim_start_matches(['-', '.']);
+            let key = if rest.is_empty() {
+                Vec::new()
+            } else {
+                rest.split('.').map(|part| part.parse().ok()).collect::<Option<Vec<u64>>>()?
+            };
+            Some((key, e.path()))
+        })
+        .collect();
+    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.into_iter().map(|(_, p)| p).collect()
 }
 
 #[cfg(all(test, not(miri)))]

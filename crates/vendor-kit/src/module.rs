@@ -3,8 +3,9 @@
 //! it, or a launch still queued (the stream parks the kernel) — and never on a driver
 //! callback thread.
 
+use std::any::Any;
 use std::ffi::CString;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use gpuport_core::{DeviceId, Error, Kernel, Module, ModuleImage, Result};
 
@@ -53,16 +54,34 @@ unsafe impl<V: VendorCalls> Sync for VendorKernel<V> {}
 
 /// `Device::load_module`: the backend checks and loads the image.
 pub(crate) fn load<V: VendorCalls>(dev: &Arc<VendorDevice<V>>, image: ModuleImage<'_>) -> Result<Module> {
-    dev.bind()?;
-    let raw = dev.module_load(image)?;
-    let loaded = LoadedModule { dev: dev.clone(), raw };
-    Ok(Module::new(dev.device_id(), VendorModule(Arc::new(Deferred::new(loaded)))))
+    load_shared(dev, image).map(|(module, _)| module)
 }
 
-/// `Device::kernel`: the kernel `name` of a module of this device.
+/// [`load`], with a weak reference to the loaded module: the in-process compile cache
+/// hands the module out again while someone holds it, without keeping it loaded itself.
+pub(crate) fn load_shared<V: VendorCalls>(
+    dev: &Arc<VendorDevice<V>>,
+    image: ModuleImage<'_>,
+) -> Result<(Module, Weak<dyn Any + Send + Sync>)> {
+    dev.bind()?;
+    let raw = dev.module_load(image)?;
+    let loaded = Arc::new(Deferred::new(LoadedModule { dev: dev.clone(), raw }));
+    let shared: Arc<dyn Any + Send + Sync> = loaded.clone();
+    Ok((Module::new(dev.device_id(), VendorModule(loaded)), Arc::downgrade(&shared)))
+}
+
+/// The module behind a weak reference from [`load_shared`], while it is still loaded.
+pub(crate) fn revive<V: VendorCalls>(dev: &VendorDevice<V>, weak: &Weak<dyn Any + Send + Sync>) -> Option<Module> {
+    let loaded = weak.upgrade()?.downcast::<Deferred<LoadedModule<V>>>().ok()?;
+    Some(Module::new(dev.device_id(), VendorModule(loaded)))
+}
+
+/// `Device::kernel`: the kernel `name` of a module of this device (a name expression the
+/// module was compiled with is looked up by its lowered name).
 pub(crate) fn kernel<V: VendorCalls>(dev: &VendorDevice<V>, module: &Module, name: &str) -> Result<Kernel> {
     let VendorModule(loaded) = module.handle_on::<VendorModule<V>>(dev.device_id(), "kernel lookup")?;
-    let cname = CString::new(name).map_err(|_| Error::invalid_argument("kernel name contains a NUL byte"))?;
+    let cname = CString::new(module.lowered_name(name))
+        .map_err(|_| Error::invalid_argument("kernel name contains a NUL byte"))?;
     dev.bind()?;
     // SAFETY: `loaded` keeps the module loaded for the call.
     let function = unsafe { dev.module_function(loaded.raw, &cname) }?;

@@ -4,8 +4,8 @@
 use std::any::Any;
 
 use gpuport_core::{
-    Backend, Buffer, DefaultStream, Device, DeviceId, DeviceInfo, DlpackDevices, EventFlags, HostAllocFlags, Kernel,
-    Module, ModuleImage, PointerAttributes, Result, StreamFlags,
+    Backend, Buffer, CompileOptions, DefaultStream, Device, DeviceId, DeviceInfo, DlpackDevices, EventFlags,
+    HostAllocFlags, Kernel, KernelSource, Module, ModuleImage, PointerAttributes, Result, StreamFlags,
 };
 
 use super::forward::twin_trait;
@@ -63,6 +63,8 @@ twin_trait! {
         fn load_module(&self, image: ModuleImage<'_>) -> Result<Module>;
         /// See [`Device::kernel`].
         fn kernel(&self, module: &Module, name: &str) -> Result<Kernel>;
+        /// See [`Device::compile`].
+        fn compile(&self, source: &KernelSource, options: &CompileOptions) -> Result<Module>;
     }
 }
 
@@ -133,6 +135,9 @@ impl<D: Device> DynDevice for D {
     }
     fn kernel(&self, module: &Module, name: &str) -> Result<Kernel> {
         Device::kernel(self, module, name)
+    }
+    fn compile(&self, source: &KernelSource, options: &CompileOptions) -> Result<Module> {
+        Device::compile(self, source, options)
     }
     fn as_any(&self) -> &dyn Any {
         self

@@ -25,9 +25,9 @@ use std::sync::Arc;
 
 use enum_dispatch::enum_dispatch;
 use gpuport_core::{
-    as_bytes, as_bytes_mut, Buffer, Copy2d, DefaultStream, Device, DeviceId, DeviceInfo, DlpackDevices, Element, Error,
-    Event, EventFlags, HostAllocFlags, HostCallback, HostFunction, Kernel, KernelArg, LaunchConfig, Module,
-    ModuleImage, Ownership, PointerAttributes, Result, Stream, StreamFlags,
+    as_bytes, as_bytes_mut, Buffer, CompileOptions, Copy2d, DefaultStream, Device, DeviceId, DeviceInfo, DlpackDevices,
+    Element, Error, Event, EventFlags, HostAllocFlags, HostCallback, HostFunction, Kernel, KernelArg, KernelSource,
+    LaunchConfig, Module, ModuleImage, Ownership, PointerAttributes, Result, Stream, StreamFlags,
 };
 use gpuport_cuda::{CudaDevice, CudaEvent, CudaStream};
 use gpuport_host::{HostDevice, HostEvent, HostStream};

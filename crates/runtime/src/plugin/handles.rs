@@ -20,9 +20,9 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use gpuport_core::{
-    Buffer, Copy2d, DefaultStream, DeviceId, DeviceInfo, DlpackDevices, Error, EventFlags, HostAllocFlags,
-    HostCallback, HostFunction, Kernel, KernelArg, LaunchConfig, Module, ModuleImage, Ownership, PointerAttributes,
-    Result, StreamFlags,
+    Buffer, CompileOptions, Copy2d, DefaultStream, DeviceId, DeviceInfo, DlpackDevices, Error, EventFlags,
+    HostAllocFlags, HostCallback, HostFunction, Kernel, KernelArg, KernelSource, LaunchConfig, Module, ModuleImage,
+    Ownership, PointerAttributes, Result, StreamFlags,
 };
 use gpuport_vendor_kit::{VendorCalls, VendorDevice, VendorEvent, VendorStream};
 
@@ -164,6 +164,10 @@ impl DynDevice for LoadedDevice {
     #[inline(never)]
     fn kernel(&self, module: &Module, name: &str) -> Result<Kernel> {
         self.dev.kernel(module, name)
+    }
+    #[inline(never)]
+    fn compile(&self, source: &KernelSource, options: &CompileOptions) -> Result<Module> {
+        self.dev.compile(source, options)
     }
     fn as_any(&self) -> &dyn Any {
         self

@@ -94,6 +94,13 @@ macro_rules! impl_vendor_device {
             ) -> $crate::__core::Result<$crate::__core::Kernel> {
                 self.0.kernel(module, name)
             }
+            fn compile(
+                &self,
+                source: &$crate::__core::KernelSource,
+                options: &$crate::__core::CompileOptions,
+            ) -> $crate::__core::Result<$crate::__core::Module> {
+                self.0.compile(source, options)
+            }
         }
     };
 }

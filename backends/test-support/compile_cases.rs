@@ -6,20 +6,8 @@
 
 use gpuport_core::{CompileOptions, Device, Error, KernelArg, KernelSource, LaunchConfig, Stream, StreamFlags};
 
-/// One source, both vendors.
-pub const SOURCE: &str = r#"
-#include <gpuport/kernel.h>
-
-GPUPORT_KERNEL void fill_u32(gpuport::u32* p, gpuport::u32 n, gpuport::u32 value) {
-    gpuport::u64 i = gpuport::global_index_x();
-    if (i < n) p[i] = value;
-}
-
-template <typename T>
-GPUPORT_TEMPLATE_KERNEL void scale(T* p, gpuport::u32 n, T by) {
-    for (gpuport::u64 i = gpuport::global_index_x(); i < n; i += gpuport::global_stride_x()) p[i] *= by;
-}
-"#;
+/// One source, both vendors (shared with the Python tests of `RawKernel`).
+pub const SOURCE: &str = include_str!("../../tests/python/fill_and_scale.cu");
 
 /// Whether the compiler may be missing here: only when no variable names it (`cargo xtask`
 /// names the ones it finds — NVRTC from the Python environment's wheel, hiprtc from

@@ -190,6 +190,52 @@ class MirroredArray:
     ) -> Any: ...
     def __dlpack_device__(self) -> tuple[int, int]: ...
 
+class CompileError(RuntimeError):
+    """A kernel did not compile; `log` is the compiler's whole log (file, line, message)."""
+    log: str
+
+KernelArgument = Union[Array, int, float, bool, complex, Any]
+Dims = Union[int, tuple[int], tuple[int, int], tuple[int, int, int]]
+
+@final
+class RawModule:
+    """Kernels compiled from source where they run: NVRTC on CUDA devices, hiprtc on ROCm
+    devices (`docs/kernels.md`); compiled on first use on each device."""
+    def __new__(
+        cls,
+        code: str,
+        options: Sequence[str] | None = None,
+        name_expressions: Sequence[str] | None = None,
+        name: str | None = None,
+    ) -> Self: ...
+    def compile(self, device: DeviceLike) -> None: ...
+    def get_function(self, name: str) -> RawKernel: ...
+
+@final
+class RawKernel:
+    """One kernel compiled from source, launched as CuPy's are: `kernel(grid, block, args,
+    shared_mem=0, stream=None)` on arrays (gpuport's, DLPack or CUDA Array Interface
+    producers) and scalars (NumPy scalars keep their type; int is int64, float float64)."""
+    def __new__(
+        cls,
+        code: str,
+        name: str,
+        options: Sequence[str] | None = None,
+        name_expressions: Sequence[str] | None = None,
+        device: DeviceLike | None = None,
+    ) -> Self: ...
+    @property
+    def name(self) -> str: ...
+    def __call__(
+        self,
+        grid: Dims,
+        block: Dims,
+        args: tuple[KernelArgument, ...],
+        *,
+        shared_mem: int = 0,
+        stream: Stream | None = None,
+    ) -> None: ...
+
 def backends() -> list[Backend]: ...
 def devices() -> list[Device]:
     """Every device of every available backend."""

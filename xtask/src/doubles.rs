@@ -264,9 +264,9 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally, python: bool) -> bool {
     env.push(("GPUPORT_DOUBLE_LEAK_CHECK", "0".into()));
     let env: Vec<(&str, &std::ffi::OsStr)> = env.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
     let files: &[&str] = if d.backend == "cuda" {
-        &["tests/python/test_vendor_devices.py", "tests/python/test_gpu.py"]
+        &["tests/python/test_vendor_devices.py", "tests/python/test_raw_kernels.py", "tests/python/test_gpu.py"]
     } else {
-        &["tests/python/test_vendor_devices.py"]
+        &["tests/python/test_vendor_devices.py", "tests/python/test_raw_kernels.py"]
     };
     if !python {
         println!("xtask: the Python tests on the {} double left out (--no-python)", d.name);

@@ -143,7 +143,7 @@ pub fn gpu_bundle(out: &Path) -> Result<(), String> {
     crate::python::build_wheel(Some("bundle"), &out.join("python"))?;
     for entry in fs::read_dir("tests/python").map_err(|e| format!("tests/python: {e}"))?.flatten() {
         let path = entry.path();
-        if path.extension().is_some_and(|x| x == "py" || x == "txt") {
+        if path.extension().is_some_and(|x| x == "py" || x == "txt" || x == "cu") {
             let dest = out.join("tests/python").join(entry.file_name());
             fs::copy(&path, &dest).map_err(|e| format!("copying {}: {e}", path.display()))?;
         }

@@ -154,7 +154,7 @@ impl PyDevice {
 pub struct PyStream {
     pub(crate) inner: AnyStream,
     /// The stream's device (for `.device` and the events `record` makes).
-    device: AnyDevice,
+    pub(crate) device: AnyDevice,
 }
 
 #[pymethods]

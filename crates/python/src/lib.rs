@@ -27,6 +27,7 @@ mod exchange_api;
 mod from_dlpack;
 mod host_import;
 mod index;
+mod kernels;
 mod mirrored;
 mod placement;
 mod py_owner;
@@ -51,6 +52,9 @@ fn gpuport_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<array::PyArray>()?;
     m.add_class::<mirrored::PySyncState>()?;
     m.add_class::<mirrored::PyMirroredArray>()?;
+    m.add_class::<kernels::PyRawModule>()?;
+    m.add_class::<kernels::PyRawKernel>()?;
+    m.add("CompileError", py.get_type::<kernels::CompileError>())?;
     m.add_function(wrap_pyfunction!(device::backends, m)?)?;
     m.add_function(wrap_pyfunction!(device::device, m)?)?;
     m.add_function(wrap_pyfunction!(creation::empty, m)?)?;

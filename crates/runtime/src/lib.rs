@@ -25,6 +25,7 @@ pub mod dynamic;
 mod foreign;
 mod fresh_memory;
 mod host_copy;
+mod launch;
 mod mirror;
 mod pending;
 mod plugin;
@@ -46,6 +47,7 @@ pub use gpuport_core::{
     Ownership, PointerAttributes, ProgressReading, Release, Result, Scalar, Stream, StreamFlags, StreamProgress,
     INLINE_NDIM, MAX_NDIM,
 };
+pub use launch::{launch_on_arrays, LaunchArg};
 pub use mirror::{MirroredArray, SharedSyncState, SyncState};
 pub use pending::Access;
 pub use plugin::{parse_plugin_list, DEFAULT_INIT_TIMEOUT, INIT_TIMEOUT_ENV, MAX_PLUGIN_DEVICES, PLUGINS_ENV};

@@ -170,7 +170,7 @@ impl Place {
 /// The runtime compilers the doubles' runs compile with, where this machine has them: NVRTC
 /// from the Python test environment's `nvidia-cuda-nvrtc-cu12` wheel, hiprtc inside
 /// Debian's ROCm 5.2 runtime (both compile on the CPU; the doubles run the images).
-fn compilers() -> Vec<(&'static str, OsString)> {
+pub(crate) fn compilers() -> Vec<(&'static str, OsString)> {
     let mut found = Vec::new();
     let venv_lib = Path::new(".venv/lib");
     if let Ok(entries) = std::fs::read_dir(venv_lib) {

@@ -160,6 +160,20 @@ fn test(request: plan::Request<'_>, print_only: bool) -> bool {
         );
         return false;
     }
+    // The runtime compilers the tests compile with (NVRTC from the Python environment's
+    // wheel, hiprtc from Debian's ROCm 5.2 runtime), named for every test process: the
+    // environment is made first where the run includes Python, so a fresh machine's first
+    // run compiles as every later one does.
+    if !request.no_python {
+        if let Err(e) = python::ensure_venv() {
+            eprintln!("xtask: {e}");
+        }
+    }
+    for (name, value) in doubles::compilers() {
+        if std::env::var_os(name).is_none() {
+            std::env::set_var(name, value);
+        }
+    }
     let mut tally = Tally::default();
     let mut ok = true;
     let mut doubles_built = true;

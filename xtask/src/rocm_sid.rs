@@ -13,7 +13,8 @@
 //! glibc runs older binaries): every required symbol resolves, the version's paths are
 //! taken, discovery says `no device (… runtime 6.4/7.2 …)`, and — on 7 — `libhiprtc.so.7`
 //! and `librccl.so.1` are found where gpuport looks for them and the runtime carries no
-//! compiler. On 7 gpuport's declarations are also checked against HIP 7.2's headers
+//! compiler; each version's hiprtc compiles gpuport's test kernels for the targets of its
+//! time (gfx90a and gfx1030; gfx942 and gfx1100 from 6; gfx950 and gfx1201 from 7). On 7 gpuport's declarations are also checked against HIP 7.2's headers
 //! (experimental's `libamdhip64-dev`), compiled into a probe with the host's C compiler.
 //! Needs root, `debootstrap` and the package mirrors.
 
@@ -136,6 +137,8 @@ fn check(rt: &SidRuntime, root: &Path, test: &Path) -> Result<(), String> {
         "env",
         &format!("GPUPORT_REAL_HIP={}", rt.library),
         &format!("GPUPORT_REAL_HIP_MAJOR={}", rt.major),
+        // The compiler runs: nothing is read from a cache.
+        "GPUPORT_KERNEL_CACHE=off",
         "RUST_BACKTRACE=1",
         "/opt/gpuport/real_runtime",
         "--ignored",

@@ -32,8 +32,9 @@ use gpuport_core::{Backend, BackendKind, DeviceInfo, DlDeviceType, DlpackDevices
 
 pub use device::CudaDevice;
 pub use event::CudaEvent;
+pub use gpuport_vendor_kit::compile::{Compiled, ImageKind};
 pub use loader::{inspect_library, load_attempted, LibraryReport, DEFAULT_NAMES, LIBRARY_ENV};
-pub use nvrtc::{add_python_site_packages, nvrtc_candidates, NVRTC_ENV, NVRTC_NAMES};
+pub use nvrtc::{add_python_site_packages, compile_for_arch, nvrtc_candidates, NVRTC_ENV, NVRTC_NAMES};
 pub use stream::CudaStream;
 pub use sys::format_version;
 

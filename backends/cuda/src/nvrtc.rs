@@ -12,8 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use gpuport_core::{BackendKind, CompileOptions, CudaOutput, Error, Result};
-use gpuport_vendor_kit::compile::{option_arguments, Concurrency, ImageKind, Rtc, RuntimeCompiler, Spelling};
+use gpuport_core::{BackendKind, CompileOptions, CudaOutput, Error, KernelSource, Result};
+use gpuport_vendor_kit::compile::{option_arguments, Compiled, Concurrency, ImageKind, Rtc, RuntimeCompiler, Spelling};
 use gpuport_vendor_kit::loading::newest_first;
 
 /// Variable naming an exact NVRTC library file.
@@ -112,6 +112,13 @@ fn supported_archs(rtc: &Rtc) -> Option<Vec<i32>> {
         let mut archs = vec![0; n as usize];
         (list(archs.as_mut_ptr()) == 0).then_some(archs)
     }
+}
+
+/// Compiles `source` for the CUDA architecture `arch` (`sm_90`) without a device: a cubin
+/// where this NVRTC knows the architecture (and `options` ask for native code), else PTX
+/// for it. Through the kernel cache, as `Device::compile` is.
+pub fn compile_for_arch(arch: &str, source: &KernelSource, options: &CompileOptions) -> Result<Compiled> {
+    gpuport_vendor_kit::compile::compile_for(nvrtc()?.as_ref(), arch, source, options)
 }
 
 impl RuntimeCompiler for Nvrtc {

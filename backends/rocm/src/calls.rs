@@ -54,10 +54,7 @@ impl VendorCalls for DeviceCtx {
                 format!("compiling for {}: the runtime gives no architecture", self.id),
             )
         })?;
-        Ok(gpuport_vendor_kit::compile::CompileTarget {
-            compiler: crate::hiprtc::hiprtc(&self.rt)?,
-            arch: target.to_string(),
-        })
+        Ok(gpuport_vendor_kit::compile::CompileTarget { compiler: crate::hiprtc::hiprtc()?, arch: target.to_string() })
     }
     fn info(&self) -> Result<DeviceInfo> {
         crate::device::info(&self.rt, self.id.ordinal, self.target.as_ref())

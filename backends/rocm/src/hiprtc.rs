@@ -15,16 +15,15 @@ use gpuport_vendor_kit::compile::{
     option_arguments, Compiled, Concurrency, Failure, ImageKind, Rtc, RuntimeCompiler, Spelling,
 };
 
-use crate::sys::Runtime;
-
 /// Variable naming an exact hiprtc library file.
 pub const HIPRTC_ENV: &str = "GPUPORT_HIPRTC_LIBRARY";
 
 /// hiprtc, loaded.
 pub struct Hiprtc(Rtc);
 
-/// The process-wide hiprtc; `rt` is the loaded runtime (the last place looked in).
-pub fn hiprtc(rt: &Runtime) -> Result<Arc<Hiprtc>> {
+/// The process-wide hiprtc. The runtime's own functions are looked for in the runtime
+/// gpuport loads (`GPUPORT_HIP_LIBRARY`, else the same search), so no device is needed.
+pub fn hiprtc() -> Result<Arc<Hiprtc>> {
     static HIPRTC: OnceLock<Result<Arc<Hiprtc>>> = OnceLock::new();
     HIPRTC
         .get_or_init(|| {
@@ -32,7 +31,10 @@ pub fn hiprtc(rt: &Runtime) -> Result<Arc<Hiprtc>> {
                 Some(path) => vec![path.to_string_lossy().into_owned()],
                 None => {
                     let mut c = crate::locate::library_candidates(crate::locate::HIPRTC_NAMES);
-                    c.push(rt.library.clone());
+                    match std::env::var_os(crate::loader::LIBRARY_ENV).filter(|v| !v.is_empty()) {
+                        Some(runtime) => c.push(runtime.to_string_lossy().into_owned()),
+                        None => c.extend(crate::locate::library_candidates(crate::loader::DEFAULT_NAMES)),
+                    }
                     c
                 }
             };
@@ -46,6 +48,16 @@ pub fn hiprtc(rt: &Runtime) -> Result<Arc<Hiprtc>> {
             Ok(Arc::new(Hiprtc(rtc)))
         })
         .clone()
+}
+
+/// Compiles `source` into a code object for the AMD target `arch` (`gfx942`,
+/// `gfx90a:sramecc+:xnack-`) without a device, through the kernel cache, as
+/// `Device::compile` does: for building images ahead of time, or for several targets
+/// into one offload bundle ([`crate::offload_bundle`]).
+pub fn compile_for_arch(arch: &str, source: &KernelSource, options: &CompileOptions) -> Result<Vec<u8>> {
+    let target = crate::target::Target::parse(arch)
+        .ok_or_else(|| gpuport_core::Error::invalid_argument(format!("{arch} is not an AMD GPU target")))?;
+    gpuport_vendor_kit::compile::compile_for(hiprtc()?.as_ref(), &target.to_string(), source, options).map(|c| c.image)
 }
 
 impl RuntimeCompiler for Hiprtc {

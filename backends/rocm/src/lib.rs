@@ -43,7 +43,7 @@ use gpuport_core::{Backend, BackendKind, DeviceInfo, DlDeviceType, DlpackDevices
 pub use bundle::offload_bundle;
 pub use device::RocmDevice;
 pub use event::RocmEvent;
-pub use hiprtc::HIPRTC_ENV;
+pub use hiprtc::{compile_for_arch, HIPRTC_ENV};
 pub use loader::{
     format_version, inspect_library, load_attempted, unknown_major, LibraryReport, DEFAULT_NAMES, LIBRARY_ENV,
 };

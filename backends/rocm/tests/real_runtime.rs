@@ -122,3 +122,28 @@ fn a_runtime_of_a_major_gpuport_does_not_know_is_refused_with_the_reason() {
     let why = gpuport_rocm::unknown_major(80_000_000).expect("HIP 8 is not known");
     assert!(why.contains("8.0.0") && why.contains("5–7"), "{why}");
 }
+
+#[test]
+#[ignore = "needs GPUPORT_REAL_HIP (set by .ci/run and cargo xtask rocm-sid-check)"]
+fn this_versions_hiprtc_compiles_for_current_targets_without_a_gpu() {
+    use gpuport_core::{CompileOptions, KernelSource};
+    use gpuport_rocm::target::{code_object_target, Target};
+    let source = KernelSource::new(include_str!("../../../tests/python/fill_and_scale.cu")).named("fill.cu");
+    let options = CompileOptions::default().name_expression("scale<float>");
+    // Each release's compiler knows the targets of its time: MI200 always, MI300 from
+    // ROCm 6, MI350 (gfx950) and RDNA 4 from 7.
+    let mut targets = vec!["gfx90a:sramecc+:xnack-", "gfx1030"];
+    if major() >= 6 {
+        targets.extend(["gfx942:sramecc+:xnack-", "gfx1100"]);
+    }
+    if major() >= 7 {
+        targets.extend(["gfx950", "gfx1201"]);
+    }
+    for arch in targets {
+        let image = gpuport_rocm::compile_for_arch(arch, &source, &options)
+            .unwrap_or_else(|e| panic!("runtime {}: {arch}: {e}", major()));
+        let found = code_object_target(&image).unwrap_or_else(|| panic!("{arch}: not a code object gpuport can read"));
+        println!("{arch}: {} bytes, built for {found}", image.len());
+        assert!(found.runs_on(&Target::parse(arch).unwrap()), "{arch}: built for {found}");
+    }
+}

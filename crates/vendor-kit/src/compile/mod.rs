@@ -217,7 +217,19 @@ fn compile_or_read<V: VendorCalls>(
     options: &CompileOptions,
 ) -> Result<Compiled> {
     let CompileTarget { compiler, arch } = dev.compile_target()?;
-    let (arguments, kind) = compiler.arguments(&arch, options)?;
+    compile_for(compiler.as_ref(), &arch, source, options)
+}
+
+/// Compiles `source` with `compiler` for the target `arch` (`sm_90`, `gfx942:xnack-`),
+/// through the disk cache, without a device: what a backend offers for building images
+/// ahead of time, and what [`VendorCalls::compile_target`]'s devices compile with.
+pub fn compile_for(
+    compiler: &dyn RuntimeCompiler,
+    arch: &str,
+    source: &KernelSource,
+    options: &CompileOptions,
+) -> Result<Compiled> {
+    let (arguments, kind) = compiler.arguments(arch, options)?;
     let mut headers: Vec<(&str, &str)> = vec![(KERNEL_HEADER_NAME, KERNEL_HEADER)];
     headers.extend(source.headers.iter().map(|(n, t)| (n.as_str(), t.as_str())));
     if headers

@@ -39,6 +39,9 @@ enum Source {
     RustInterchange,
     /// `crates/python/benches/interchange.py`, free placement.
     PythonInterchange,
+    /// `backends/cuda/benches/compile.rs`, free placement, on the CUDA driver double with
+    /// NVRTC.
+    Compile,
 }
 
 struct Figure {
@@ -296,6 +299,27 @@ const FIGURES: &[Figure] = &[
         ops: 1.0,
         target: Target::AtMost(80.0),
     },
+    Figure {
+        source: Source::Compile,
+        group: "compile_cold",
+        what: "compile from source, no cache hit (NVRTC; floor: the disk cache off)",
+        ops: 1.0,
+        target: Target::Report,
+    },
+    Figure {
+        source: Source::Compile,
+        group: "compile_disk_hit",
+        what: "compile from source, disk-cache hit (floor: reading the entry)",
+        ops: 1.0,
+        target: Target::AtMost(1_000_000.0),
+    },
+    Figure {
+        source: Source::Compile,
+        group: "compile_memory_hit",
+        what: "compile from source, in-process hit (floor: a hash lookup)",
+        ops: 1.0,
+        target: Target::AtMost(1_000.0),
+    },
 ];
 
 const PLACEMENTS: &[&str] = &["free", "one-core"];
@@ -392,6 +416,28 @@ fn run_rust_interchange(quick: bool) -> Result<(), String> {
     }
 }
 
+/// The compile benchmark, on the CUDA driver double with the compilers `cargo xtask test`
+/// names (NVRTC from the Python environment's wheel; made first).
+fn run_compile(quick: bool) -> Result<(), String> {
+    let home = criterion_home("compile")?;
+    let _ = std::fs::remove_dir_all(&home);
+    crate::python::ensure_venv()?;
+    crate::doubles::build()?;
+    let mut cmd = crate::cargo();
+    cmd.args(["bench", "-p", "gpuport-cuda", "--bench", "compile", "--"]);
+    if quick {
+        cmd.arg("--quick");
+    }
+    let cuda = crate::doubles::DOUBLES.iter().find(|d| d.backend == "cuda").ok_or("no CUDA double")?;
+    cmd.envs(crate::doubles::Place::plain().env(cuda)).envs(crate::doubles::compilers());
+    cmd.env("CRITERION_HOME", &home).env(ROUNDS_ENV, if quick { "1" } else { FULL_ROUNDS }).env_remove(WORKER_CPUS_ENV);
+    if crate::run(cmd) {
+        Ok(())
+    } else {
+        Err("the compile benchmark failed".into())
+    }
+}
+
 /// Where the Python benchmark writes its rounds.
 const PYTHON_RESULTS: &str = "target/bench-python.txt";
 
@@ -459,15 +505,21 @@ pub fn bench(run: Run) -> Result<(), String> {
     }
     run_rust_interchange(quick)?;
     let python = run_python_interchange(quick)?;
+    if run != Run::Interchange {
+        run_compile(quick)?;
+    }
+    let compile = criterion_home("compile")?;
     let homes: Vec<PathBuf> = placements.iter().map(|p| criterion_home(p)).collect::<Result<_, _>>()?;
     let interchange = interchange_home()?;
-    let figures = FIGURES.iter().filter(|f| run != Run::Interchange || f.source != Source::Hal);
+    let figures =
+        FIGURES.iter().filter(|f| run != Run::Interchange || !matches!(f.source, Source::Hal | Source::Compile));
     // Interchange figures have the free placement only: the other columns show "—".
     let table = render(placements, figures, |f, i| match f.source {
         Source::Hal => measure(&homes[i], f.group),
         _ if i > 0 => from_rounds(vec![], vec![]),
         Source::RustInterchange => measure(&interchange, f.group),
         Source::PythonInterchange => python.measure(f.group),
+        Source::Compile => measure(&compile, f.group),
     });
     println!("\n{table}");
     let _ = std::fs::write("target/bench-table.md", &table);

@@ -19,7 +19,10 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, Bencher, BenchmarkId, Criterion};
+#[path = "../../../backends/test-support/bench_pair.rs"]
+mod bench_pair;
+
+use criterion::{criterion_group, criterion_main, Criterion};
 use gpuport_dlpack::abi::{DLManagedTensorVersioned, DLTensor};
 use gpuport_dlpack::{DLDataType, DLDevice, ExportRequest, ImportRequest, DLPACK_VERSION};
 use gpuport_runtime::{Array, Backend, Runtime};
@@ -106,28 +109,11 @@ fn floor(array: &Array, allocations: usize) {
     drop(export);
 }
 
-/// Benchmarks the floor then gpuport, `rounds` times (see the HAL bench: the table takes
-/// the median of the rounds' ratios).
-fn pair(
-    c: &mut Criterion,
-    name: &str,
-    mut floor: impl FnMut(&mut Bencher<'_>),
-    mut ours: impl FnMut(&mut Bencher<'_>),
-) {
-    let rounds = std::env::var("GPUPORT_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(1usize).max(1);
-    let mut g = c.benchmark_group(name);
-    for round in 0..rounds {
-        g.bench_function(BenchmarkId::new("floor", round), &mut floor);
-        g.bench_function(BenchmarkId::new("gpuport", round), &mut ours);
-    }
-    g.finish();
-}
-
 /// One figure: `exchange` beside a floor with as many allocations.
 fn figure(c: &mut Criterion, name: &str, array: &Array, mut exchange: impl FnMut()) {
     let allocations = allocations_of(&mut exchange);
     println!("{name}: {allocations} heap allocation(s) per exchange");
-    pair(c, name, |b| b.iter(|| floor(array, allocations)), |b| b.iter(&mut exchange));
+    bench_pair::pair(c, name, None, |b| b.iter(|| floor(array, allocations)), |b| b.iter(&mut exchange));
 }
 
 fn benches(c: &mut Criterion) {

@@ -18,6 +18,21 @@ bin="$here/bin"
 unset GPUPORT_BACKENDS GPUPORT_DEVICE
 export RUST_BACKTRACE=1 GPUPORT_CONFORMANCE_BACKENDS=cuda
 
+# NVRTC for the kernels compiled from source (cuda-gpu, python): gpuport finds the CUDA
+# toolkit's itself; where the machine has none, the one its Python environment carries
+# (PyTorch's and CuPy's nvidia-cuda-nvrtc wheels) is named. Without any, those tests say
+# "skipped: no NVRTC" in their logs.
+if [ -z "${GPUPORT_NVRTC_LIBRARY:-}" ] && ! ls /usr/local/cuda*/lib64/libnvrtc.so.1[23] >/dev/null 2>&1; then
+  nvrtc_py="${GPUPORT_BUNDLE_PYTHON:-$(command -v python3 || true)}"
+  if [ -n "$nvrtc_py" ]; then
+    nvrtc="$("$nvrtc_py" -c 'import glob, site
+for d in site.getsitepackages() + [site.getusersitepackages()]:
+    for f in sorted(glob.glob(d + "/nvidia/*/lib/libnvrtc.so.1[23]"), reverse=True):
+        print(f); raise SystemExit' 2>/dev/null || true)"
+    [ -z "$nvrtc" ] || export GPUPORT_NVRTC_LIBRARY="$nvrtc"
+  fi
+fi
+
 # --- the machine -------------------------------------------------------------------------
 gpu="none found"; driver="unknown"; cuda="unknown"
 if command -v nvidia-smi >/dev/null 2>&1; then

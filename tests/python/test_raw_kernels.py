@@ -4,8 +4,11 @@ other libraries (through the CUDA Array Interface), with typed scalars. Run on t
 GPUPORT_CONFORMANCE_BACKENDS names (`cargo xtask test --backend cuda|rocm --double` sets
 it, with the driver double loaded and the compilers named); the refusals run everywhere."""
 
+import importlib.util
 import os
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -98,3 +101,19 @@ def test_a_kernel_without_a_device_or_arrays_says_where_it_cannot_launch():
 def test_software_devices_cannot_compile():
     with pytest.raises(ValueError, match="compiling kernels from source"):
         gpuport.RawKernel(SOURCE, "fill_u32", device="host")
+
+
+@pytest.mark.skipif(
+    BACKEND != "cuda" or importlib.util.find_spec("nvidia.cuda_nvrtc") is None,
+    reason="needs the CUDA backend and an nvidia-cuda-nvrtc wheel in this environment",
+)
+def test_nvrtc_is_found_in_this_environments_wheel_without_being_named():
+    env = {k: v for k, v in os.environ.items() if k not in ("GPUPORT_NVRTC_LIBRARY", "VIRTUAL_ENV", "CONDA_PREFIX")}
+    env["GPUPORT_KERNEL_CACHE"] = "off"
+    code = (
+        "import gpuport, pathlib; "
+        f"gpuport.RawModule(pathlib.Path({str(pathlib.Path(__file__).parent / 'fill_and_scale.cu')!r}).read_text())"
+        ".compile('cuda:0')"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

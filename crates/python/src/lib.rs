@@ -35,6 +35,20 @@ mod runtime;
 mod scalar;
 mod text;
 
+/// Tells the CUDA backend where this interpreter's packages are, so NVRTC is found in an
+/// `nvidia-cuda-nvrtc` wheel (PyTorch's and CuPy's environments carry one) when the machine
+/// has no CUDA toolkit. Looked at only when a kernel is first compiled.
+fn register_site_packages(py: Python<'_>) {
+    let dirs = py.import("site").and_then(|site| {
+        let mut dirs: Vec<String> = site.call_method0("getsitepackages")?.extract()?;
+        dirs.push(site.call_method0("getusersitepackages")?.extract()?);
+        Ok::<_, PyErr>(dirs)
+    });
+    for dir in dirs.unwrap_or_default() {
+        gpuport::cuda::add_python_site_packages(dir);
+    }
+}
+
 /// The `gpuport` module.
 #[pymodule(name = "gpuport")]
 fn gpuport_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -42,6 +56,7 @@ fn gpuport_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Discovery happens at import: `gpuport.device("ext:0")` works from the first call, and
     // no exchange pays for it later. Plugins installed packages name are loaded first.
     let plugins = runtime::entry_point_plugins(py);
+    register_site_packages(py);
     py.detach(|| runtime::init(plugins));
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("BackendUnavailable", py.get_type::<errors::BackendUnavailable>())?;

@@ -114,7 +114,7 @@ pub fn several_threads_compile_at_once<D: Device + Sync>(dev: &D) {
                 start.wait();
                 for round in 0..3 {
                     let variant = format!("{nonce}_{t}_{round}");
-                    let options = CompileOptions::default().define("GPUPORT_TEST_VARIANT", variant);
+                    let options = CompileOptions::default().define("TEST_VARIANT", variant);
                     if t % 2 == 0 {
                         let module =
                             dev.compile(&KernelSource::new(SOURCE), &options).unwrap_or_else(|e| panic!("{e}"));

@@ -8,7 +8,7 @@
 const LAYERS: &[&[&str]] = &[
     &["gpuport-core", "gpuport-plugin-abi"],
     &["gpuport-queue", "gpuport-vendor-kit"],
-    &["gpuport-host", "gpuport-cuda", "gpuport-rocm", "gpuport-ext", "gpuport-plugin"],
+    &["gpuport-host", "gpuport-cuda", "gpuport-rocm", "gpuport-ext", "gpuport-plugin-export"],
     &["gpuport-runtime"],
     &["gpuport-dlpack", "gpuport-cai", "gpuport-conformance"],
     &["gpuport"],

@@ -61,7 +61,7 @@ fn benches(c: &mut Criterion) {
         Some(10),
         |b| {
             b.iter(|| {
-                let options = CompileOptions::default().define("GPUPORT_BENCH_FRESH", format!("off{}", next()));
+                let options = CompileOptions::default().define("BENCH_FRESH", format!("off{}", next()));
                 std::env::set_var("GPUPORT_KERNEL_CACHE", "off");
                 let image = compile_for_arch(&arch_cold, &source(), &options).expect("compiles");
                 std::env::set_var("GPUPORT_KERNEL_CACHE", &cache_cold);
@@ -70,7 +70,7 @@ fn benches(c: &mut Criterion) {
         },
         |b| {
             b.iter(|| {
-                let options = CompileOptions::default().define("GPUPORT_BENCH_FRESH", format!("on{}", next()));
+                let options = CompileOptions::default().define("BENCH_FRESH", format!("on{}", next()));
                 black_box(compile_for_arch(&arch_cold, &source(), &options).expect("compiles"))
             })
         },

@@ -8,7 +8,7 @@
 //!
 //! This crate holds declarations only (the `sys` layer: function *types*, no function is
 //! defined here, so a plugin's own functions are where a panic must be caught — with
-//! `catch_unwind`, as `gpuport-plugin` does): the loader that validates and
+//! `catch_unwind`, as `gpuport-plugin-export` does): the loader that validates and
 //! calls a plugin's table lives in `gpuport`, and the tests check every struct's size and
 //! every field's offset here against the header, compiled by the system C compiler.
 //!

@@ -146,10 +146,10 @@ fn group<'a>(c: &'a mut Criterion, name: &str, big: bool) -> Group<'a> {
 }
 
 /// The ext device's plugin entry point, its table made in this process by
-/// `gpuport-plugin` exactly as a `cdylib` of it would make it.
-extern "C" fn ext_as_plugin() -> *const gpuport_plugin::abi::PluginApi {
+/// `gpuport-plugin-export` exactly as a `cdylib` of it would make it.
+extern "C" fn ext_as_plugin() -> *const gpuport_plugin_export::abi::PluginApi {
     std::panic::catch_unwind(|| {
-        gpuport_plugin::entry::<gpuport_ext::ExtBackend>(Some("extplug"), gpuport_plugin::no_init)
+        gpuport_plugin_export::entry::<gpuport_ext::ExtBackend>(Some("extplug"), gpuport_plugin_export::no_init)
     })
     .unwrap_or(std::ptr::null())
 }

@@ -252,7 +252,7 @@ impl Runtime {
     }
 
     /// Loads a device plugin whose entry point is already in this process — a plugin
-    /// linked in statically, or a table made by `gpuport_plugin::entry` — as
+    /// linked in statically, or a table made by `gpuport_plugin_export::entry` — as
     /// [`Runtime::load_plugin`] loads one from a library, with the same validation.
     ///
     /// # Safety

@@ -64,7 +64,7 @@ const QUEUE_STRICT: [Run; 2] = [
 
 /// The interchange crates' unit and integration tests.
 /// The plugin ABI's Rust side, both ways: the loader's tests drive the ext device through
-/// the C table `gpuport-plugin` exports, and feed the loader spoiled tables.
+/// the C table `gpuport-plugin-export` exports, and feed the loader spoiled tables.
 const PLUGIN_ABI: Run =
     Run { package: "gpuport-runtime", args: &["--lib", "plugin::"], env: &[], strict_provenance: false };
 

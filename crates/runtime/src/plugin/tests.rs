@@ -1,5 +1,5 @@
 //! The loader against tables made in this process: a Rust backend behind the C function
-//! table (the ext device, through `gpuport-plugin`), and that table spoiled one way at a
+//! table (the ext device, through `gpuport-plugin-export`), and that table spoiled one way at a
 //! time. Runs under Miri too: the Rust side of the ABI, both directions.
 
 use std::ffi::c_char;
@@ -27,7 +27,8 @@ unsafe fn backend_of_table(
 /// A correct table: the ext device, exported under `name`.
 fn good(name: &'static str) -> abi::PluginApi {
     // SAFETY: the entry returns its static table (non-null: the ext backend loads).
-    let mut api = unsafe { *gpuport_plugin::entry::<ExtBackend>(Some("extabi"), gpuport_plugin::no_init) };
+    let mut api =
+        unsafe { *gpuport_plugin_export::entry::<ExtBackend>(Some("extabi"), gpuport_plugin_export::no_init) };
     // One export per backend type: each test's copy gets a name of its own.
     let name = std::ffi::CString::new(name).unwrap();
     api.name = Box::leak(name.into_boxed_c_str()).as_ptr();

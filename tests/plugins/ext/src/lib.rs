@@ -1,5 +1,5 @@
 //! The ext device (`gpuport-ext`) built as a device plugin: the same Rust port that
-//! programs link in and register, exported through `gpuport-plugin` as a shared library
+//! programs link in and register, exported through `gpuport-plugin-export` as a shared library
 //! any gpuport program loads (`libgpuport_ext_plugin.so`). It is exported under the name
 //! `extso`, so a process can hold both (the linked-in `ext` and the loaded one) and the
 //! test suite runs the ext device both ways; its plugin initialiser registers the
@@ -14,7 +14,7 @@ pub fn register_kernels() {
     let _ = gpuport_conformance::registered_fill_kernel();
 }
 
-gpuport_plugin::export_plugin!(gpuport_ext::ExtBackend, name = "extso", init = register_kernels);
+gpuport_plugin_export::export_plugin!(gpuport_ext::ExtBackend, name = "extso", init = register_kernels);
 
 /// Where the plugin library is, beside the running test executable (cargo puts a
 /// dependency's shared library in `deps/`, the package's own one level up).

@@ -1,4 +1,4 @@
-//! # gpuport-plugin
+//! # gpuport-plugin-export
 //!
 //! A Rust port exports itself as a device plugin: [`export_plugin!`] turns any
 //! `impl Backend` into the C entry point of `gpuport_plugin.h` (`gpuport_plugin_entry`)
@@ -8,9 +8,9 @@
 //!
 //! ```ignore
 //! // lib.rs of a crate with `crate-type = ["cdylib"]`:
-//! gpuport_plugin::export_plugin!(my_port::MyBackend);
+//! gpuport_plugin_export::export_plugin!(my_port::MyBackend);
 //! // or under another name, with code run when the plugin initialises:
-//! gpuport_plugin::export_plugin!(my_port::MyBackend, name = "mine", init = my_port::register_kernels);
+//! gpuport_plugin_export::export_plugin!(my_port::MyBackend, name = "mine", init = my_port::register_kernels);
 //! ```
 //!
 //! Each call of the table forwards to the backend's `Device`, `Stream` and `Event`. The C

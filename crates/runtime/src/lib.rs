@@ -34,8 +34,8 @@ mod runtime;
 pub use array::Array;
 pub use copy::{copy, release_staging_buffers, CopyEngine, CopyRoute};
 pub use dynamic::{
-    device_into_any, event_into_any, stream_into_any, AnyDevice, AnyEvent, AnyStream, PluginDevice, PluginEvent,
-    PluginStream,
+    device_into_any, event_into_any, stream_into_any, AnyDevice, AnyEvent, AnyStream, LoadedDevice, LoadedEvent,
+    LoadedStream, RegisteredDevice, RegisteredEvent, RegisteredStream,
 };
 pub use foreign::ForeignElements;
 pub use gpuport_core::release;

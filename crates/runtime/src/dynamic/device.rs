@@ -9,14 +9,14 @@ use gpuport_core::{
 };
 
 use super::forward::twin_trait;
-use super::{event_into_any, stream_into_any, typed, AnyDevice, AnyEvent, AnyStream, DynStream, PluginDevice};
+use super::{event_into_any, stream_into_any, typed, AnyDevice, AnyEvent, AnyStream, DynStream, RegisteredDevice};
 
 type StreamOf<D> = <<D as Device>::Backend as Backend>::Stream;
 
 twin_trait! {
     /// Object-safe twin of [`Device`]: handles of other kinds are taken and returned as
     /// `Any*` enums, and a handle of the wrong backend is [`Error::BackendMismatch`](gpuport_core::Error::BackendMismatch).
-    pub trait DynDevice, forwarded by PluginDevice, inherent on AnyDevice {
+    pub trait DynDevice, forwarded by RegisteredDevice, inherent on AnyDevice {
         /// See [`Device::id`].
         fn id(&self) -> DeviceId;
         /// See [`Device::info`].

@@ -6,11 +6,11 @@ use std::any::Any;
 use gpuport_core::{DeviceId, Event, EventFlags, Ownership, Result};
 
 use super::forward::twin_trait;
-use super::{typed, AnyEvent, PluginEvent};
+use super::{typed, AnyEvent, RegisteredEvent};
 
 twin_trait! {
     /// Object-safe twin of [`Event`].
-    pub trait DynEvent, forwarded by PluginEvent, inherent on AnyEvent {
+    pub trait DynEvent, forwarded by RegisteredEvent, inherent on AnyEvent {
         /// See [`Event::device_id`].
         fn device_id(&self) -> DeviceId;
         /// See [`Event::ownership`].

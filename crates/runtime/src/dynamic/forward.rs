@@ -25,10 +25,7 @@ macro_rules! twin_trait {
                 twin_trait!(@forward $($unsafe)? $m(&self $(, $a: $t)*) -> $r);
             )*
             fn as_any(&self) -> &dyn Any {
-                match &self.0 {
-                    $crate::dynamic::Held::Linked(h) => h.as_any(),
-                    $crate::dynamic::Held::Loaded(h) => h.as_any(),
-                }
+                self.0.as_any()
             }
         }
         impl $any {
@@ -40,21 +37,14 @@ macro_rules! twin_trait {
     (@forward unsafe $m:ident(&self $(, $a:ident: $t:ty)*) -> $r:ty) => {
         #[inline]
         unsafe fn $m(&self $(, $a: $t)*) -> $r {
-            match &self.0 {
-                // SAFETY: the caller upholds the trait method's contract, which is forwarded.
-                $crate::dynamic::Held::Linked(h) => unsafe { h.$m($($a),*) },
-                // SAFETY: as above.
-                $crate::dynamic::Held::Loaded(h) => unsafe { h.$m($($a),*) },
-            }
+            // SAFETY: the caller upholds the trait method's contract, which is forwarded.
+            unsafe { self.0.$m($($a),*) }
         }
     };
     (@forward $m:ident(&self $(, $a:ident: $t:ty)*) -> $r:ty) => {
         #[inline]
         fn $m(&self $(, $a: $t)*) -> $r {
-            match &self.0 {
-                $crate::dynamic::Held::Linked(h) => h.$m($($a),*),
-                $crate::dynamic::Held::Loaded(h) => h.$m($($a),*),
-            }
+            self.0.$m($($a),*)
         }
     };
     (@inherent $tr:ident unsafe $m:ident(&self $(, $a:ident: $t:ty)*) -> $r:ty) => {

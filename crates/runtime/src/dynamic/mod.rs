@@ -3,10 +3,10 @@
 //! [`AnyDevice`] / [`AnyStream`] / [`AnyEvent`] enums dispatched over them with
 //! `enum_dispatch` (wgpu-hal's `DynDevice` pattern).
 //!
-//! Built-in backends get their own enum variant (a direct `match`, no vtable); backends
-//! registered at run time share the `Plugin` variant: one linked in as Rust code behind an
-//! `Arc<dyn …>`, a plugin loaded from a shared library as the loader's own handle (its
-//! function table is then the only indirect call).
+//! Built-in backends get their own enum variant (a direct `match`, no vtable); a Rust
+//! backend registered at run time is `Registered`, behind an `Arc<dyn …>`; a plugin loaded
+//! from a shared library is `Loaded`, the loader's own handle (its function table is then
+//! the only indirect call).
 //!
 //! The `Any*` enums also have every method of their twin trait as an inherent method, so
 //! using them needs no import from here; import these traits to write code generic over
@@ -33,55 +33,31 @@ use gpuport_cuda::{CudaDevice, CudaEvent, CudaStream};
 use gpuport_host::{HostDevice, HostEvent, HostStream};
 use gpuport_rocm::{RocmDevice, RocmEvent, RocmStream};
 
-use crate::plugin::{LoadedDevice, LoadedEvent, LoadedStream};
+pub use crate::plugin::{LoadedDevice, LoadedEvent, LoadedStream};
 
 pub use backend::DynBackend;
 pub use device::DynDevice;
 pub use event::DynEvent;
 pub use stream::DynStream;
 
-/// What a `Plugin` variant holds. A backend linked in as Rust code is a trait object; a
-/// plugin loaded from a shared library is one of the loader's own handle types, held
-/// directly: every loaded plugin shares those types, so a call on one needs no vtable and
-/// the plugin's function table is the only indirect call between the caller and the
-/// plugin.
-enum Held<D: ?Sized, L> {
-    Linked(Arc<D>),
-    Loaded(L),
-}
-
-impl<D: ?Sized, L: Clone> Clone for Held<D, L> {
-    fn clone(&self) -> Self {
-        match self {
-            Held::Linked(h) => Held::Linked(Arc::clone(h)),
-            Held::Loaded(h) => Held::Loaded(h.clone()),
-        }
-    }
-}
-
-/// Wrappers of plugin handles, so the `Plugin` variants can hold trait objects or loaded
-/// plugins' handles.
-macro_rules! plugin_handle {
-    ($name:ident, $tr:ident, $loaded:ty, $doc:literal) => {
+/// The handles of Rust backends registered at run time (`Runtime::register_plugin`):
+/// trait objects, one vtable call away. (A plugin loaded from a shared library has its own
+/// variants, holding the loader's handles directly: every loaded plugin shares those types,
+/// so a call on one needs no vtable and the plugin's function table is the only indirect
+/// call between the caller and the plugin.)
+macro_rules! registered_handle {
+    ($name:ident, $tr:ident, $doc:literal) => {
         #[doc = $doc]
         ///
         /// Made only by the `*_into_any` functions, which give a built-in backend's handle
-        /// its own variant (one device never has two representations), and by the plugin
-        /// loader.
+        /// its own variant (one device never has two representations).
         #[derive(Clone)]
-        pub struct $name(Held<dyn $tr, $loaded>);
-
-        impl $name {
-            /// A handle of a plugin loaded from a shared library.
-            pub(crate) fn from_loaded(handle: $loaded) -> Self {
-                $name(Held::Loaded(handle))
-            }
-        }
+        pub struct $name(Arc<dyn $tr>);
     };
 }
-plugin_handle!(PluginDevice, DynDevice, LoadedDevice, "A device of a backend registered at run time.");
-plugin_handle!(PluginStream, DynStream, LoadedStream, "A stream of a backend registered at run time.");
-plugin_handle!(PluginEvent, DynEvent, LoadedEvent, "An event of a backend registered at run time.");
+registered_handle!(RegisteredDevice, DynDevice, "A device of a Rust backend registered at run time.");
+registered_handle!(RegisteredStream, DynStream, "A stream of a Rust backend registered at run time.");
+registered_handle!(RegisteredEvent, DynEvent, "An event of a Rust backend registered at run time.");
 
 /// A device of any backend.
 #[enum_dispatch(DynDevice)]
@@ -93,8 +69,11 @@ pub enum AnyDevice {
     Cuda(CudaDevice),
     /// An AMD GPU.
     Rocm(RocmDevice),
-    /// A backend registered at run time.
-    Plugin(PluginDevice),
+    /// A Rust backend registered at run time (`Runtime::register_plugin`).
+    Registered(RegisteredDevice),
+    /// A device plugin loaded from a shared library (`Runtime::load_plugin`,
+    /// `GPUPORT_PLUGINS`).
+    Loaded(LoadedDevice),
 }
 
 /// A stream of any backend.
@@ -107,8 +86,11 @@ pub enum AnyStream {
     Cuda(CudaStream),
     /// An AMD GPU.
     Rocm(RocmStream),
-    /// A backend registered at run time.
-    Plugin(PluginStream),
+    /// A Rust backend registered at run time (`Runtime::register_plugin`).
+    Registered(RegisteredStream),
+    /// A device plugin loaded from a shared library (`Runtime::load_plugin`,
+    /// `GPUPORT_PLUGINS`).
+    Loaded(LoadedStream),
 }
 
 /// An event of any backend.
@@ -121,8 +103,11 @@ pub enum AnyEvent {
     Cuda(CudaEvent),
     /// An AMD GPU.
     Rocm(RocmEvent),
-    /// A backend registered at run time.
-    Plugin(PluginEvent),
+    /// A Rust backend registered at run time (`Runtime::register_plugin`).
+    Registered(RegisteredEvent),
+    /// A device plugin loaded from a shared library (`Runtime::load_plugin`,
+    /// `GPUPORT_PLUGINS`).
+    Loaded(LoadedEvent),
 }
 
 impl AnyStream {
@@ -169,8 +154,8 @@ fn take_if<T: 'static, S: 'static>(value: S) -> std::result::Result<T, S> {
 }
 
 macro_rules! into_any {
-    ($fn:ident, $any:ident, $tr:ident, $plugin:ident, $($variant:ident: $ty:ty),*) => {
-        /// Wraps a typed handle: its built-in variant, or `Plugin`.
+    ($fn:ident, $any:ident, $tr:ident, $registered:ident, $($variant:ident: $ty:ty),*) => {
+        /// Wraps a typed handle: its built-in variant, or `Registered`.
         pub fn $fn<S: $tr>(value: S) -> $any {
             $(
                 let value = match take_if::<$ty, S>(value) {
@@ -178,13 +163,13 @@ macro_rules! into_any {
                     Err(v) => v,
                 };
             )*
-            $any::Plugin($plugin(Held::Linked(Arc::new(value))))
+            $any::Registered($registered(Arc::new(value)))
         }
     };
 }
-into_any!(device_into_any, AnyDevice, Device, PluginDevice, Host: HostDevice, Cuda: CudaDevice, Rocm: RocmDevice);
-into_any!(stream_into_any, AnyStream, Stream, PluginStream, Host: HostStream, Cuda: CudaStream, Rocm: RocmStream);
-into_any!(event_into_any, AnyEvent, Event, PluginEvent, Host: HostEvent, Cuda: CudaEvent, Rocm: RocmEvent);
+into_any!(device_into_any, AnyDevice, Device, RegisteredDevice, Host: HostDevice, Cuda: CudaDevice, Rocm: RocmDevice);
+into_any!(stream_into_any, AnyStream, Stream, RegisteredStream, Host: HostStream, Cuda: CudaStream, Rocm: RocmStream);
+into_any!(event_into_any, AnyEvent, Event, RegisteredEvent, Host: HostEvent, Cuda: CudaEvent, Rocm: RocmEvent);
 
 /// The typed handle of backend `B` inside an `Any*` handle, or a mismatch error.
 fn typed<'a, T: 'static>(

@@ -10,13 +10,13 @@ use gpuport_core::{
 };
 
 use super::forward::twin_trait;
-use super::{typed, AnyEvent, AnyStream, DynEvent, PluginStream};
+use super::{typed, AnyEvent, AnyStream, DynEvent, RegisteredStream};
 
 type EventOf<S> = <<S as Stream>::Backend as Backend>::Event;
 
 twin_trait! {
     /// Object-safe twin of [`Stream`].
-    pub trait DynStream, forwarded by PluginStream, inherent on AnyStream {
+    pub trait DynStream, forwarded by RegisteredStream, inherent on AnyStream {
         /// See [`Stream::device_id`].
         fn device_id(&self) -> DeviceId;
         /// See [`Stream::ownership`].

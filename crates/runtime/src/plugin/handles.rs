@@ -1,12 +1,12 @@
 //! A loaded plugin's devices, streams and events in the dynamic tier: the vendor kit's
-//! handles over [`PluginCalls`], behind the `Plugin` variants of `AnyDevice`, `AnyStream`
-//! and `AnyEvent`. Their backend is known only at run time, so they implement the twin
+//! handles over [`PluginCalls`], the `Loaded` variants of `AnyDevice`, `AnyStream` and
+//! `AnyEvent`. Their backend is known only at run time, so they implement the twin
 //! traits directly (a built-in or linked-in backend gets them from its typed traits).
 //!
 //! Every loaded plugin's handles are of these same types, so a handle taken from an `Any*`
 //! is checked to be of this plugin (its kind), not only of this type.
 //!
-//! The `Plugin` variants hold these handles directly (no trait object), and each method
+//! The `Loaded` variants hold these handles directly (no trait object), and each method
 //! that calls into the plugin is kept out of line: the `Any*` dispatch reaches it with one
 //! direct jump, as it reaches a built-in backend's, and none of its other arms inherits
 //! this method's stack frame (inlined, the frame would be set up before the dispatch, for
@@ -27,35 +27,33 @@ use gpuport_core::{
 use gpuport_vendor_kit::{VendorCalls, VendorDevice, VendorEvent, VendorStream};
 
 use super::calls::PluginCalls;
-use crate::dynamic::{
-    AnyDevice, AnyEvent, AnyStream, DynDevice, DynEvent, DynStream, PluginDevice, PluginEvent, PluginStream,
-};
+use crate::dynamic::{AnyDevice, AnyEvent, AnyStream, DynDevice, DynEvent, DynStream};
 
-/// A device of a loaded plugin.
+/// A device of a plugin loaded from a shared library.
 #[derive(Clone)]
-pub(crate) struct LoadedDevice {
+pub struct LoadedDevice {
     pub(crate) dev: Arc<VendorDevice<PluginCalls>>,
     pub(crate) dlpack: DlpackDevices,
 }
 
-/// A stream of a loaded plugin.
+/// A stream of a plugin loaded from a shared library.
 #[derive(Clone)]
-pub(crate) struct LoadedStream(VendorStream<PluginCalls>);
+pub struct LoadedStream(VendorStream<PluginCalls>);
 
-/// An event of a loaded plugin.
+/// An event of a plugin loaded from a shared library.
 #[derive(Clone)]
-pub(crate) struct LoadedEvent(VendorEvent<PluginCalls>);
+pub struct LoadedEvent(VendorEvent<PluginCalls>);
 
 pub(crate) fn device_into_any(dev: LoadedDevice) -> AnyDevice {
-    AnyDevice::Plugin(PluginDevice::from_loaded(dev))
+    AnyDevice::Loaded(dev)
 }
 
 fn stream_into_any(stream: VendorStream<PluginCalls>) -> AnyStream {
-    AnyStream::Plugin(PluginStream::from_loaded(LoadedStream(stream)))
+    AnyStream::Loaded(LoadedStream(stream))
 }
 
 fn event_into_any(event: VendorEvent<PluginCalls>) -> AnyEvent {
-    AnyEvent::Plugin(PluginEvent::from_loaded(LoadedEvent(event)))
+    AnyEvent::Loaded(LoadedEvent(event))
 }
 
 /// The handle of this plugin inside `any`: of this type and of this backend, or

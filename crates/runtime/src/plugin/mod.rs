@@ -41,7 +41,7 @@ use crate::dynamic::{AnyDevice, DynBackend};
 use calls::{PluginCalls, Shared};
 use faults::Faults;
 use handles::device_into_any;
-pub(crate) use handles::{LoadedDevice, LoadedEvent, LoadedStream};
+pub use handles::{LoadedDevice, LoadedEvent, LoadedStream};
 use table::Table;
 
 /// Environment variable listing plugin libraries to load before discovery

@@ -34,7 +34,7 @@ impl DeviceCtx {
         OPEN.open(ordinal, count.max(0) as u32, || {
             let total_memory = result::device::total_mem(api, ordinal as c_int)?;
             let id = DeviceId::new(BackendKind::Rocm, ordinal);
-            let target = crate::device::target(rt, ordinal);
+            let target = crate::target::of_device(rt, ordinal);
             Ok(DeviceCtx { rt: rt.clone(), id, ordinal: ordinal as c_int, total_memory, target })
         })
     }

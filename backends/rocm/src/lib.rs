@@ -95,7 +95,7 @@ impl Backend for RocmBackend {
     fn devices(&self) -> Result<Vec<DeviceInfo>> {
         let count = result::device::count(&self.rt.api)?;
         gpuport_vendor_kit::device_list::device_infos(BackendKind::Rocm, count.max(0) as u32, |i| {
-            device::info(&self.rt, i, device::target(&self.rt, i).as_ref())
+            device::info(&self.rt, i, target::of_device(&self.rt, i).as_ref())
         })
     }
 

@@ -148,6 +148,6 @@ impl<V: VendorCalls> VendorDevice<V> {
 
     /// `Device::compile`.
     pub fn compile(self: &Arc<Self>, source: &KernelSource, options: &CompileOptions) -> Result<Module> {
-        crate::compile::compile(self, source, options)
+        module::compile(self, source, options)
     }
 }

@@ -31,9 +31,12 @@
 //! | `c_text` | text from the fixed `char` buffers vendors fill |
 //! | `device_list` | a backend's device list that survives one broken device |
 //!
-//! Imports run one way — `calls` at the bottom; `stream_errors`, `callback_slots`, `callback`, `device`,
-//! then `event` and `module`, `stream`, `memory`, and `contract` on top — with one mutual
-//! reference: an opened device records its default streams, and a stream holds its device.
+//! Imports run one way — `compile` (which imports nothing of the kit) and `calls` at the
+//! bottom; `stream_errors`, `callback_slots`, `callback`, `device`, then `event` and
+//! `module`, `stream`, `memory`, and `contract` on top — with one circle: an opened device
+//! records its default streams and a stream holds its device, and the events and modules a
+//! stream's parked work keeps hold their device too (`xtask`'s layers test checks that no
+//! other appears).
 
 //! `release` (the deferred-release thread, defined with `Buffer` in core) is re-exported:
 //! drops that may call a driver or foreign code never run on a driver callback thread or

@@ -1,15 +1,20 @@
-//! A vendor device's modules and kernels, written once over [`VendorCalls`]' module calls:
+//! A vendor device's modules and kernels, written once over [`VendorCalls`]' module calls
+//! (and modules compiled from source: `compile`, over the kit's `compile` module):
 //! a module is unloaded when its last user is gone — its `Module` handle, a `Kernel` of
 //! it, or a launch still queued (the stream parks the kernel) — and never on a driver
 //! callback thread.
 
 use std::any::Any;
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
 use std::ffi::CString;
-use std::sync::{Arc, Weak};
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use gpuport_core::{DeviceId, Error, Kernel, Module, ModuleImage, Result};
+use gpuport_core::{CompileOptions, DeviceId, Error, Kernel, KernelSource, Module, ModuleImage, Result};
 
 use crate::calls::VendorCalls;
+use crate::compile::{compile_for, CompileTarget, Compiled};
 use crate::device::VendorDevice;
 use crate::release::Deferred;
 
@@ -92,4 +97,75 @@ pub(crate) fn kernel<V: VendorCalls>(dev: &VendorDevice<V>, module: &Module, nam
 /// `BackendMismatch`). The kernel keeps its module loaded while the caller holds it.
 pub(crate) fn function<V: VendorCalls>(kernel: &Kernel, device: DeviceId) -> Result<V::Function> {
     Ok(kernel.handle_on::<VendorKernel<V>>(device, "launch")?.function)
+}
+
+/// One compilation remembered in the process.
+struct Remembered {
+    device: DeviceId,
+    source: KernelSource,
+    options: CompileOptions,
+    compiled: Arc<Compiled>,
+    loaded: Weak<dyn Any + Send + Sync>,
+}
+
+type Memory = Mutex<HashMap<u64, Vec<Remembered>>>;
+
+fn memory() -> &'static Memory {
+    static MEMORY: OnceLock<Memory> = OnceLock::new();
+    MEMORY.get_or_init(Default::default)
+}
+
+fn memory_key(device: DeviceId, source: &KernelSource, options: &CompileOptions) -> u64 {
+    let mut h = DefaultHasher::new();
+    (device, source, options).hash(&mut h);
+    h.finish()
+}
+
+/// `Device::compile` for a vendor device: the in-process cache (a compilation of the same
+/// source with the same options for the same device costs a hash lookup while the module
+/// it made is still held, and the image is kept, so a module dropped since is reloaded
+/// without compiling), then [`compile_for`] (the disk cache, then the compiler), then the
+/// image loaded as any module is, knowing its name expressions' lowered names.
+pub(crate) fn compile<V: VendorCalls>(
+    dev: &Arc<VendorDevice<V>>,
+    source: &KernelSource,
+    options: &CompileOptions,
+) -> Result<Module> {
+    let id = dev.device_id();
+    let mkey = memory_key(id, source, options);
+    let remembered = {
+        let map = memory().lock().unwrap_or_else(|p| p.into_inner());
+        map.get(&mkey).and_then(|list| {
+            list.iter()
+                .find(|r| r.device == id && r.source == *source && r.options == *options)
+                .map(|r| (revive(dev, &r.loaded), r.compiled.clone()))
+        })
+    };
+    let compiled = match remembered {
+        Some((Some(module), compiled)) => return Ok(module.with_lowered_names(compiled.lowered.clone())),
+        Some((None, compiled)) => compiled,
+        None => Arc::new(compile_or_read(dev, source, options)?),
+    };
+    let (module, loaded) = load_shared(dev, compiled.module_image()?)?;
+    let mut map = memory().lock().unwrap_or_else(|p| p.into_inner());
+    let list = map.entry(mkey).or_default();
+    list.retain(|r| !(r.device == id && r.source == *source && r.options == *options));
+    list.push(Remembered {
+        device: id,
+        source: source.clone(),
+        options: options.clone(),
+        compiled: compiled.clone(),
+        loaded,
+    });
+    Ok(module.with_lowered_names(compiled.lowered.clone()))
+}
+
+/// The image from the disk cache, or compiled (and stored there).
+fn compile_or_read<V: VendorCalls>(
+    dev: &VendorDevice<V>,
+    source: &KernelSource,
+    options: &CompileOptions,
+) -> Result<Compiled> {
+    let CompileTarget { compiler, arch } = dev.compile_target()?;
+    compile_for(compiler.as_ref(), &arch, source, options)
 }

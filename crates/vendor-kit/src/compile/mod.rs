@@ -1,29 +1,19 @@
 //! Kernels compiled from source at run time, written once for every vendor backend: a
 //! backend supplies its compiler ([`RuntimeCompiler`]: NVRTC for CUDA, hiprtc for ROCm)
-//! and the device's target through [`VendorCalls::compile_target`]; this module turns the
-//! options into the compiler's arguments' common part, keeps the caches and loads the
-//! result.
-//!
-//! Two caches: in the process, a compilation of the same source with the same options for
-//! the same device costs a hash lookup while the module it made is still held (and the
-//! image is kept, so a module dropped since is reloaded without compiling); on disk
-//! ([`DiskCache`]), across processes and runs.
+//! and the device's target through `VendorCalls::compile_target`; this module holds the
+//! compilers' shared C API ([`Rtc`]), the options' common spelling, the portability
+//! header, the disk cache ([`DiskCache`], across processes and runs) and
+//! [`compile_for`], a compilation for a named target. A device's `compile` (its loading,
+//! and the in-process cache) is the `module` module's: this one sits below the call table
+//! and imports nothing of the kit.
 
 mod cache;
 mod header;
 mod rtc;
 
-use std::any::Any;
-use std::collections::hash_map::DefaultHasher;
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::Arc;
 
-use gpuport_core::{BackendKind, CompileOptions, DeviceId, Error, KernelSource, Module, ModuleImage, Result};
-
-use crate::calls::VendorCalls;
-use crate::device::VendorDevice;
-use crate::module;
+use gpuport_core::{BackendKind, CompileOptions, Error, KernelSource, ModuleImage, Result};
 
 pub use cache::{key, DiskCache, CACHE_ENV, CACHE_MAX_ENV, DEFAULT_MAX_BYTES};
 pub use header::{KERNEL_HEADER, KERNEL_HEADER_NAME};
@@ -52,7 +42,8 @@ pub struct Compiled {
 }
 
 impl Compiled {
-    fn module_image(&self) -> Result<ModuleImage<'_>> {
+    /// The image as a module image of its kind.
+    pub fn module_image(&self) -> Result<ModuleImage<'_>> {
         Ok(match self.kind {
             ImageKind::Ptx => ModuleImage::Ptx(
                 std::str::from_utf8(&self.image)
@@ -109,7 +100,7 @@ pub struct Spelling {
     pub debug: &'static str,
 }
 
-/// What [`VendorCalls::compile_target`] gives: the compiler, and the device's target.
+/// What [`VendorCalls::compile_target`](crate::VendorCalls::compile_target) gives: the compiler, and the device's target.
 pub struct CompileTarget {
     /// The compiler.
     pub compiler: Arc<dyn RuntimeCompiler>,
@@ -153,76 +144,9 @@ pub fn option_arguments(options: &CompileOptions, spelling: &Spelling) -> Result
     Ok(args)
 }
 
-/// One compilation remembered in the process.
-struct Remembered {
-    device: DeviceId,
-    source: KernelSource,
-    options: CompileOptions,
-    compiled: Arc<Compiled>,
-    loaded: Weak<dyn Any + Send + Sync>,
-}
-
-type Memory = Mutex<HashMap<u64, Vec<Remembered>>>;
-
-fn memory() -> &'static Memory {
-    static MEMORY: OnceLock<Memory> = OnceLock::new();
-    MEMORY.get_or_init(Default::default)
-}
-
-fn memory_key(device: DeviceId, source: &KernelSource, options: &CompileOptions) -> u64 {
-    let mut h = DefaultHasher::new();
-    (device, source, options).hash(&mut h);
-    h.finish()
-}
-
-/// `Device::compile` for a vendor device.
-pub(crate) fn compile<V: VendorCalls>(
-    dev: &Arc<VendorDevice<V>>,
-    source: &KernelSource,
-    options: &CompileOptions,
-) -> Result<Module> {
-    let id = dev.device_id();
-    let mkey = memory_key(id, source, options);
-    let remembered = {
-        let map = memory().lock().unwrap_or_else(|p| p.into_inner());
-        map.get(&mkey).and_then(|list| {
-            list.iter()
-                .find(|r| r.device == id && r.source == *source && r.options == *options)
-                .map(|r| (module::revive(dev, &r.loaded), r.compiled.clone()))
-        })
-    };
-    let compiled = match remembered {
-        Some((Some(module), compiled)) => return Ok(module.with_lowered_names(compiled.lowered.clone())),
-        Some((None, compiled)) => compiled,
-        None => Arc::new(compile_or_read(dev, source, options)?),
-    };
-    let (module, loaded) = module::load_shared(dev, compiled.module_image()?)?;
-    let mut map = memory().lock().unwrap_or_else(|p| p.into_inner());
-    let list = map.entry(mkey).or_default();
-    list.retain(|r| !(r.device == id && r.source == *source && r.options == *options));
-    list.push(Remembered {
-        device: id,
-        source: source.clone(),
-        options: options.clone(),
-        compiled: compiled.clone(),
-        loaded,
-    });
-    Ok(module.with_lowered_names(compiled.lowered.clone()))
-}
-
-/// The image from the disk cache, or compiled (and stored there).
-fn compile_or_read<V: VendorCalls>(
-    dev: &VendorDevice<V>,
-    source: &KernelSource,
-    options: &CompileOptions,
-) -> Result<Compiled> {
-    let CompileTarget { compiler, arch } = dev.compile_target()?;
-    compile_for(compiler.as_ref(), &arch, source, options)
-}
-
 /// Compiles `source` with `compiler` for the target `arch` (`sm_90`, `gfx942:xnack-`),
 /// through the disk cache, without a device: what a backend offers for building images
-/// ahead of time, and what [`VendorCalls::compile_target`]'s devices compile with.
+/// ahead of time, and what [`VendorCalls::compile_target`](crate::VendorCalls::compile_target)'s devices compile with.
 pub fn compile_for(
     compiler: &dyn RuntimeCompiler,
     arch: &str,

@@ -225,6 +225,22 @@ if [ -z "$python" ]; then
 else
   run_part bench-cupy "$python" "$here/bench/cupy_peer.py"
 fi
+# Kernels compiled from source: gpuport's RawModule beside CuPy's (the wheel installed
+# into a scratch folder, as for the Python tests).
+if [ -z "$python" ]; then
+  skip_part bench-compile "no python3 here"
+else
+  compile_site="$(mktemp -d "${TMPDIR:-/tmp}/gpuport-site.XXXXXX")"
+  if "$python" -m pip install --no-index --no-deps --target "$compile_site" "$here"/python/*.whl >/dev/null 2>&1; then
+    run_part bench-compile env PYTHONPATH="$compile_site" "$python" "$here/bench/compile_peer.py"
+    if grep -q '^RESULT ' "$logdir/bench-compile.log" 2>/dev/null; then
+      { echo; echo "kernels compiled from source: gpuport | CuPy (same GPU, same run)"; grep '^RESULT ' "$logdir/bench-compile.log"; } >>"$summary"
+    fi
+  else
+    skip_part bench-compile "pip could not install the wheel"
+  fi
+  rm -rf "$compile_site"
+fi
 if grep -q '^RESULT ' "$logdir/bench-cuda.log" 2>/dev/null && grep -q '^RESULT ' "$logdir/bench-cupy.log" 2>/dev/null; then
   {
     echo "gpuport vs CuPy, same GPU, same run (bandwidth: higher is better; latency: lower is better)"

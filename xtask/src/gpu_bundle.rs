@@ -22,6 +22,7 @@ pub const DEFAULT_OUT: &str = "gpu-bundle";
 const RUN_SH: &str = include_str!("../bundle/run.sh");
 const README: &str = include_str!("../bundle/README.md");
 const CUPY_PEER: &str = include_str!("../bundle/cupy_peer.py");
+const COMPILE_PEER: &str = include_str!("../bundle/compile_peer.py");
 
 /// What to build (with the `bundle` profile: release, no debug info), and how each artifact is named
 /// in the bundle: (package, target name, bundle name).
@@ -138,6 +139,11 @@ pub fn gpu_bundle(out: &Path) -> Result<(), String> {
     write_executable(&out.join("run.sh"), RUN_SH)?;
     fs::write(out.join("README.md"), README).map_err(|e| format!("writing README.md: {e}"))?;
     fs::write(out.join("bench/cupy_peer.py"), CUPY_PEER).map_err(|e| format!("writing cupy_peer.py: {e}"))?;
+    fs::write(out.join("bench/compile_peer.py"), COMPILE_PEER).map_err(|e| format!("writing compile_peer.py: {e}"))?;
+    // <gpuport/kernel.h> where CuPy's compiler finds it beside gpuport's (which has it built in).
+    let include = out.join("bench/include/gpuport");
+    fs::create_dir_all(&include).map_err(|e| format!("creating {}: {e}", include.display()))?;
+    fs::write(include.join("kernel.h"), gpuport_vendor_kit_header()).map_err(|e| format!("writing kernel.h: {e}"))?;
     // The Python module: the abi3 wheel (installed there with pip --no-index --no-deps)
     // and the interop tests, GPU peers included.
     crate::python::build_wheel(Some("bundle"), &out.join("python"))?;
@@ -190,6 +196,11 @@ fn write_executable(path: &Path, text: &str) -> Result<(), String> {
             .map_err(|e| format!("making {} executable: {e}", path.display()))?;
     }
     Ok(())
+}
+
+/// `<gpuport/kernel.h>`, as gpuport gives it to its compilers.
+fn gpuport_vendor_kit_header() -> &'static str {
+    include_str!("../../crates/vendor-kit/src/compile/kernel.h")
 }
 
 #[cfg(test)]

@@ -71,9 +71,11 @@ impl Module {
         Module { device, handle: Arc::new(handle), lowered: None }
     }
     /// The same module, knowing the lowered (mangled) name of each name expression it was
-    /// compiled with: `(expression, lowered)`.
-    pub fn with_lowered_names(mut self, names: Vec<(String, String)>) -> Self {
-        self.lowered = (!names.is_empty()).then(|| names.into());
+    /// compiled with: `(expression, lowered)` (a `Vec`, or an `Arc` shared by every module
+    /// made from one compilation).
+    pub fn with_lowered_names(mut self, names: impl Into<Arc<[(String, String)]>>) -> Self {
+        let names = names.into();
+        self.lowered = (!names.is_empty()).then_some(names);
         self
     }
     /// The name to look `name` up by in the image: the lowered name when `name` is a name

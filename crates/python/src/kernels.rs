@@ -44,7 +44,7 @@ fn compile_error(e: Error) -> PyErr {
             });
             err
         }
-        other => Err::<(), _>(other).py().unwrap_err(),
+        other => crate::errors::to_py(other, crate::errors::Context::General),
     }
 }
 

@@ -105,6 +105,8 @@ struct Remembered {
     source: KernelSource,
     options: CompileOptions,
     compiled: Arc<Compiled>,
+    /// The image's lowered names, shared by every module handed out for it.
+    lowered: Arc<[(String, String)]>,
     loaded: Weak<dyn Any + Send + Sync>,
 }
 
@@ -138,13 +140,18 @@ pub(crate) fn compile<V: VendorCalls>(
         map.get(&mkey).and_then(|list| {
             list.iter()
                 .find(|r| r.device == id && r.source == *source && r.options == *options)
-                .map(|r| (revive(dev, &r.loaded), r.compiled.clone()))
+                .map(|r| (revive(dev, &r.loaded), r.compiled.clone(), r.lowered.clone()))
         })
     };
-    let compiled = match remembered {
-        Some((Some(module), compiled)) => return Ok(module.with_lowered_names(compiled.lowered.clone())),
-        Some((None, compiled)) => compiled,
-        None => Arc::new(compile_or_read(dev, source, options)?),
+    let (compiled, lowered) = match remembered {
+        // The hit: no allocation but the module handle's.
+        Some((Some(module), _, lowered)) => return Ok(module.with_lowered_names(lowered)),
+        Some((None, compiled, lowered)) => (compiled, lowered),
+        None => {
+            let compiled = compile_or_read(dev, source, options)?;
+            let lowered: Arc<[(String, String)]> = compiled.lowered.clone().into();
+            (Arc::new(compiled), lowered)
+        }
     };
     let (module, loaded) = load_shared(dev, compiled.module_image()?)?;
     let mut map = memory().lock().unwrap_or_else(|p| p.into_inner());
@@ -154,10 +161,11 @@ pub(crate) fn compile<V: VendorCalls>(
         device: id,
         source: source.clone(),
         options: options.clone(),
-        compiled: compiled.clone(),
+        compiled,
+        lowered: lowered.clone(),
         loaded,
     });
-    Ok(module.with_lowered_names(compiled.lowered.clone()))
+    Ok(module.with_lowered_names(lowered))
 }
 
 /// The image from the disk cache, or compiled (and stored there).

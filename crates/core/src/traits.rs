@@ -57,10 +57,14 @@ pub struct DeviceInfo {
 
 /// A family of devices reached through one runtime: the host, CUDA, ROCm, a plugin.
 pub trait Backend: Send + Sync + Sized + 'static {
-    /// Which kind of backend this is.
+    /// Which kind of backend this is. A backend type that serves several backends named at
+    /// run time (device plugins loaded from libraries, each named by its table) gives its
+    /// family here and each one's kind through [`Backend::kind`].
     const KIND: BackendKind;
     /// The DLPack device types of its device, pinned host and managed memory. The
-    /// interchange layer reads this for every backend, plugins included.
+    /// interchange layer reads this for every backend, plugins included (through
+    /// [`Backend::dlpack_devices`] and [`Device::dlpack_devices`], which a backend type
+    /// serving several backends answers for each).
     const DLPACK: DlpackDevices;
     /// Its device handle.
     type Device: Device<Backend = Self>;
@@ -72,6 +76,16 @@ pub trait Backend: Send + Sync + Sized + 'static {
     /// Loads the runtime (opens the library and resolves required symbols). Never panics:
     /// a missing library, symbol or device is an error that says which.
     fn load(opts: &LoadOptions) -> Result<Self>;
+    /// This backend's kind: [`Backend::KIND`] unless the backend is named at run time.
+    /// Its devices' ids carry this kind.
+    fn kind(&self) -> BackendKind {
+        Self::KIND
+    }
+    /// This backend's DLPack device types: [`Backend::DLPACK`] unless they are known only
+    /// at run time.
+    fn dlpack_devices(&self) -> DlpackDevices {
+        Self::DLPACK
+    }
     /// Runtime and driver versions, in the vendor's words.
     fn version(&self) -> String;
     /// The devices this backend can open.
@@ -89,6 +103,10 @@ pub trait Device: Clone + Send + Sync + 'static {
     fn id(&self) -> DeviceId;
     /// Facts about the device.
     fn info(&self) -> Result<DeviceInfo>;
+    /// The DLPack device types of its backend ([`Backend::dlpack_devices`]).
+    fn dlpack_devices(&self) -> DlpackDevices {
+        <Self::Backend as Backend>::DLPACK
+    }
 
     /// Allocates `bytes` of device memory, synchronously. Zero bytes gives an empty buffer.
     fn alloc(&self, bytes: usize) -> Result<Buffer>;

@@ -2,7 +2,8 @@
 //!
 //! What the `gpuport` crate is built on, and re-exports whole: [`Runtime`] discovery, the
 //! dynamic tier ([`AnyDevice`], [`AnyStream`], [`AnyEvent`]), [`Array`] with its pending
-//! work, the copy engine and [`MirroredArray`], and the loader of device plugins. It is a
+//! work, the copy engine and [`MirroredArray`], and device plugins (loaded through
+//! `gpuport-loaded`). It is a
 //! crate of its own so that the interchange crates (`gpuport-dlpack`, `gpuport-cai`),
 //! which build on it, can be re-exported by `gpuport` too: a program depends on `gpuport`
 //! alone. Depend on this crate directly only to build beside the interchange crates.
@@ -28,7 +29,6 @@ mod host_copy;
 mod launch;
 mod mirror;
 mod pending;
-mod plugin;
 mod runtime;
 
 pub use array::Array;
@@ -47,12 +47,13 @@ pub use gpuport_core::{
     Ownership, PointerAttributes, ProgressReading, Release, Result, Scalar, Stream, StreamFlags, StreamProgress,
     INLINE_NDIM, MAX_NDIM,
 };
+pub use gpuport_loaded::{DEFAULT_INIT_TIMEOUT, INIT_TIMEOUT_ENV, MAX_PLUGIN_DEVICES};
 pub use launch::{launch_on_arrays, LaunchArg};
 pub use mirror::{MirroredArray, SharedSyncState, SyncState};
 pub use pending::Access;
-pub use plugin::{parse_plugin_list, DEFAULT_INIT_TIMEOUT, INIT_TIMEOUT_ENV, MAX_PLUGIN_DEVICES, PLUGINS_ENV};
 pub use runtime::{
-    parse_backend_list, BackendReport, BackendStatus, DiscoverOptions, Runtime, BACKENDS_ENV, DEVICE_ENV,
+    parse_backend_list, parse_plugin_list, BackendReport, BackendStatus, DiscoverOptions, Runtime, BACKENDS_ENV,
+    DEVICE_ENV, PLUGINS_ENV,
 };
 
 /// What most users import: `use gpuport::prelude::*;`. The static tier's traits (for

@@ -9,13 +9,22 @@ use gpuport_cuda::CudaBackend;
 use gpuport_host::HostBackend;
 use gpuport_rocm::RocmBackend;
 
+use gpuport_loaded::LoadedBackend;
+
 use crate::dynamic::{AnyDevice, DynBackend};
-use crate::plugin::{self, parse_plugin_list, PLUGINS_ENV};
 
 /// Environment variable that limits discovery to a comma-separated list of backends.
 pub const BACKENDS_ENV: &str = "GPUPORT_BACKENDS";
 /// Environment variable naming the default device (`cuda:0`); the host when unset.
 pub const DEVICE_ENV: &str = "GPUPORT_DEVICE";
+/// Environment variable listing plugin libraries to load before discovery
+/// (`/path/a.so:/path/b.so`).
+pub const PLUGINS_ENV: &str = "GPUPORT_PLUGINS";
+
+/// The paths of a `GPUPORT_PLUGINS` value: `:`-separated, empty entries ignored.
+pub fn parse_plugin_list(value: &str) -> Vec<PathBuf> {
+    value.split(':').map(str::trim).filter(|s| !s.is_empty()).map(PathBuf::from).collect()
+}
 
 fn load_as_dyn<B: Backend>(opts: &LoadOptions) -> Result<Arc<dyn DynBackend>> {
     Ok(Arc::new(B::load(opts)?))
@@ -242,13 +251,13 @@ impl Runtime {
     pub fn load_plugin(path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
         // One load at a time: two threads naming one library load it once.
-        let _one_at_a_time = plugin::LOADING.lock().unwrap_or_else(|p| p.into_inner());
-        if plugin::loaded_from(path).is_some() {
+        let _one_at_a_time = gpuport_loaded::LOADING.lock().unwrap_or_else(|p| p.into_inner());
+        if gpuport_loaded::loaded_from(path).is_some() {
             return Ok(());
         }
         let taken = |name: &str| Self::known_names().iter().any(|n| n == name);
-        let backend = plugin::load(path, taken)?;
-        Self::add_plugin(backend)
+        let backend = LoadedBackend::load_library(path, taken)?;
+        Self::add_plugin(Arc::new(backend))
     }
 
     /// Loads a device plugin whose entry point is already in this process — a plugin
@@ -262,8 +271,8 @@ impl Runtime {
     pub unsafe fn load_plugin_entry(entry: gpuport_plugin_abi::EntryFn) -> Result<()> {
         let taken = |name: &str| Self::known_names().iter().any(|n| n == name);
         // SAFETY: forwarded.
-        let backend = unsafe { plugin::load_entry(entry, taken) }?;
-        Self::add_plugin(backend)
+        let backend = unsafe { LoadedBackend::from_entry(entry, taken) }?;
+        Self::add_plugin(Arc::new(backend))
     }
 
     /// Adds a backend to the ones discovery includes, unless its name is taken.

@@ -9,8 +9,8 @@ use std::ffi::{c_void, CStr};
 
 use crate::kernel_args::ArgSlot;
 use gpuport_core::{
-    BackendKind, DeviceId, DeviceInfo, EventFlags, HostAllocFlags, LaunchConfig, ModuleImage, PointerAttributes,
-    Result, StreamFlags,
+    BackendKind, DeviceId, DeviceInfo, DlpackDevices, EventFlags, HostAllocFlags, LaunchConfig, ModuleImage,
+    PointerAttributes, Result, StreamFlags,
 };
 
 /// A vendor handle and its raw value (what `raw_handle` shows and `wrap_stream` /
@@ -54,6 +54,12 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
     /// The backend: the device's kind.
     fn kind(&self) -> BackendKind {
         self.device_id().kind
+    }
+    /// The DLPack device types of the backend, when only the calls table knows them (a
+    /// loaded plugin's table declares its own); `None` keeps the backend's
+    /// `Backend::DLPACK`.
+    fn dlpack_devices(&self) -> Option<DlpackDevices> {
+        None
     }
     /// Makes the device current on the calling thread.
     fn bind(&self) -> Result<()>;

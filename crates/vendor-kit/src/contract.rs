@@ -114,8 +114,12 @@ impl<V: VendorCalls> VendorDevice<V> {
         self.streams.synchronize(&self.calls)
     }
 
-    /// `Device::can_access_peer` (a device always reaches its own memory).
+    /// `Device::can_access_peer` (a device always reaches its own memory, never another
+    /// backend's directly).
     pub fn can_access_peer(&self, peer: &Self) -> Result<bool> {
+        if crate::same_backend("can_access_peer", self.device_id(), peer.device_id()).is_err() {
+            return Ok(false);
+        }
         if peer.device_id() == self.device_id() {
             return Ok(true);
         }
@@ -124,6 +128,7 @@ impl<V: VendorCalls> VendorDevice<V> {
 
     /// `Device::enable_peer_access` (nothing to do for the device itself).
     pub fn enable_peer_access(&self, peer: &Self) -> Result<()> {
+        crate::same_backend("enable_peer_access", self.device_id(), peer.device_id())?;
         if peer.device_id() == self.device_id() {
             return Ok(());
         }

@@ -103,6 +103,7 @@ impl<V: VendorCalls> VendorEvent<V> {
 
     /// `Event::elapsed_ms` from this event to `end`.
     pub fn elapsed_ms(&self, end: &Self) -> Result<f32> {
+        crate::same_backend("elapsed_ms", self.device_id(), end.device_id())?;
         self.inner.dev.bind()?;
         self.inner.dev.event_elapsed_ms(self.inner.raw, end.inner.raw)
     }

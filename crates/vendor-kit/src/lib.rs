@@ -61,6 +61,7 @@ mod module;
 mod stream;
 mod stream_errors;
 
+use gpuport_core::{DeviceId, Error, Result};
 use std::sync::{Mutex, MutexGuard};
 
 pub use callback::{host_callback_run, refuse_in_callback, run_host_callback, SlotRun};
@@ -78,4 +79,16 @@ pub use gpuport_core as __core;
 /// errors), so a poisoned lock is still used.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Refuses a handle of another backend given to `operation` of a handle of `mine`'s
+/// backend. One backend type can serve several backends (every loaded plugin's handles
+/// share the loader's types), so a handle's type says less than its kind: a stream of one
+/// plugin must never pass another plugin's event to its table.
+fn same_backend(operation: &'static str, mine: DeviceId, theirs: DeviceId) -> Result<()> {
+    if mine.kind == theirs.kind {
+        Ok(())
+    } else {
+        Err(Error::mismatch(operation, mine.kind, theirs))
+    }
 }

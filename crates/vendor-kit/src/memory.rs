@@ -135,6 +135,7 @@ pub fn alloc_async<V: VendorCalls>(
     bytes: usize,
     stream: &VendorStream<V>,
 ) -> Result<Buffer> {
+    crate::same_backend("alloc_async", dev.device_id(), stream.device_id())?;
     if stream.device_id() != dev.device_id() {
         return Err(Error::invalid_argument(format!(
             "a stream of {} used with {}",

@@ -65,8 +65,7 @@ const QUEUE_STRICT: [Run; 2] = [
 /// The interchange crates' unit and integration tests.
 /// The plugin ABI's Rust side, both ways: the loader's tests drive the ext device through
 /// the C table `gpuport-plugin-export` exports, and feed the loader spoiled tables.
-const PLUGIN_ABI: Run =
-    Run { package: "gpuport-runtime", args: &["--lib", "plugin::"], env: &[], strict_provenance: false };
+const PLUGIN_ABI: Run = Run { package: "gpuport-loaded", args: &["--lib"], env: &[], strict_provenance: false };
 
 /// The vendor kit's streams against a fake runtime: host callbacks' slots taken on one
 /// thread and given back on another (a list linked through the slots, passed between

@@ -14,6 +14,8 @@ use crate::{run, rustup_cargo};
 /// conformance suite on the CUDA and ROCm backends through every driver double).
 const THREAD_RUNS: &[Run] = &[
     Run { package: "gpuport-runtime", args: ALL, env: &[], strict_provenance: false },
+    // The plugin loader against the ext device behind the C table, in this process.
+    Run { package: "gpuport-loaded", args: ALL, env: &[], strict_provenance: false },
     SOFTWARE_DEVICES[0],
     SOFTWARE_DEVICES[1],
     SOFTWARE_DEVICES[2],

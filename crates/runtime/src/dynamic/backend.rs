@@ -9,7 +9,7 @@ use super::{device_into_any, AnyDevice};
 pub trait DynBackend: Send + Sync + 'static {
     /// Its kind.
     fn kind(&self) -> BackendKind;
-    /// Its DLPack device types (see [`Backend::DLPACK`]).
+    /// Its DLPack device types (see [`Backend::dlpack_devices`]).
     fn dlpack_devices(&self) -> DlpackDevices;
     /// Runtime and driver versions.
     fn version(&self) -> String;
@@ -21,31 +21,31 @@ pub trait DynBackend: Send + Sync + 'static {
 
 impl<B: Backend> DynBackend for B {
     fn kind(&self) -> BackendKind {
-        B::KIND
+        Backend::kind(self)
     }
     fn dlpack_devices(&self) -> DlpackDevices {
-        B::DLPACK
+        Backend::dlpack_devices(self)
     }
     fn version(&self) -> String {
         Backend::version(self)
     }
     fn devices(&self) -> Result<Vec<DeviceInfo>> {
         let devices = Backend::devices(self)?;
-        devices.iter().try_for_each(|d| check_kind::<B>(d.id))?;
+        devices.iter().try_for_each(|d| check_kind(Backend::kind(self), d.id))?;
         Ok(devices)
     }
     fn open(&self, ordinal: u32) -> Result<AnyDevice> {
         let device = Backend::open(self, ordinal)?;
-        check_kind::<B>(gpuport_core::Device::id(&device))?;
+        check_kind(Backend::kind(self), gpuport_core::Device::id(&device))?;
         Ok(device_into_any(device))
     }
 }
 
 /// A backend hands out only its own devices: one device has one representation (a plugin
 /// cannot pass a built-in backend's device off as its own).
-fn check_kind<B: Backend>(id: DeviceId) -> Result<()> {
-    if id.kind != B::KIND {
-        return Err(Error::invalid_argument(format!("backend `{}` opened {id}, a device of another backend", B::KIND)));
+fn check_kind(kind: BackendKind, id: DeviceId) -> Result<()> {
+    if id.kind != kind {
+        return Err(Error::invalid_argument(format!("backend `{kind}` opened {id}, a device of another backend")));
     }
     Ok(())
 }

@@ -21,7 +21,7 @@ twin_trait! {
         fn id(&self) -> DeviceId;
         /// See [`Device::info`].
         fn info(&self) -> Result<DeviceInfo>;
-        /// The DLPack device types its backend declares ([`Backend::DLPACK`]).
+        /// See [`Device::dlpack_devices`].
         fn dlpack_devices(&self) -> DlpackDevices;
         /// See [`Device::alloc`].
         fn alloc(&self, bytes: usize) -> Result<Buffer>;
@@ -76,7 +76,7 @@ impl<D: Device> DynDevice for D {
         Device::info(self)
     }
     fn dlpack_devices(&self) -> DlpackDevices {
-        <D::Backend as Backend>::DLPACK
+        Device::dlpack_devices(self)
     }
     fn alloc(&self, bytes: usize) -> Result<Buffer> {
         Device::alloc(self, bytes)

@@ -5,8 +5,9 @@
 //!
 //! Built-in backends get their own enum variant (a direct `match`, no vtable); a Rust
 //! backend registered at run time is `Registered`, behind an `Arc<dyn …>`; a plugin loaded
-//! from a shared library is `Loaded`, the loader's own handle (its function table is then
-//! the only indirect call).
+//! from a shared library is `Loaded`, the `gpuport-loaded` backend's own handle (its
+//! function table is then the only indirect call). Every variant gets its twin-trait
+//! methods from the blanket impls over the typed traits: each method list is written once.
 //!
 //! The `Any*` enums also have every method of their twin trait as an inherent method, so
 //! using them needs no import from here; import these traits to write code generic over
@@ -33,7 +34,7 @@ use gpuport_cuda::{CudaDevice, CudaEvent, CudaStream};
 use gpuport_host::{HostDevice, HostEvent, HostStream};
 use gpuport_rocm::{RocmDevice, RocmEvent, RocmStream};
 
-pub use crate::plugin::{LoadedDevice, LoadedEvent, LoadedStream};
+pub use gpuport_loaded::{LoadedDevice, LoadedEvent, LoadedStream};
 
 pub use backend::DynBackend;
 pub use device::DynDevice;
@@ -167,9 +168,18 @@ macro_rules! into_any {
         }
     };
 }
-into_any!(device_into_any, AnyDevice, Device, RegisteredDevice, Host: HostDevice, Cuda: CudaDevice, Rocm: RocmDevice);
-into_any!(stream_into_any, AnyStream, Stream, RegisteredStream, Host: HostStream, Cuda: CudaStream, Rocm: RocmStream);
-into_any!(event_into_any, AnyEvent, Event, RegisteredEvent, Host: HostEvent, Cuda: CudaEvent, Rocm: RocmEvent);
+into_any!(
+    device_into_any, AnyDevice, Device, RegisteredDevice,
+    Host: HostDevice, Cuda: CudaDevice, Rocm: RocmDevice, Loaded: LoadedDevice
+);
+into_any!(
+    stream_into_any, AnyStream, Stream, RegisteredStream,
+    Host: HostStream, Cuda: CudaStream, Rocm: RocmStream, Loaded: LoadedStream
+);
+into_any!(
+    event_into_any, AnyEvent, Event, RegisteredEvent,
+    Host: HostEvent, Cuda: CudaEvent, Rocm: RocmEvent, Loaded: LoadedEvent
+);
 
 /// The typed handle of backend `B` inside an `Any*` handle, or a mismatch error.
 fn typed<'a, T: 'static>(

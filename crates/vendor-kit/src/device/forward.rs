@@ -20,6 +20,9 @@ macro_rules! impl_vendor_device {
             fn info(&self) -> $crate::__core::Result<$crate::__core::DeviceInfo> {
                 self.0.info()
             }
+            fn dlpack_devices(&self) -> $crate::__core::DlpackDevices {
+                $crate::VendorCalls::dlpack_devices(&**self.0).unwrap_or(<$backend as $crate::__core::Backend>::DLPACK)
+            }
             fn alloc(&self, bytes: usize) -> $crate::__core::Result<$crate::__core::Buffer> {
                 self.0.alloc(bytes)
             }

@@ -132,12 +132,14 @@ impl<V: VendorCalls> VendorStream<V> {
 
     /// `Stream::record`.
     pub fn record(&self, event: &VendorEvent<V>) -> Result<()> {
+        crate::same_backend("record", self.device_id(), event.device_id())?;
         let raw = self.raw()?;
         self.dev().event_record(event.raw(), raw)
     }
 
     /// `Stream::wait`.
     pub fn wait(&self, event: &VendorEvent<V>) -> Result<()> {
+        crate::same_backend("wait", self.device_id(), event.device_id())?;
         let raw = self.raw()?;
         self.dev().stream_wait_event(raw, event.raw())
     }

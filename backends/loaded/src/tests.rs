@@ -4,13 +4,12 @@
 
 use std::ffi::c_char;
 
-use gpuport_core::{Copy2d, DefaultStream, Error, EventFlags, StreamFlags};
+use gpuport_core::{Backend, Copy2d, DefaultStream, Device, Error, Event, EventFlags, Stream, StreamFlags};
 use gpuport_ext::ExtBackend;
 use gpuport_plugin_abi as abi;
 
 use super::table::Table;
 use super::{backend_of, LoadedBackend};
-use crate::dynamic::DynBackend;
 
 /// The backend of a table made in this process: validated, initialised.
 ///
@@ -19,7 +18,7 @@ use crate::dynamic::DynBackend;
 unsafe fn backend_of_table(
     api: *const abi::PluginApi,
     name_taken: impl Fn(&str) -> bool,
-) -> Result<std::sync::Arc<LoadedBackend>, Error> {
+) -> Result<LoadedBackend, Error> {
     // SAFETY: forwarded.
     backend_of(unsafe { Table::validate(api, name_taken) }?)
 }
@@ -36,7 +35,7 @@ fn good(name: &'static str) -> abi::PluginApi {
 }
 
 /// What loading `api` says.
-fn load(api: &abi::PluginApi) -> Result<std::sync::Arc<LoadedBackend>, Error> {
+fn load(api: &abi::PluginApi) -> Result<LoadedBackend, Error> {
     // SAFETY: `api` lives for the test; its functions are the ext plugin's, which stays in
     // this process.
     unsafe { backend_of_table(api, |_| false) }
@@ -47,6 +46,38 @@ fn refused(api: &abi::PluginApi, needle: &str) {
         Ok(_) => panic!("a table that should be refused ({needle}) was loaded"),
         Err(e) => assert!(e.to_string().contains(needle), "{e}\n(expected it to say {needle:?})"),
     }
+}
+
+/// Every loaded library's handles share one type: a handle of one library given to
+/// another's is refused by kind before either table is called.
+#[test]
+fn one_librarys_handles_never_reach_another_librarys_table() {
+    let (one, other) = (load(&good("kindone")).unwrap(), load(&good("kindtwo")).unwrap());
+    let (dev, foreign) = (one.open(0).unwrap(), other.open(0).unwrap());
+    assert_eq!(dev.dlpack_devices(), one.dlpack_devices());
+    let s = dev.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    let theirs = foreign.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    let mine = dev.create_event(EventFlags::empty()).unwrap();
+    let ev = foreign.create_event(EventFlags::empty()).unwrap();
+    let mismatch = |r: Result<(), Error>, op: &str| match r {
+        Err(Error::BackendMismatch { operation, expected, found }) => {
+            assert_eq!(operation, op);
+            assert_eq!(expected, "kindone");
+            assert!(found.starts_with("kindtwo"), "{found}");
+        }
+        other => panic!("{op} across libraries: {other:?}"),
+    };
+    mismatch(s.record(&ev), "record");
+    mismatch(s.wait(&ev), "wait");
+    s.record(&mine).unwrap();
+    mismatch(mine.elapsed_ms(&ev).map(drop), "elapsed_ms");
+    mismatch(dev.alloc_async(64, &theirs).map(drop), "alloc_async");
+    mismatch(dev.enable_peer_access(&foreign), "enable_peer_access");
+    assert!(!dev.can_access_peer(&foreign).unwrap(), "another library's device is never a peer");
+    // The same calls within one library go through.
+    let peer = one.open(1).unwrap();
+    dev.can_access_peer(&peer).unwrap();
+    s.synchronize().unwrap();
 }
 
 #[test]
@@ -246,13 +277,13 @@ fn a_failing_initialize_is_the_reason_given() {
 #[test]
 #[cfg_attr(miri, ignore = "Miri runs no foreign code: nothing is loaded from a path")]
 fn libraries_that_are_not_plugins_are_errors_not_crashes() {
-    match super::load(std::path::Path::new("/nonexistent/libnothing.so"), |_| false) {
+    match LoadedBackend::load_library(std::path::Path::new("/nonexistent/libnothing.so"), |_| false) {
         Err(Error::BackendUnavailable { name, reason }) => {
             assert!(name.contains("libnothing") && reason.contains("cannot be loaded"), "{reason}")
         }
         other => panic!("expected BackendUnavailable, got {:?}", other.err()),
     }
-    match super::load(std::path::Path::new("libm.so.6"), |_| false) {
+    match LoadedBackend::load_library(std::path::Path::new("libm.so.6"), |_| false) {
         Err(Error::BackendUnavailable { reason, .. }) => assert!(reason.contains("gpuport_plugin_entry"), "{reason}"),
         other => panic!("expected BackendUnavailable, got {:?}", other.err()),
     }

@@ -6,8 +6,8 @@ use std::ffi::{c_void, CStr};
 use std::sync::Arc;
 
 use gpuport_core::{
-    BackendKind, DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, LaunchConfig, MemoryKind, ModuleImage,
-    PointerAttributes, ProgressReading, Result, StreamFlags,
+    BackendKind, DeviceId, DeviceInfo, DlpackDevices, Error, EventFlags, HostAllocFlags, LaunchConfig, MemoryKind,
+    ModuleImage, PointerAttributes, ProgressReading, Result, StreamFlags,
 };
 use gpuport_plugin_abi as abi;
 use gpuport_vendor_kit::kernel_args::ArgSlot;
@@ -199,6 +199,9 @@ impl VendorCalls for PluginCalls {
     }
     fn kind(&self) -> BackendKind {
         self.id.kind
+    }
+    fn dlpack_devices(&self) -> Option<DlpackDevices> {
+        Some(self.table.dlpack)
     }
     fn bind(&self) -> Result<()> {
         // Plugins have no current device: every call names its device.

@@ -72,6 +72,9 @@ pub struct Target {
     pub devices: Vec<AnyDevice>,
     /// The backend's version text (`Backend::version`), as discovery reported it.
     pub version: String,
+    /// The backend's DLPack device types (`Backend::dlpack_devices`), as discovery
+    /// reported them.
+    pub dlpack: Option<gpuport_runtime::DlpackDevices>,
     /// The facts of each device as the backend listed them at discovery
     /// (`Backend::devices`), in ordinal order.
     pub listed: Vec<gpuport_runtime::DeviceInfo>,
@@ -278,6 +281,7 @@ pub fn open_target(rt: &Runtime, backend: &str, kernel: Option<TestKernel>) -> R
         gpuport_runtime::BackendStatus::Available { version, devices } => (version.clone(), devices.clone()),
         gpuport_runtime::BackendStatus::Unavailable(err) => return Err(format!("{backend} is unavailable: {err}")),
     };
+    let dlpack = report.dlpack_devices();
     let count = listed.len();
     let past_last_device = rt.device(&format!("{backend}:{count}")).err();
     let devices = (0..count)
@@ -300,6 +304,7 @@ pub fn open_target(rt: &Runtime, backend: &str, kernel: Option<TestKernel>) -> R
         backend: backend.to_owned(),
         devices,
         version,
+        dlpack,
         listed,
         past_last_device,
         kernel,

@@ -30,6 +30,13 @@ pub fn facts_of_every_device(t: &Target) -> Outcome {
     for (ordinal, (dev, listed)) in t.devices.iter().zip(&t.listed).enumerate() {
         let id = dev.id();
         ensure!(id.ordinal as usize == ordinal, "device {ordinal} says it is {id}");
+        ensure!(id.kind.name() == t.backend, "a device of backend {} says it is {id}", t.backend);
+        ensure!(
+            Some(dev.dlpack_devices()) == t.dlpack,
+            "{id} declares DLPack types {:?}, its backend {:?}",
+            dev.dlpack_devices(),
+            t.dlpack
+        );
         let info = dev.info()?;
         ensure!(info.id == id, "{id}'s facts name {}", info.id);
         ensure!(!info.name.trim().is_empty(), "{id} gives no name");

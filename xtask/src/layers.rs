@@ -22,9 +22,6 @@ const LAYERS: &[&[&str]] = &[
 /// circle fails the check, and so does a listed one that is gone (say so in the docs).
 #[cfg(test)]
 const KNOWN_CIRCLES: &[(&str, &[&str])] = &[
-    // `Array` reads and writes strided views through the copy engine's block routines,
-    // which take `Array`s.
-    ("crates/runtime", &["array", "copy"]),
     // An opened device records its default streams and a stream holds its device; events
     // and modules, kept by streams' parked work, hold their device too.
     ("crates/vendor-kit", &["device", "event", "module", "stream"]),

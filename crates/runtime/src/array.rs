@@ -11,12 +11,12 @@ use gpuport_core::{
     as_bytes, Buffer, BufferDesc, DType, DefaultStream, DeviceId, Element, Error, EventFlags, Layout, Result,
 };
 
-use crate::copy::strided::{self, Side};
 use crate::dynamic::{AnyDevice, AnyStream};
 use crate::foreign::{check_span, ForeignElements};
 use crate::fresh_memory::{zeroed_bytes, zeroed_elements};
 use crate::host_copy::{host_copy, host_zeroed};
 use crate::pending::{Access, PendingWork};
+use crate::strided::{self, Side};
 
 /// An allocation and the work pending on it, shared by every view.
 struct Storage {

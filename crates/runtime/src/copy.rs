@@ -33,10 +33,9 @@ use gpuport_core::{DefaultStream, Error, Result};
 use crate::array::Array;
 use crate::dynamic::{AnyDevice, AnyStream};
 use crate::pending::Access;
+use crate::strided;
 
-mod blocks;
 mod staging;
-pub(crate) mod strided;
 
 /// Which route a copy took.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,6 +30,7 @@ mod launch;
 mod mirror;
 mod pending;
 mod runtime;
+mod strided;
 
 pub use array::Array;
 pub use copy::{copy, release_staging_buffers, CopyEngine, CopyRoute};

@@ -7,8 +7,10 @@
 
 use gpuport_core::{Buffer, Copy2d, Error, Layout, Result};
 
-use super::blocks::{blocks, Block};
 use crate::dynamic::AnyStream;
+use blocks::{blocks, Block};
+
+mod blocks;
 
 /// Strided copies in more 2D blocks than this, their runs shorter than
 /// [`SHORT_RUN_BYTES`], are not planned: one device call per block would cost more than

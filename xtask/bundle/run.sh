@@ -168,6 +168,9 @@ run_part dlpack-exchange "$bin/dlpack-exchange" --test-threads=1
 run_part dlpack-devices env GPUPORT_CONFORMANCE_BACKENDS=cuda "$bin/dlpack-devices" --include-ignored \
   --skip cuda_and_rocm_exchange_through_the_copy_engine
 run_part cai-devices env GPUPORT_CONFORMANCE_BACKENDS=cuda "$bin/cai-devices" --include-ignored --test-threads=1
+# Strided views of GPU memory through the copy kernels (compiled with NVRTC at first use),
+# checked against a host model; the 2D-copy route beside them.
+run_part copy-kernels "$bin/copy-kernels" --include-ignored
 # The installed driver library: every required symbol through cuGetProcAddress.
 libcuda="$(ldconfig -p 2>/dev/null | sed -n 's/.*libcuda\.so\.1 (.*x86-64.*) => //p' | head -1)"
 if [ -n "$libcuda" ] && [ "$cuda" != "unknown" ] && [ -n "$cuda" ]; then

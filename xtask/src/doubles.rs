@@ -207,7 +207,8 @@ fn with_double(mut cmd: Command, d: &Double) -> Command {
 }
 
 /// The tests that need a device of `backend` (`cuda`, `rocm`), ignored by default: its
-/// own device tests (`backends/*/tests/gpu.rs`) and the interchange tests on its arrays.
+/// own device tests (`backends/*/tests/gpu.rs`), the interchange tests on its arrays and
+/// the copy kernels' test.
 /// A named run includes exactly these — never the other vendor's, nor the checks that
 /// need a real library without a device.
 pub(crate) fn device_tests(backend: &str) -> Vec<(String, Command)> {
@@ -219,7 +220,13 @@ pub(crate) fn device_tests(backend: &str) -> Vec<(String, Command)> {
     let mut interchange = cargo();
     interchange.args(["test", "-p", "gpuport-dlpack", "-p", "gpuport-cai", "--test", "vendor_devices"]);
     interchange.args(["--", "--include-ignored"]);
-    vec![(format!("{backend} device tests"), device), (format!("DLPack and CAI on {backend} arrays"), interchange)]
+    let mut copies = cargo();
+    copies.args(["test", "-p", "gpuport-runtime", "--test", "copy_kernels", "--", "--include-ignored"]);
+    vec![
+        (format!("{backend} device tests"), device),
+        (format!("DLPack and CAI on {backend} arrays"), interchange),
+        (format!("strided copies on {backend} arrays"), copies),
+    ]
 }
 
 /// Runs a backend's tests on its double: the whole conformance suite (two devices,

@@ -35,6 +35,7 @@ const PARTS: &[(&str, &str, &str)] = &[
     ("gpuport-dlpack", "exchange", "dlpack-exchange"),
     ("gpuport-dlpack", "vendor_devices", "dlpack-devices"),
     ("gpuport-cai", "vendor_devices", "cai-devices"),
+    ("gpuport-runtime", "copy_kernels", "copy-kernels"),
     ("gpuport", "demo", "demo"),
     ("gpuport-runtime", "staged_copy", "bench-staged-copy"),
     ("gpuport-runtime", "cuda_bandwidth", "bench-cuda"),

@@ -478,7 +478,7 @@ pub fn run_port_cases(port: &Port, selected: impl Fn(&str) -> bool) -> Report {
         .collect();
     drop(target);
     // The staging buffers the copy cases made are the port's memory: give them back.
-    gpuport_runtime::release_staging_buffers();
+    gpuport_runtime::release_copy_resources();
     gpuport_runtime::release::flush();
     Report { backend, cases }
 }

@@ -103,7 +103,7 @@ fn main() {
     // Give every device resource back before the process ends: the staging buffers the copy
     // engine keeps, and drops still on their way to the release thread (a driver that
     // checks for leaks at exit, such as the driver doubles, reports what is left).
-    gpuport_runtime::release_staging_buffers();
+    gpuport_runtime::release_copy_resources();
     gpuport_runtime::release::flush();
     conclusion.exit();
 }

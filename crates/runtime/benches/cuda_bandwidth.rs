@@ -3,7 +3,8 @@
 //! on the GPU), and event record, stream wait and kernel launch + synchronize latency
 //! (host-timed), and strided views read to the host (`Array::to_bytes`, host-timed: one
 //! column of an 8192 × 8192 `f32` matrix, every 8th `f32` of 64 MiB — the elements alone,
-//! packed on the device by 2D copies and read in one piece — and the 64 MiB read whole,
+//! packed on the device by a copy kernel (2D copies where none compiles) and read in one
+//! piece — and the 64 MiB read whole,
 //! what reading a view's span costs). Prints
 //! one `RESULT <metric> <value> <unit>` line per figure; the GPU
 //! bundle's `run.sh` runs CuPy's `bench/cupy_peer.py` with the same metric names in the

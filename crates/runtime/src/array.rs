@@ -405,7 +405,10 @@ impl Array {
     /// The elements' bytes in row-major order (gathering strided layouts), after pending
     /// writes.
     ///
-    /// A strided view is read whole — one read of its span (the bytes from its first element
+    /// A strided view of a CUDA or ROCm device's memory whose runs are short is packed on
+    /// the device by one launch of a copy kernel (see
+    /// [`strided_copy_kernels`](crate::strided_copy_kernels)) into a stream-ordered
+    /// scratch buffer, read in one piece. Otherwise a strided view is read whole — one read of its span (the bytes from its first element
     /// to its last), the elements picked out on the host — unless the bytes between its
     /// elements outweigh the cost of copying the elements alone: a column of a large
     /// matrix is then one 2D copy of its elements (its runs joined as the copy engine joins
@@ -430,6 +433,9 @@ impl Array {
             return Ok(out);
         }
         let item = self.dtype.itemsize()?;
+        if let Some(out) = self.pack_with_kernel(stream, item)? {
+            return Ok(out);
+        }
         if strided::gather_beats_span(&self.layout, item, self.layout.span(item)?.len()) {
             if let Some(plan) = strided::plan(&self.layout, &Layout::contiguous(self.shape())?, item)? {
                 if !self.buffer().is_host_accessible() {
@@ -451,6 +457,11 @@ impl Array {
     /// Overwrites the elements from row-major bytes, scattering into strided layouts (bytes
     /// of the span that are not elements of this view are preserved). Ordered after pending
     /// reads and writes; the write has completed on return.
+    ///
+    /// A strided view of a CUDA or ROCm device's memory whose runs are short is written in
+    /// one piece into a scratch buffer of the device and put in place there by one launch
+    /// of a copy kernel (see [`strided_copy_kernels`](crate::strided_copy_kernels)).
+    /// Otherwise:
     ///
     /// A view whose elements fill their span — every byte from its first element to its
     /// last is one of its elements: a transposed matrix, reversed rows — is arranged on the
@@ -489,6 +500,9 @@ impl Array {
             return stream.write(bytes, self.buffer(), self.offset);
         }
         let item = self.dtype.itemsize()?;
+        if self.scatter_with_kernel(bytes, stream, item)? {
+            return self.wait_queued(stream);
+        }
         if self.layout.is_dense() {
             // Every byte of the span is an element (a transposed matrix, reversed rows):
             // arranged on the host, the span is written whole, and nothing is read.
@@ -514,6 +528,37 @@ impl Array {
             let at = (at - span_start) as usize;
             span[at..at + len].copy_from_slice(&bytes[packed..packed + len]);
         })
+    }
+
+    /// [`Array::to_bytes_on`] for a strided view of a GPU's memory with a copy kernel: the
+    /// kernel packs the elements into a scratch buffer of the device, allocated on
+    /// `stream`, and one read brings them over. `None` where the device has no kernel for
+    /// this view, or no stream-ordered scratch memory.
+    fn pack_with_kernel(&self, stream: &AnyStream, item: usize) -> Result<Option<Vec<u8>>> {
+        let Some(kernels) = strided::kernels_for(&self.device, &[self.buffer()]) else { return Ok(None) };
+        let packed_layout = Layout::contiguous(self.shape())?;
+        let Some(copy) = kernels.plan(&self.layout, &packed_layout, item) else { return Ok(None) };
+        let len = self.nbytes();
+        let Some(packed) = self.scratch_on(len, stream)? else { return Ok(None) };
+        copy.queue(stream, self.side(), Side { buffer: &packed, offset: 0 })?;
+        let mut out = zeroed_bytes(len);
+        stream.read(&packed, 0, &mut out)?;
+        Ok(Some(out))
+    }
+
+    /// [`Array::copy_from_bytes_on`] for a strided view of a GPU's memory with a copy
+    /// kernel: `bytes` written in one piece into a scratch buffer of the device, and the
+    /// kernel puts each element in its place (the bytes between them untouched). `false`
+    /// (nothing done) where the device has no kernel for this view, or no stream-ordered
+    /// scratch memory; else the scatter is queued on `stream`.
+    fn scatter_with_kernel(&self, bytes: &[u8], stream: &AnyStream, item: usize) -> Result<bool> {
+        let Some(kernels) = strided::kernels_for(&self.device, &[self.buffer()]) else { return Ok(false) };
+        let packed_layout = Layout::contiguous(self.shape())?;
+        let Some(copy) = kernels.plan(&packed_layout, &self.layout, item) else { return Ok(false) };
+        let Some(packed) = self.scratch_on(bytes.len(), stream)? else { return Ok(false) };
+        stream.write(bytes, &packed, 0)?;
+        copy.queue(stream, Side { buffer: &packed, offset: 0 }, self.side())?;
+        Ok(true)
     }
 
     /// [`Array::to_bytes_on`] for a view whose elements are a small part of their span (a

@@ -70,13 +70,16 @@ impl Default for CopyEngine {
     }
 }
 
-/// Frees the staging buffers (and their events) that staged copies keep per device pair
-/// for reuse; the next staged copy makes new ones. A program that wants every device
-/// resource gone — before it checks for leaks, or to give pinned memory back — calls
-/// this after its last copy. Sets still in use by a queued copy are dropped once their
-/// work has drained (buffers are only freed after the work queued on them).
-pub fn release_staging_buffers() {
+/// Frees what copies keep for reuse: the staging buffers (and their events) of staged
+/// copies, per device pair, and each GPU's compiled copy kernels
+/// ([`strided_copy_kernels`](crate::strided_copy_kernels)); the next copy makes them
+/// again. A program that wants every device resource gone — before it checks for leaks,
+/// or to give pinned memory back — calls this after its last copy. What a queued copy
+/// still uses is freed once its work has drained (buffers and modules are only freed
+/// after the work queued on them).
+pub fn release_copy_resources() {
     staging::release_all();
+    strided::release_kernels();
 }
 
 /// Copies `src` into `dst` (same shape and dtype, any devices) and waits for the copy.
@@ -279,9 +282,21 @@ fn one_stream_copy(stream: &AnyStream, src: &Array, dst: &Array) -> Result<()> {
     dst.record_access_on(device, stream, Access::Write)
 }
 
-/// Copies between arrays reachable from one stream, in 2D blocks of runs; many short
-/// blocks go through the host.
+/// Copies between arrays reachable from one stream: with a copy kernel between two views
+/// of a GPU's memory whose runs are short, else in 2D blocks of runs; many short blocks
+/// go through the host.
 fn strided_copy(stream: &AnyStream, src: &Array, dst: &Array) -> Result<()> {
+    let item = src.dtype().itemsize()?;
+    // One kernel launch between two views of the stream's device's memory (not of one
+    // allocation: the kernels' threads would race where the two overlap).
+    let device = if stream.device_id() == dst.device_id() { dst.device() } else { src.device() };
+    if !src.buffer().same_allocation(dst.buffer()) {
+        if let Some(kernels) = strided::kernels_for(device, &[src.buffer(), dst.buffer()]) {
+            if let Some(copy) = kernels.plan(src.layout(), dst.layout(), item) {
+                return copy.queue(stream, src.side(), dst.side());
+            }
+        }
+    }
     if let Some(plan) = strided::plan(src.layout(), dst.layout(), src.dtype().itemsize()?)? {
         return strided::queue(stream, src.side(), dst.side(), &plan);
     }

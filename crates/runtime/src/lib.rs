@@ -33,7 +33,7 @@ mod runtime;
 mod strided;
 
 pub use array::Array;
-pub use copy::{copy, release_staging_buffers, CopyEngine, CopyRoute};
+pub use copy::{copy, release_copy_resources, CopyEngine, CopyRoute};
 pub use dynamic::{
     device_into_any, event_into_any, stream_into_any, AnyDevice, AnyEvent, AnyStream, LoadedDevice, LoadedEvent,
     LoadedStream, RegisteredDevice, RegisteredEvent, RegisteredStream,
@@ -56,6 +56,7 @@ pub use runtime::{
     parse_backend_list, parse_plugin_list, BackendReport, BackendStatus, DiscoverOptions, Runtime, BACKENDS_ENV,
     DEVICE_ENV, PLUGINS_ENV,
 };
+pub use strided::{strided_copy_kernels, COPY_KERNELS_ENV};
 
 /// What most users import: `use gpuport::prelude::*;`. The static tier's traits (for
 /// typed handles such as `gpuport_runtime::host::HostDevice`) and the dynamic tier's handles

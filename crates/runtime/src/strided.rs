@@ -9,8 +9,11 @@ use gpuport_core::{Buffer, Copy2d, Error, Layout, Result};
 
 use crate::dynamic::AnyStream;
 use blocks::{blocks, Block};
+pub(crate) use kernels::{for_buffers as kernels_for, release as release_kernels};
+pub use kernels::{strided_copy_kernels, COPY_KERNELS_ENV};
 
 mod blocks;
+mod kernels;
 
 /// Strided copies in more 2D blocks than this, their runs shorter than
 /// [`SHORT_RUN_BYTES`], are not planned: one device call per block would cost more than

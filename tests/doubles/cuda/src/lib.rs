@@ -23,7 +23,6 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::sync::OnceLock;
 
 use gpuport_double_sim::ffi::{image_bytes, put, put_text, serve};
-use gpuport_double_sim::kernels::FillLaunch;
 use gpuport_double_sim::report::violation;
 use gpuport_double_sim::{
     current_context, image, set_current_context, Attributes, Call, DeviceFacts, Error, EventTiming, HostCallback,
@@ -738,9 +737,10 @@ gpuport_double_sim::export_c! {
         if bad_grid || bad_block || sharedMemBytes > 48 * 1024 || kernelParams.is_null() || !extra.is_null() {
             return Err(Error::InvalidValue);
         }
-        // SAFETY: one pointer per kernel parameter (the contract); fill_u32 has three.
-        let launch = unsafe { FillLaunch::read(kernelParams as *const *const c_void, gridDimX, blockDimX) };
-        m.launch_fill(&cx, f as u64, launch, stream_ref(hStream))
+        let params = kernelParams as *const *const c_void;
+        // SAFETY: one pointer per kernel parameter (the launch contract), read during the
+        // call.
+        unsafe { m.launch_kernel(&cx, f as u64, params, gridDimX, blockDimX, stream_ref(hStream)) }
     }
 
     /// `cuMemAllocAsync` (Stream Ordered Memory Allocator): the memory may be used in the

@@ -38,7 +38,6 @@ pub mod status;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 
 use gpuport_double_sim::ffi::{image_bytes, put, put_text};
-use gpuport_double_sim::kernels::FillLaunch;
 use gpuport_double_sim::report::violation;
 use gpuport_double_sim::{
     current_context, image, set_current_context, Attributes, Call, DeviceFacts, Error, EventTiming, HostCallback,
@@ -709,9 +708,10 @@ gpuport_double_sim::export_c! {
         if kernelParams.is_null() || !extra.is_null() {
             return Err(Error::InvalidValue);
         }
-        // SAFETY: one pointer per kernel parameter (the contract); fill_u32 has three.
-        let launch = unsafe { FillLaunch::read(kernelParams as *const *const c_void, gridDimX, blockDimX) };
-        m.launch_fill(&cx, f as u64, launch, stream_ref(stream))
+        let params = kernelParams as *const *const c_void;
+        // SAFETY: one pointer per kernel parameter (the launch contract), read during the
+        // call.
+        unsafe { m.launch_kernel(&cx, f as u64, params, gridDimX, blockDimX, stream_ref(stream)) }
     }
 
     /// `hipMallocAsync` (Stream Ordered Memory Allocator).

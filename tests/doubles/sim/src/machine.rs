@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use crate::clock::VClock;
 use crate::config::Config;
 use crate::faults::{Fault, Faults, StatusTable};
+use crate::kernels::{FillLaunch, Kernel, StridedCopyLaunch};
 use crate::memory::{DeviceSpace, HostBlock};
 use crate::mutation::Mutation;
 use crate::report::{violation, violation_outside_call};
@@ -1597,13 +1598,19 @@ impl Machine {
         Ok(self.encode(HandleKind::Function, f))
     }
 
-    /// Launches a kernel: checks the function, the stream's context, and that every byte
-    /// the kernel writes is memory its device may touch.
-    pub fn launch_fill(
+    /// Launches a kernel: checks the function, the stream's context, the arguments, and
+    /// that every byte the kernel reads or writes is memory its device may touch.
+    ///
+    /// # Safety
+    /// `params` points at one pointer per parameter of the function's kernel, each to a
+    /// readable value of the parameter's type (the launch contract).
+    pub unsafe fn launch_kernel(
         &self,
         cx: &Call<'_>,
         function: u64,
-        launch: crate::kernels::FillLaunch,
+        params: *const *const c_void,
+        grid_x: u32,
+        block_x: u32,
         s: StreamRef,
     ) -> Result<()> {
         let mut st = lock(&self.state);
@@ -1617,12 +1624,62 @@ impl Machine {
             violation("wrong-context", cx, "the function and the stream belong to different contexts");
             return Err(Error::InvalidHandle);
         }
-        debug_assert_eq!(crate::kernels::by_name(&entry.name), Some(crate::kernels::Kernel::FillU32));
-        let bytes = (launch.count as usize).checked_mul(4).ok_or(Error::InvalidValue)?;
-        if bytes == 0 {
-            return self.enqueue(cx, &mut st, &core, |_, _| Work::Nothing, &[], Vec::new()).map(|_| ());
+        // Only kernels the double runs are handed out (`module_function`).
+        let kernel = crate::kernels::by_name(&entry.name).ok_or(Error::InvalidHandle)?;
+        match kernel {
+            Kernel::FillU32 => {
+                // SAFETY: the caller's contract, for fill_u32's three parameters.
+                let launch = unsafe { FillLaunch::read(params, grid_x, block_x) };
+                let bytes = (launch.count as usize).checked_mul(4).ok_or(Error::InvalidValue)?;
+                if bytes == 0 {
+                    return self.enqueue(cx, &mut st, &core, |_, _| Work::Nothing, &[], Vec::new()).map(|_| ());
+                }
+                let addr = launch.ptr as usize;
+                let dst = self.kernel_memory(cx, &st, &core, addr, bytes, "writes")?;
+                let work = Work::FillU32 { dst: dst.cast(), count: launch.count as usize, value: launch.value };
+                self.enqueue(cx, &mut st, &core, |_, _| work, &[(addr, bytes, true)], Vec::new())?;
+            }
+            Kernel::StridedCopy { item } => {
+                // SAFETY: the caller's contract, for the copy kernels' 28 parameters.
+                let launch = match unsafe { StridedCopyLaunch::read(params, item) } {
+                    Ok(launch) => launch,
+                    Err(what) => {
+                        violation("kernel-arguments", cx, format!("{}: {what}", entry.name));
+                        return Err(Error::InvalidValue);
+                    }
+                };
+                let side = |zero: u64, strides: &[i64]| -> Result<(usize, usize, isize)> {
+                    let (lo, hi) = launch.reach(strides).ok_or(Error::InvalidValue)?;
+                    let start = (zero as i64).checked_add(lo).ok_or(Error::InvalidValue)?;
+                    Ok((start as usize, (hi - lo) as usize, -lo as isize))
+                };
+                let (src_at, src_len, src_zero) = side(launch.src, &launch.src_strides)?;
+                let (dst_at, dst_len, dst_zero) = side(launch.dst, &launch.dst_strides)?;
+                let src = self.kernel_memory(cx, &st, &core, src_at, src_len, "reads")?;
+                let dst = self.kernel_memory(cx, &st, &core, dst_at, dst_len, "writes")?;
+                // SAFETY: each side's element 0 lies inside the range just resolved, `zero`
+                // bytes from its start.
+                let (src, dst) = unsafe { (src.offset(src_zero).cast_const(), dst.offset(dst_zero)) };
+                let work = Work::StridedCopy { src, dst, launch };
+                let accesses = [(src_at, src_len, false), (dst_at, dst_len, true)];
+                self.enqueue(cx, &mut st, &core, |_, _| work, &accesses, Vec::new())?;
+            }
         }
-        let addr = launch.ptr as usize;
+        Ok(())
+    }
+
+    /// The host address of `[addr, addr + len)`, which a kernel on `core`'s stream
+    /// `reads` or `writes`: memory its device may touch (its own, a peer's with access
+    /// enabled, pinned or managed memory), inside one live allocation.
+    fn kernel_memory(
+        &self,
+        cx: &Call<'_>,
+        st: &State,
+        core: &Arc<StreamCore>,
+        addr: usize,
+        len: usize,
+        access: &str,
+    ) -> Result<*mut u8> {
         let reachable = st.alloc_at(addr).map(|a| {
             a.kind == AllocKind::Pinned
                 || a.kind == AllocKind::Managed
@@ -1635,7 +1692,7 @@ impl Machine {
                 violation(
                     "peer-access",
                     cx,
-                    format!("the kernel writes {addr:#x}, memory of another device, without peer access"),
+                    format!("the kernel {access} {addr:#x}, memory of another device, without peer access"),
                 );
                 return Err(Error::InvalidValue);
             }
@@ -1643,15 +1700,12 @@ impl Machine {
                 violation(
                     "unknown-address",
                     cx,
-                    format!("the kernel writes {addr:#x}, which no live allocation holds"),
+                    format!("the kernel {access} {addr:#x}, which no live allocation holds"),
                 );
                 return Err(Error::InvalidValue);
             }
         }
-        let dst = self.resolve(cx, &st, addr, bytes, None)?;
-        let work = Work::FillU32 { dst: dst.cast(), count: launch.count as usize, value: launch.value };
-        self.enqueue(cx, &mut st, &core, |_, _| work, &[(addr, bytes, true)], Vec::new())?;
-        Ok(())
+        self.resolve(cx, st, addr, len, None)
     }
 
     // --- leaks ------------------------------------------------------------------------

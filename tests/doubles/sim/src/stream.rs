@@ -82,6 +82,13 @@ pub(crate) enum Work {
         count: usize,
         value: u32,
     },
+    /// A copy kernel: every element of `launch`'s view, from `src` to `dst` (each side's
+    /// element 0).
+    StridedCopy {
+        src: *const u8,
+        dst: *mut u8,
+        launch: crate::kernels::StridedCopyLaunch,
+    },
     Host {
         f: HostFn,
         user: *mut c_void,
@@ -267,6 +274,14 @@ fn run(core: &StreamCore, op: &Op) {
                 // when the kernel was launched; unaligned stores are allowed.
                 unsafe { dst.add(i).write_unaligned(*value) };
             }
+        }
+        (Work::StridedCopy { src, dst, launch }, None) => {
+            launch.for_each_element(|s, d| {
+                // SAFETY: every element's bytes on both sides lie in the ranges checked
+                // against live allocations when the kernel was launched (`reach`), kept
+                // alive until it completes.
+                unsafe { std::ptr::copy(src.offset(s as isize), dst.offset(d as isize), launch.item) }
+            });
         }
         (Work::Host { f: HostFn::Plain(f), user }, None) => {
             IN_HOST_FN.with(|c| c.set(true));

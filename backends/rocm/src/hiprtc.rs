@@ -18,8 +18,8 @@ use gpuport_vendor_kit::compile::{
 /// Variable naming an exact hiprtc library file.
 pub const HIPRTC_ENV: &str = "GPUPORT_HIPRTC_LIBRARY";
 
-/// hiprtc, loaded.
-pub struct Hiprtc(Rtc);
+/// hiprtc, loaded, with the processors its code generator knows (`None`: not known).
+pub struct Hiprtc(Rtc, Option<Vec<String>>);
 
 /// The process-wide hiprtc. The runtime's own functions are looked for in the runtime
 /// gpuport loads (`GPUPORT_HIP_LIBRARY`, else the same search), so no device is needed.
@@ -45,7 +45,8 @@ pub fn hiprtc() -> Result<Arc<Hiprtc>> {
             // user named.
             let rtc =
                 unsafe { Rtc::open(&candidates, BackendKind::Rocm, HIPRTC_ENV, "hiprtc", Concurrency::OneAtATime) }?;
-            Ok(Arc::new(Hiprtc(rtc)))
+            let known = crate::comgr::known_processors(&rtc.library);
+            Ok(Arc::new(Hiprtc(rtc, known)))
         })
         .clone()
 }
@@ -69,6 +70,17 @@ impl RuntimeCompiler for Hiprtc {
     }
     fn arguments(&self, target: &str, options: &CompileOptions) -> Result<(Vec<String>, ImageKind)> {
         const SPELLING: Spelling = Spelling { fast_math: "-ffast-math", line_info: "-gline-tables-only", debug: "-g" };
+        let processor = target.split(':').next().unwrap_or(target);
+        if let Some(known) = self.1.as_ref().filter(|k| !k.iter().any(|p| p == processor)) {
+            return Err(gpuport_core::Error::unsupported(
+                BackendKind::Rocm,
+                format!(
+                    "compiling for {processor} with {}, whose code generator (comgr) knows only {}",
+                    self.describe(),
+                    known.join(", ")
+                ),
+            ));
+        }
         let mut args = vec![format!("--offload-arch={target}")];
         args.extend(option_arguments(options, &SPELLING)?);
         Ok((args, ImageKind::HipCodeObject))

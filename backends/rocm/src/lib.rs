@@ -21,6 +21,7 @@
 mod abi_check;
 mod bundle;
 mod calls;
+mod comgr;
 mod context;
 mod device;
 mod event;

@@ -6,7 +6,6 @@
 use std::ffi::{c_char, c_int, c_void, CStr};
 
 use gpuport_double_sim::ffi::{put, put_text};
-use gpuport_double_sim::kernels::FillLaunch;
 use gpuport_double_sim::report::violation;
 use gpuport_double_sim::{
     current_context, set_current_context, Attributes, Call, DeviceFacts, Error, EventTiming, HostCallback, Machine,
@@ -381,9 +380,10 @@ gpuport_double_sim::export_c! {
         if g.contains(&0) || threads == 0 || threads > 1024 || sharedMemBytes > 48 * 1024 {
             return Err(Error::InvalidValue);
         }
-        // SAFETY: one pointer per kernel parameter (the contract); fill_u32 has three.
-        let launch = unsafe { FillLaunch::read(params as *const *const c_void, g[0], b[0]) };
-        m.launch_fill(&cx, f as u64, launch, stream_ref(stream))
+        let params = params as *const *const c_void;
+        // SAFETY: one pointer per kernel parameter (the launch contract), read during the
+        // call.
+        unsafe { m.launch_kernel(&cx, f as u64, params, g[0], b[0], stream_ref(stream)) }
     }
 }
 

@@ -211,6 +211,32 @@ pub fn vendor_backend_under_test() -> (Runtime, String) {
 /// Turns on the device for the tests of one process (see [`device_alone`]).
 static DEVICE_TURNS: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
+/// Tests holding a turn now.
+static TURNS_HELD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A test's turn on the device ([`device_alone`], [`device_shared`]). When the last turn
+/// held ends, what the copy engine keeps for reuse — staging buffers, compiled copy
+/// kernels — is released (`release_copy_resources`), so nothing a test made is alive at
+/// the driver doubles' check at exit, whichever test of the process ends last.
+pub struct DeviceTurn<G> {
+    _guard: G,
+}
+
+impl<G> DeviceTurn<G> {
+    fn new(guard: G) -> Self {
+        TURNS_HELD.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        DeviceTurn { _guard: guard }
+    }
+}
+
+impl<G> Drop for DeviceTurn<G> {
+    fn drop(&mut self) {
+        if TURNS_HELD.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+            gpuport_runtime::release_copy_resources();
+        }
+    }
+}
+
 /// The device to this test alone, until the guard drops: for a test that holds a stream
 /// shut (a [`Gate`]) while the test harness runs the others of its process on parallel
 /// threads, which take [`device_shared`]. A real driver's synchronous allocations and
@@ -220,14 +246,14 @@ static DEVICE_TURNS: std::sync::RwLock<()> = std::sync::RwLock::new(());
 /// gate gives up (on an H100 with CUDA 13, a 30 s stall in the queuing of a copy, every
 /// time two such tests overlapped). A test that failed holding it does not keep the
 /// others out.
-pub fn device_alone() -> std::sync::RwLockWriteGuard<'static, ()> {
-    DEVICE_TURNS.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+pub fn device_alone() -> DeviceTurn<std::sync::RwLockWriteGuard<'static, ()>> {
+    DeviceTurn::new(DEVICE_TURNS.write().unwrap_or_else(|poisoned| poisoned.into_inner()))
 }
 
 /// The device shared with the other tests that share it, until the guard drops: kept out
 /// of the window of a test that has it alone ([`device_alone`]).
-pub fn device_shared() -> std::sync::RwLockReadGuard<'static, ()> {
-    DEVICE_TURNS.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+pub fn device_shared() -> DeviceTurn<std::sync::RwLockReadGuard<'static, ()>> {
+    DeviceTurn::new(DEVICE_TURNS.read().unwrap_or_else(|poisoned| poisoned.into_inner()))
 }
 
 /// The ordinals of `backend`'s first two devices (one on a single-GPU machine).

@@ -212,5 +212,4 @@ fn cuda_and_rocm_exchange_through_the_copy_engine() {
         assert_eq!(moved.to_vec::<i32>().unwrap(), view.to_vec::<i32>().unwrap());
     }
     drop((cuda, rocm));
-    gpuport_runtime::release_copy_resources();
 }

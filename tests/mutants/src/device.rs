@@ -119,6 +119,14 @@ impl<const F: u8> Device for MutantDevice<F> {
             uuid: None,
         })
     }
+    fn dlpack_devices(&self) -> gpuport_core::DlpackDevices {
+        let declared = <MutantBackend<F> as gpuport_core::Backend>::DLPACK;
+        if F == flaw::DEVICE_DLPACK_DIFFERS {
+            // The flawed device says its memory is kDLExtDev's, its backend kDLCPU's.
+            return gpuport_core::DlpackDevices { device: gpuport_core::DlDeviceType::EXT_DEV, ..declared };
+        }
+        declared
+    }
     fn alloc(&self, bytes: usize) -> Result<Buffer> {
         if F == flaw::OVERSIZE_INVALID_ARGUMENT && bytes as u64 > CAPACITY {
             return Err(Error::invalid_argument(format!("{bytes} bytes is more than the device holds")));

@@ -213,6 +213,11 @@ pub const MUTANTS: &[Mutant] = &[
         breaks: "an event is completed by a notifier thread a moment after its stream passes the record: the stream can be done while the event is not",
         caught_by: "events::stream_and_event_agree",
     },
+    Mutant {
+        name: "mut-device-dlpack-differs",
+        breaks: "Device::dlpack_devices declares another DLPack device type than its backend",
+        caught_by: "devices::facts_of_every_device",
+    },
 ];
 
 /// A flaw of the driver doubles (`GPUPORT_DOUBLE_MUTANT=name`) and the conformance case
@@ -283,6 +288,7 @@ pub(crate) mod flaw {
     pub const READ_PAST_END_CLAMPED: u8 = 34;
     pub const ZERO_GRID_NOOP: u8 = 35;
     pub const EVENT_TOLD_LATE: u8 = 36;
+    pub const DEVICE_DLPACK_DIFFERS: u8 = 37;
 }
 
 /// The backend of mutant `F`.
@@ -324,7 +330,7 @@ impl<const F: u8> Backend for MutantBackend<F> {
 macro_rules! with_mutant {
     ($index:expr, |$b:ident| $body:expr) => {
         $crate::with_mutant!(@each $index, $b, $body;
-            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36)
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37)
     };
     (@each $index:expr, $b:ident, $body:expr; $($n:literal)*) => {
         match $index {

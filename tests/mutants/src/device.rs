@@ -145,7 +145,9 @@ impl<const F: u8> Device for MutantDevice<F> {
         Err(Error::unsupported(kind::<F>(), "managed memory"))
     }
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
-        if F == flaw::DEVICE_MEMSET_UNORDERED {
+        if F == flaw::DEVICE_MEMSET_UNORDERED
+            || (F == flaw::MEMSET_UNORDERED_PAST_FIRST_DEVICE && self.0.queue.id().ordinal > 0)
+        {
             // A stream of its own, ordered after nothing.
             let own = QueueStream::create(self.0.queue.id(), StreamFlags::NON_BLOCKING, ImplicitRole::Independent)?;
             return own.memset_blocking(dst, offset, len, value, host_translator("memset"));
@@ -182,6 +184,7 @@ impl<const F: u8> Device for MutantDevice<F> {
     fn synchronize(&self) -> Result<()> {
         match F {
             flaw::SYNC_AT_ONCE => Ok(()),
+            flaw::SYNC_AT_ONCE_PAST_FIRST_DEVICE if self.0.queue.id().ordinal > 0 => Ok(()),
             flaw::LOST_DROPPED_ERRORS => self.synchronize_live_streams(),
             // Waits for every device's streams, not only its own.
             flaw::SYNC_EVERY_DEVICE => {

@@ -218,6 +218,21 @@ pub const MUTANTS: &[Mutant] = &[
         breaks: "Device::dlpack_devices declares another DLPack device type than its backend",
         caught_by: "devices::facts_of_every_device",
     },
+    Mutant {
+        name: "mut-elapsed-in-microseconds",
+        breaks: "Event::elapsed_ms answers in microseconds",
+        caught_by: "events::elapsed_time",
+    },
+    Mutant {
+        name: "mut-sync-at-once-past-first-device",
+        breaks: "Device::synchronize returns at once on every device but the first",
+        caught_by: "device::synchronize_waits_for_every_stream",
+    },
+    Mutant {
+        name: "mut-memset-unordered-past-first-device",
+        breaks: "Device::memset is not ordered after the legacy stream on every device but the first",
+        caught_by: "device::memset_ordered_after_legacy_stream",
+    },
 ];
 
 /// A flaw of the driver doubles (`GPUPORT_DOUBLE_MUTANT=name`) and the conformance case
@@ -289,6 +304,9 @@ pub(crate) mod flaw {
     pub const ZERO_GRID_NOOP: u8 = 35;
     pub const EVENT_TOLD_LATE: u8 = 36;
     pub const DEVICE_DLPACK_DIFFERS: u8 = 37;
+    pub const ELAPSED_IN_MICROSECONDS: u8 = 38;
+    pub const SYNC_AT_ONCE_PAST_FIRST_DEVICE: u8 = 39;
+    pub const MEMSET_UNORDERED_PAST_FIRST_DEVICE: u8 = 40;
 }
 
 /// The backend of mutant `F`.
@@ -330,7 +348,7 @@ impl<const F: u8> Backend for MutantBackend<F> {
 macro_rules! with_mutant {
     ($index:expr, |$b:ident| $body:expr) => {
         $crate::with_mutant!(@each $index, $b, $body;
-            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37)
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40)
     };
     (@each $index:expr, $b:ident, $body:expr; $($n:literal)*) => {
         match $index {

@@ -268,6 +268,9 @@ impl<const F: u8> Event for MutantEvent<F> {
         if F == flaw::FAKE_ELAPSED {
             return Ok(1.0);
         }
+        if F == flaw::ELAPSED_IN_MICROSECONDS {
+            return self.queue.elapsed_ms(&end.queue).map(|ms| ms * 1000.0);
+        }
         match self.queue.elapsed_ms(&end.queue) {
             Err(Error::NotReady { .. }) if F == flaw::ELAPSED_ZERO_BEFORE_DONE => Ok(0.0),
             result => result,

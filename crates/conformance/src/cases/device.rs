@@ -10,9 +10,13 @@ use super::{pattern, read_all, stream, within, Gate, OpenOnDrop};
 use crate::{ensure, Failure, Outcome, Target};
 
 /// `Device::synchronize` while stream A is blocked and stream B waits on A's event: it
-/// must not return before both have finished, and afterwards both results are there.
+/// must not return before both have finished, and afterwards both results are there — on
+/// every device of the port (a device-wide operation is each device's own).
 pub fn synchronize_waits_for_every_stream(t: &Target) -> Outcome {
-    let dev = t.device();
+    t.devices.iter().try_for_each(synchronize_waits_on)
+}
+
+fn synchronize_waits_on(dev: &gpuport_runtime::AnyDevice) -> Outcome {
     let (a, b) = (stream(dev)?, stream(dev)?);
     let n = 1 << 16;
     let src = dev.alloc(n)?;
@@ -37,7 +41,8 @@ pub fn synchronize_waits_for_every_stream(t: &Target) -> Outcome {
         Err(mpsc::RecvTimeoutError::Timeout) => {}
         Ok(result) => {
             return Err(Failure::new(format!(
-                "Device::synchronize returned ({result:?}) while a stream was still blocked"
+                "{}: Device::synchronize returned ({result:?}) while a stream was still blocked",
+                dev.id()
             )))
         }
         Err(e) => return Err(Failure::new(format!("the synchronizing thread died: {e}"))),
@@ -51,9 +56,13 @@ pub fn synchronize_waits_for_every_stream(t: &Target) -> Outcome {
 }
 
 /// The synchronous `Device::memset` is ordered after work already queued on the legacy
-/// default stream (as `cuMemsetD8` is), without the caller synchronizing first.
+/// default stream (as `cuMemsetD8` is), without the caller synchronizing first — on every
+/// device of the port.
 pub fn memset_ordered_after_legacy_stream(t: &Target) -> Outcome {
-    let dev = t.device();
+    t.devices.iter().try_for_each(memset_ordered_on)
+}
+
+fn memset_ordered_on(dev: &gpuport_runtime::AnyDevice) -> Outcome {
     let legacy = dev.default_stream(DefaultStream::Legacy)?;
     let n = 4096;
     let b = dev.alloc(n)?;
@@ -69,7 +78,10 @@ pub fn memset_ordered_after_legacy_stream(t: &Target) -> Outcome {
     // Give an unordered memset every chance to run before the queued one.
     if let Ok(result) = rx.recv_timeout(Duration::from_millis(50)) {
         result?;
-        return Err(Failure::new("Device::memset returned while the legacy stream's earlier work was still blocked"));
+        return Err(Failure::new(format!(
+            "{}: Device::memset returned while the legacy stream's earlier work was still blocked",
+            dev.id()
+        )));
     }
     gate.open();
     rx.recv_timeout(Duration::from_secs(30)).map_err(|_| Failure::new("Device::memset never returned"))??;

@@ -535,9 +535,11 @@ impl Array {
     /// `stream`, and one read brings them over. `None` where the device has no kernel for
     /// this view, or no stream-ordered scratch memory.
     fn pack_with_kernel(&self, stream: &AnyStream, item: usize) -> Result<Option<Vec<u8>>> {
-        let Some(kernels) = strided::kernels_for(&self.device, &[self.buffer()]) else { return Ok(None) };
         let packed_layout = Layout::contiguous(self.shape())?;
-        let Some(copy) = kernels.plan(&self.layout, &packed_layout, item) else { return Ok(None) };
+        let buffers = [self.buffer()];
+        let Some(copy) = strided::kernel_plan(&self.device, &buffers, &self.layout, &packed_layout, item) else {
+            return Ok(None);
+        };
         let len = self.nbytes();
         let Some(packed) = self.scratch_on(len, stream)? else { return Ok(None) };
         copy.queue(stream, self.side(), Side { buffer: &packed, offset: 0 })?;
@@ -552,9 +554,11 @@ impl Array {
     /// (nothing done) where the device has no kernel for this view, or no stream-ordered
     /// scratch memory; else the scatter is queued on `stream`.
     fn scatter_with_kernel(&self, bytes: &[u8], stream: &AnyStream, item: usize) -> Result<bool> {
-        let Some(kernels) = strided::kernels_for(&self.device, &[self.buffer()]) else { return Ok(false) };
         let packed_layout = Layout::contiguous(self.shape())?;
-        let Some(copy) = kernels.plan(&packed_layout, &self.layout, item) else { return Ok(false) };
+        let buffers = [self.buffer()];
+        let Some(copy) = strided::kernel_plan(&self.device, &buffers, &packed_layout, &self.layout, item) else {
+            return Ok(false);
+        };
         let Some(packed) = self.scratch_on(bytes.len(), stream)? else { return Ok(false) };
         stream.write(bytes, &packed, 0)?;
         copy.queue(stream, Side { buffer: &packed, offset: 0 }, self.side())?;

@@ -291,10 +291,9 @@ fn strided_copy(stream: &AnyStream, src: &Array, dst: &Array) -> Result<()> {
     // allocation: the kernels' threads would race where the two overlap).
     let device = if stream.device_id() == dst.device_id() { dst.device() } else { src.device() };
     if !src.buffer().same_allocation(dst.buffer()) {
-        if let Some(kernels) = strided::kernels_for(device, &[src.buffer(), dst.buffer()]) {
-            if let Some(copy) = kernels.plan(src.layout(), dst.layout(), item) {
-                return copy.queue(stream, src.side(), dst.side());
-            }
+        let buffers = [src.buffer(), dst.buffer()];
+        if let Some(copy) = strided::kernel_plan(device, &buffers, src.layout(), dst.layout(), item) {
+            return copy.queue(stream, src.side(), dst.side());
         }
     }
     if let Some(plan) = strided::plan(src.layout(), dst.layout(), src.dtype().itemsize()?)? {

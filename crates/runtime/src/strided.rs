@@ -9,7 +9,7 @@ use gpuport_core::{Buffer, Copy2d, Error, Layout, Result};
 
 use crate::dynamic::AnyStream;
 use blocks::{blocks, Block};
-pub(crate) use kernels::{for_buffers as kernels_for, release as release_kernels};
+pub(crate) use kernels::{plan as kernel_plan, release as release_kernels};
 pub use kernels::{strided_copy_kernels, COPY_KERNELS_ENV};
 
 mod blocks;

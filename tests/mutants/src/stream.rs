@@ -118,6 +118,17 @@ impl<const F: u8> Stream for MutantStream<F> {
             // buffer's bytes (what the case sees), never memory returned to the system.
             return unsafe { self.0.next().queue().copy(s, d, len, [None, None]) };
         }
+        if F == flaw::LARGE_COPY_AHEAD && len >= 16 << 20 {
+            // A large copy (a fast path of its own, say) runs at once, ahead of the work
+            // queued before it.
+            gpuport_core::check_copy(src, src_offset, dst, dst_offset, len)?;
+            let s = host_translator("copy")(src, src_offset, len)?;
+            let d = host_translator("copy")(dst, dst_offset, len)?;
+            // SAFETY: both ranges were checked against their live buffers, which the
+            // caller holds for the call; the flaw is only when the bytes move.
+            unsafe { std::ptr::copy(s, d, len) };
+            return Ok(());
+        }
         let src_offset = if F == flaw::COPY_IGNORES_OFFSET { 0 } else { src_offset };
         if F == flaw::PEER_COPY_ON_LEGACY_STREAM && src.device() != dst.device() {
             // Queued on the destination device's legacy default stream instead.

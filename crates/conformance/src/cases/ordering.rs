@@ -5,11 +5,21 @@ use gpuport_runtime::{DefaultStream, Error, EventFlags, ProgressReading};
 use super::{pattern, read_all, stream, Gate, OpenOnDrop};
 use crate::{ensure, Outcome, Target};
 
+/// A copy this large takes the queue kit's parallel path (`PARALLEL_MIN`, 16 MiB), a
+/// port's fast path for large copies in general: ordering is checked on both sides of it.
+const LARGE: usize = if cfg!(miri) { (64 << 10) + 13 } else { (16 << 20) + 13 };
+
+/// One stream runs its work in the order it was queued: a chain of memsets and copies of
+/// 4 KiB over 32 buffers, and of one size past the large-copy threshold over three.
 pub fn one_stream_in_order(t: &Target) -> Outcome {
+    chain_in_order(t, 4096, 32)?;
+    chain_in_order(t, LARGE, 3)
+}
+
+fn chain_in_order(t: &Target, n: usize, buffers: usize) -> Outcome {
     let dev = t.device();
     let s = stream(dev)?;
-    let n = 4096;
-    let bufs = (0..32).map(|_| dev.alloc(n)).collect::<Result<Vec<_>, _>>()?;
+    let bufs = (0..buffers).map(|_| dev.alloc(n)).collect::<Result<Vec<_>, _>>()?;
     let data = pattern(n, 1);
     s.write(&data, &bufs[0], 0)?;
     // Everything below is queued behind a closed gate, so work that escapes the stream's
@@ -27,8 +37,8 @@ pub fn one_stream_in_order(t: &Target) -> Outcome {
     std::thread::sleep(std::time::Duration::from_millis(10));
     gate.open();
     s.synchronize()?;
-    ensure!(read_all(&s, bufs.last().unwrap())? == data, "the copy chain lost data: ops ran out of order");
-    ensure!(read_all(&s, &bufs[0])? == vec![0xCC; n], "the memset after the first copy did not run last");
+    ensure!(read_all(&s, bufs.last().unwrap())? == data, "the copy chain of {n} bytes lost data: ops ran out of order");
+    ensure!(read_all(&s, &bufs[0])? == vec![0xCC; n], "the memset after the first copy of {n} bytes did not run last");
     Ok(())
 }
 

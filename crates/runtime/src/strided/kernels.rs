@@ -116,17 +116,32 @@ pub(crate) fn release() {
     SLOTS.lock().unwrap_or_else(|p| p.into_inner()).clear();
 }
 
-/// The kernels for a copy between `buffers` on `device`: `Some` when every buffer is
-/// `device`'s own device memory and the device has kernels.
-pub(crate) fn for_buffers(device: &AnyDevice, buffers: &[&Buffer]) -> Option<Arc<CopyKernels>> {
+/// The launch that copies every element from layout `src` to layout `dst` (one shape),
+/// `item` bytes each, between `buffers` on `device`: `Some` when every buffer is
+/// `device`'s own device memory, the kernels take the copy (an element size they have, at
+/// most [`MAX_RANK`] axes once merged, runs shorter than [`KERNEL_RUN_BYTES`]) and the
+/// device has them. Only a copy the kernels would take compiles them.
+pub(crate) fn plan(
+    device: &AnyDevice,
+    buffers: &[&Buffer],
+    src: &Layout,
+    dst: &Layout,
+    item: usize,
+) -> Option<KernelCopy> {
     let id = device.id();
     if !matches!(id.kind, BackendKind::Cuda | BackendKind::Rocm)
         || !buffers.iter().all(|b| b.device() == id && b.memory() == MemoryKind::Device)
     {
         return None;
     }
+    let which = ITEM_SIZES.iter().position(|&s| s == item)?;
+    let (run, _) = run_length(src, dst);
+    if run.saturating_mul(item) >= KERNEL_RUN_BYTES {
+        return None;
+    }
+    let axes = axes(src, dst)?;
     match slot(device) {
-        Slot::Ready(kernels) => Some(kernels),
+        Slot::Ready(kernels) => Some(KernelCopy { kernels, which, n: src.numel() as u64, axes }),
         Slot::Unavailable(_) => None,
     }
 }
@@ -175,29 +190,15 @@ fn axes(src: &Layout, dst: &Layout) -> Option<Axes> {
     (out.shape.len() <= MAX_RANK).then_some(out)
 }
 
-impl CopyKernels {
-    /// The copy of every element from layout `src` to layout `dst` (one shape), `item`
-    /// bytes each, as one launch; `None` when the kernels do not take it: an element size
-    /// they have no kernel for, more axes than they take, or runs long enough for 2D
-    /// copies.
-    pub(crate) fn plan(&self, src: &Layout, dst: &Layout, item: usize) -> Option<KernelCopy<'_>> {
-        let which = ITEM_SIZES.iter().position(|&s| s == item)?;
-        let (run, _) = run_length(src, dst);
-        if run.saturating_mul(item) >= KERNEL_RUN_BYTES {
-            return None;
-        }
-        Some(KernelCopy { kernel: &self.by_size[which], n: src.numel() as u64, axes: axes(src, dst)? })
-    }
-}
-
 /// One planned launch of a copy kernel.
-pub(crate) struct KernelCopy<'a> {
-    kernel: &'a Kernel,
+pub(crate) struct KernelCopy {
+    kernels: Arc<CopyKernels>,
+    which: usize,
     n: u64,
     axes: Axes,
 }
 
-impl KernelCopy<'_> {
+impl KernelCopy {
     /// Queues the launch on `stream` (of the device whose memory both sides are), from
     /// element 0 of `src` to element 0 of `dst`. The two sides must not overlap.
     pub(crate) fn queue(&self, stream: &AnyStream, src: Side<'_>, dst: Side<'_>) -> Result<()> {
@@ -216,7 +217,7 @@ impl KernelCopy<'_> {
         for strides in [&axes.src, &axes.dst] {
             args.extend((0..MAX_RANK).map(|i| KernelArg::scalar(strides.get(i).copied().unwrap_or(0))));
         }
-        stream.launch(self.kernel, &config, &args)
+        stream.launch(&self.kernels.by_size[self.which], &config, &args)
     }
 }
 

@@ -111,7 +111,8 @@ impl<const F: u8> Device for MutantDevice<F> {
         Ok(DeviceInfo {
             id,
             name: format!("gpuport mutant that breaks a rule: {}", MUTANTS[F as usize].breaks),
-            total_memory: CAPACITY,
+            // The flawed device counts its memory in KiB.
+            total_memory: if F == flaw::TOTAL_MEMORY_IN_KIB { CAPACITY >> 10 } else { CAPACITY },
             compute_capability: None,
             arch: Some(std::env::consts::ARCH.into()),
             multiprocessors: Some(1),

@@ -47,6 +47,17 @@ pub fn facts_of_every_device(t: &Target) -> Outcome {
         );
         let b = dev.alloc(4096)?;
         ensure!(b.device() == id, "a buffer allocated on {id} says it is {}'s", b.device());
+        // The total memory is in bytes: at least an allocation the device just granted
+        // (a figure in KiB or MiB falls below it). 0 says the backend cannot tell.
+        if info.total_memory != 0 {
+            let granted = if cfg!(miri) { 1 << 20 } else { 64 << 20 };
+            let big = dev.alloc(granted)?;
+            ensure!(
+                info.total_memory >= big.len() as u64,
+                "{id} says it has {} bytes of memory, and granted an allocation of {granted}",
+                info.total_memory
+            );
+        }
         // Every device of the backend answers for the memory of each (one address space,
         // as CUDA's unified addressing has).
         for asker in &t.devices {

@@ -163,6 +163,11 @@ impl<const F: u8> Device for MutantDevice<F> {
     }
     fn default_stream(&self, which: DefaultStream) -> Result<MutantStream<F>> {
         match which {
+            // The flawed device hands out the first device's legacy stream on every device.
+            DefaultStream::Legacy if F == flaw::LEGACY_STREAM_OF_FIRST_DEVICE => {
+                let first = Self::shared(0).ok_or_else(|| Error::invalid_argument("no device 0"))?;
+                Ok(MutantStream::new(Arc::new(first.legacy()?.to_borrowed())))
+            }
             DefaultStream::Legacy => Ok(MutantStream::new(Arc::new(self.legacy()?.to_borrowed()))),
             DefaultStream::PerThread => Err(Error::unsupported(kind::<F>(), "per-thread default streams")),
         }

@@ -173,6 +173,16 @@ fn progress_says(s: &gpuport_runtime::AnyStream, expected: ProgressReading, what
 }
 
 pub fn default_streams(t: &Target) -> Outcome {
+    // Each device's legacy stream is its own (its handle may be one value on every device,
+    // as CUDA's `CU_STREAM_LEGACY` is): it names its device and round-trips its memory.
+    for dev in &t.devices {
+        let legacy = dev.default_stream(DefaultStream::Legacy)?;
+        ensure!(legacy.device_id() == dev.id(), "{}'s legacy default stream is {}'s", dev.id(), legacy.device_id());
+        let b = dev.alloc(64)?;
+        let p = pattern(64, 9);
+        legacy.write(&p, &b, 0)?;
+        ensure!(read_all(&legacy, &b)? == p, "{}'s legacy default stream did not round-trip", dev.id());
+    }
     let dev = t.device();
     let legacy = dev.default_stream(DefaultStream::Legacy)?;
     ensure!(legacy.ownership() == gpuport_runtime::Ownership::Borrowed, "the default stream must be borrowed");

@@ -248,6 +248,11 @@ pub const MUTANTS: &[Mutant] = &[
         breaks: "Device::default_stream(Legacy) hands out the first device's legacy stream on every device",
         caught_by: "ordering::default_streams",
     },
+    Mutant {
+        name: "mut-large-2d-packed",
+        breaks: "Stream::copy_2d of 16 MiB or more moves the rows as one block, ignoring the pitches",
+        caught_by: "copies::copy_2d",
+    },
 ];
 
 /// A flaw of the driver doubles (`GPUPORT_DOUBLE_MUTANT=name`) and the conformance case
@@ -325,6 +330,7 @@ pub(crate) mod flaw {
     pub const LARGE_COPY_AHEAD: u8 = 41;
     pub const TOTAL_MEMORY_IN_KIB: u8 = 42;
     pub const LEGACY_STREAM_OF_FIRST_DEVICE: u8 = 43;
+    pub const LARGE_2D_PACKED: u8 = 44;
 }
 
 /// The backend of mutant `F`.
@@ -366,7 +372,7 @@ impl<const F: u8> Backend for MutantBackend<F> {
 macro_rules! with_mutant {
     ($index:expr, |$b:ident| $body:expr) => {
         $crate::with_mutant!(@each $index, $b, $body;
-            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43)
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44)
     };
     (@each $index:expr, $b:ident, $body:expr; $($n:literal)*) => {
         match $index {

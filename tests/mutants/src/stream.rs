@@ -138,6 +138,22 @@ impl<const F: u8> Stream for MutantStream<F> {
         }
         self.0.next().copy(src, src_offset, dst, dst_offset, len, host_translator("copy"))
     }
+    fn copy_2d(&self, src: &Buffer, dst: &Buffer, copy: &gpuport_core::Copy2d) -> Result<()> {
+        gpuport_core::check_copy_2d(src, dst, copy)?;
+        if F == flaw::LARGE_2D_PACKED && copy.width.saturating_mul(copy.height) >= 16 << 20 {
+            // A large 2D copy (a fast path of its own, say) moves the rows as one block,
+            // ignoring both pitches.
+            return self.copy(src, copy.src_offset, dst, copy.dst_offset, copy.width * copy.height);
+        }
+        // Otherwise as the trait's provided method: a copy per row.
+        if copy.is_empty() {
+            return Ok(());
+        }
+        (0..copy.height).try_for_each(|row| {
+            let (s, d) = copy.row_offsets(row);
+            self.copy(src, s, dst, d, copy.width)
+        })
+    }
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
         // Rounds an odd length up to even where the buffer has room: one byte too many.
         let len = if F == flaw::FILL_OVERRUNS && len % 2 == 1 && offset + len < dst.len() { len + 1 } else { len };

@@ -121,6 +121,21 @@ pub fn copy_2d(t: &Target) -> Outcome {
     apply_2d(&mut model, &original, &within);
     ensure!(read_all(&s, a)? == model, "a 2D copy within one buffer differs from the model");
 
+    // Past the large-copy threshold (16 MiB in all; 64 KiB under Miri): rows of 1 MiB + 3
+    // at uneven pitches, the bytes between them untouched.
+    let width = if cfg!(miri) { (4 << 10) + 3 } else { (1 << 20) + 3 };
+    let large = Copy2d { src_offset: 7, src_pitch: width + 5, dst_offset: 2, dst_pitch: width + 11, width, height: 17 };
+    let span = |offset: usize, pitch: usize| offset + 16 * pitch + width + 9;
+    let (src_len, dst_len) = (span(large.src_offset, large.src_pitch), span(large.dst_offset, large.dst_pitch));
+    let (big_src, big_dst) = (dev.alloc(src_len)?, dev.alloc(dst_len)?);
+    let src_data = pattern(src_len, 61);
+    let mut model = pattern(dst_len, 62);
+    s.write(&src_data, &big_src, 0)?;
+    s.write(&model, &big_dst, 0)?;
+    s.copy_2d(&big_src, &big_dst, &large)?;
+    apply_2d(&mut model, &src_data, &large);
+    ensure!(read_all(&s, &big_dst)? == model, "a 2D copy of 17 rows of {width} bytes differs from the model");
+
     // Refused before anything is queued: the destination keeps its bytes.
     let before = read_all(&s, b)?;
     let rows = |width, height, pitch| Copy2d { src_pitch: pitch, dst_pitch: pitch, width, height, ..Copy2d::default() };

@@ -296,7 +296,7 @@ fn strided_copy(stream: &AnyStream, src: &Array, dst: &Array) -> Result<()> {
             return copy.queue(stream, src.side(), dst.side());
         }
     }
-    if let Some(plan) = strided::plan(src.layout(), dst.layout(), src.dtype().itemsize()?)? {
+    if let Some(plan) = strided::plan(src.layout(), dst.layout(), item)? {
         return strided::queue(stream, src.side(), dst.side(), &plan);
     }
     // Through the host: both arrays' own methods order themselves after their pending

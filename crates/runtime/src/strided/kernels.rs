@@ -48,7 +48,6 @@ pub(crate) struct CopyKernels {
 }
 
 /// What a device's first strided copy found.
-#[derive(Clone)]
 enum Slot {
     Ready(Arc<CopyKernels>),
     Unavailable(Error),
@@ -64,22 +63,15 @@ fn enabled() -> bool {
     })
 }
 
-/// The kernels of `device`, compiled at its first call, or why it has none.
-fn slot(device: &AnyDevice) -> Slot {
+/// `f` of the slot of `device` (a GPU of a built-in vendor, with the kernels turned on),
+/// its kernels compiled at its first call. The slot is read in place: a device without
+/// kernels costs its copies no allocation.
+fn with_slot<R>(device: &AnyDevice, f: impl FnOnce(&Slot) -> R) -> R {
     let id = device.id();
-    if !enabled() {
-        return Slot::Unavailable(Error::unsupported(
-            id.kind,
-            format!("copy kernels ({COPY_KERNELS_ENV} turns them off)"),
-        ));
-    }
-    if !matches!(id.kind, BackendKind::Cuda | BackendKind::Rocm) {
-        return Slot::Unavailable(Error::unsupported(id.kind, "copy kernels (it compiles no kernels from source)"));
-    }
     // Held while a device's kernels compile, so that they compile once.
     let mut slots = SLOTS.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, slot)) = slots.iter().find(|(d, _)| *d == id) {
-        return slot.clone();
+        return f(slot);
     }
     let slot = match compile(device) {
         Ok(kernels) => Slot::Ready(Arc::new(kernels)),
@@ -88,8 +80,15 @@ fn slot(device: &AnyDevice) -> Slot {
             Slot::Unavailable(e)
         }
     };
-    slots.push((id, slot.clone()));
-    slot
+    let answer = f(&slot);
+    slots.push((id, slot));
+    answer
+}
+
+/// Whether `device` can have copy kernels at all: a CUDA or ROCm device, with the
+/// kernels turned on.
+fn eligible(device: &AnyDevice) -> bool {
+    enabled() && matches!(device.id().kind, BackendKind::Cuda | BackendKind::Rocm)
 }
 
 fn compile(device: &AnyDevice) -> Result<CopyKernels> {
@@ -104,10 +103,17 @@ fn compile(device: &AnyDevice) -> Result<CopyKernels> {
 /// found, a device that compiles nothing, `GPUPORT_COPY_KERNELS=off`) — those copies use
 /// 2D copies.
 pub fn strided_copy_kernels(device: &AnyDevice) -> Result<()> {
-    match slot(device) {
-        Slot::Ready(_) => Ok(()),
-        Slot::Unavailable(e) => Err(e),
+    let kind = device.id().kind;
+    if !enabled() {
+        return Err(Error::unsupported(kind, format!("copy kernels ({COPY_KERNELS_ENV} turns them off)")));
     }
+    if !eligible(device) {
+        return Err(Error::unsupported(kind, "copy kernels (it compiles no kernels from source)"));
+    }
+    with_slot(device, |slot| match slot {
+        Slot::Ready(_) => Ok(()),
+        Slot::Unavailable(e) => Err(e.clone()),
+    })
 }
 
 /// Drops every device's kernels (their modules are unloaded once no queued launch holds
@@ -129,9 +135,7 @@ pub(crate) fn plan(
     item: usize,
 ) -> Option<KernelCopy> {
     let id = device.id();
-    if !matches!(id.kind, BackendKind::Cuda | BackendKind::Rocm)
-        || !buffers.iter().all(|b| b.device() == id && b.memory() == MemoryKind::Device)
-    {
+    if !eligible(device) || !buffers.iter().all(|b| b.device() == id && b.memory() == MemoryKind::Device) {
         return None;
     }
     let which = ITEM_SIZES.iter().position(|&s| s == item)?;
@@ -140,10 +144,11 @@ pub(crate) fn plan(
         return None;
     }
     let axes = axes(src, dst)?;
-    match slot(device) {
-        Slot::Ready(kernels) => Some(KernelCopy { kernels, which, n: src.numel() as u64, axes }),
+    let kernels = with_slot(device, |slot| match slot {
+        Slot::Ready(kernels) => Some(kernels.clone()),
         Slot::Unavailable(_) => None,
-    }
+    })?;
+    Some(KernelCopy { kernels, which, n: src.numel() as u64, axes })
 }
 
 /// A copy in the kernels' terms: the shape with the axes that are contiguous on both
@@ -167,10 +172,8 @@ fn axes(src: &Layout, dst: &Layout) -> Option<Axes> {
         let (s, d) = (src.strides()[axis] as i64, dst.strides()[axis] as i64);
         // An axis continues the one before it when stepping the outer one on both sides
         // is stepping the inner one `n` times: the two are one axis.
-        let joins = out.shape.last().is_some_and(|_| {
-            let (ps, pd) = (out.src[out.src.len() - 1], out.dst[out.dst.len() - 1]);
-            Some(ps) == s.checked_mul(n as i64) && Some(pd) == d.checked_mul(n as i64)
-        });
+        let joins = matches!((out.src.last(), out.dst.last()),
+            (Some(&ps), Some(&pd)) if Some(ps) == s.checked_mul(n as i64) && Some(pd) == d.checked_mul(n as i64));
         if joins {
             let last = out.shape.len() - 1;
             out.shape[last] *= n as u64;
@@ -208,15 +211,22 @@ impl KernelCopy {
         let blocks = u32::try_from(self.n.div_ceil(u64::from(BLOCK))).unwrap_or(MAX_BLOCKS).min(MAX_BLOCKS);
         let config = LaunchConfig { grid: [blocks, 1, 1], block: [BLOCK, 1, 1], shared_mem_bytes: 0 };
         let axes = &self.axes;
-        let mut args = Vec::with_capacity(4 + 3 * MAX_RANK);
-        args.push(KernelArg::Buffer { buffer: src.buffer.clone(), offset: src.offset });
-        args.push(KernelArg::Buffer { buffer: dst.buffer.clone(), offset: dst.offset });
-        args.push(KernelArg::scalar(self.n));
-        args.push(KernelArg::scalar(axes.shape.len() as u32));
-        args.extend((0..MAX_RANK).map(|i| KernelArg::scalar(axes.shape.get(i).copied().unwrap_or(1))));
-        for strides in [&axes.src, &axes.dst] {
-            args.extend((0..MAX_RANK).map(|i| KernelArg::scalar(strides.get(i).copied().unwrap_or(0))));
-        }
+        // The kernels' 28 parameters, on the stack: the two sides, the element count, the
+        // axes, then the extents and each side's strides padded to eight.
+        let args: [KernelArg; 4 + 3 * MAX_RANK] = std::array::from_fn(|i| match i {
+            0 => KernelArg::Buffer { buffer: src.buffer.clone(), offset: src.offset },
+            1 => KernelArg::Buffer { buffer: dst.buffer.clone(), offset: dst.offset },
+            2 => KernelArg::scalar(self.n),
+            3 => KernelArg::scalar(axes.shape.len() as u32),
+            _ => {
+                let (which, axis) = ((i - 4) / MAX_RANK, (i - 4) % MAX_RANK);
+                match which {
+                    0 => KernelArg::scalar(axes.shape.get(axis).copied().unwrap_or(1)),
+                    1 => KernelArg::scalar(axes.src.get(axis).copied().unwrap_or(0)),
+                    _ => KernelArg::scalar(axes.dst.get(axis).copied().unwrap_or(0)),
+                }
+            }
+        });
         stream.launch(&self.kernels.by_size[self.which], &config, &args)
     }
 }

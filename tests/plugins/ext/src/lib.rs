@@ -16,16 +16,28 @@ pub fn register_kernels() {
 
 gpuport_plugin_export::export_plugin!(gpuport_ext::ExtBackend, name = "extso", init = register_kernels);
 
-/// Where the plugin library is, beside the running test executable (cargo puts a
-/// dependency's shared library in `deps/`, the package's own one level up).
+/// Where the plugin library is, beside the running test executable: cargo puts a
+/// dependency's shared library in `deps/`, the package's own one level up; with the build
+/// folders of newer cargo (each unit in `build/<package>/<hash>/out/`), in a sibling
+/// unit's folder of this package, the newest of them being the one just built.
 pub fn library_path() -> std::path::PathBuf {
     let name = format!("{}gpuport_ext_plugin{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
     let exe = std::env::current_exe().unwrap_or_default();
-    let dirs = exe.ancestors().skip(1).take(2).map(|d| d.join(&name));
-    let candidates: Vec<std::path::PathBuf> = dirs.collect();
-    candidates
-        .iter()
-        .find(|p| p.exists())
-        .cloned()
-        .unwrap_or_else(|| candidates.first().cloned().unwrap_or(name.into()))
+    let candidates: Vec<std::path::PathBuf> = exe.ancestors().skip(1).take(2).map(|d| d.join(&name)).collect();
+    if let Some(found) = candidates.iter().find(|p| p.exists()) {
+        return found.clone();
+    }
+    // `…/build/gpuport-ext-plugin/<hash>/out/<test>`: the package's folder is three up.
+    let units = exe.ancestors().nth(3).and_then(|d| std::fs::read_dir(d).ok());
+    let newest = units
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|unit| unit.path().join("out").join(&name))
+        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+        .max_by_key(|(modified, _)| *modified);
+    match newest {
+        Some((_, path)) => path,
+        None => candidates.first().cloned().unwrap_or(name.into()),
+    }
 }

@@ -230,7 +230,8 @@ pub(crate) fn device_tests(backend: &str) -> Vec<(String, Command)> {
 }
 
 /// Runs a backend's tests on its double: the whole conformance suite (two devices,
-/// kernels included), the backend's own device tests, the mutation check's driver
+/// kernels included), the backend's own device tests, staged copies between the two
+/// vendors, the mutation check's driver
 /// mutants and the fault-injection tests. Fails
 /// on a failed test and on any validation report.
 pub(crate) fn test_on(d: &Double, tally: &mut Tally, python: bool) -> bool {
@@ -243,6 +244,11 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally, python: bool) -> bool {
     for (_, cmd) in device_tests(d.backend) {
         ok &= run_tests(with_double(cmd, d), tally);
     }
+    // Staged copies between the two vendors, which only the doubles can show pipelined
+    // (they say how much work is queued).
+    let mut between = cargo();
+    between.args(["test", "-p", "gpuport-runtime", "--test", "between_vendors", "--", "--include-ignored"]);
+    ok &= run_tests(with_double(between, d), tally);
     // A double built with features (ROCm 5.2, HIP 7.2) checks its own version's answers;
     // the default builds' tests run with the workspace.
     if !d.features.is_empty() {

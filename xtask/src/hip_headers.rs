@@ -42,6 +42,7 @@ int main(void) {
   E(hipMemoryTypeArray); E(hipMemoryTypeUnified);
   E(hipEventBlockingSync); E(hipEventDisableTiming); E(hipEventInterprocess);
   E(hipHostMallocPortable); E(hipHostMallocMapped); E(hipHostMallocWriteCombined);
+  E(hipHostRegisterPortable);
   return 0;
 }
 "#;

@@ -220,6 +220,14 @@ impl VendorCalls for DeviceCtx {
         // SAFETY: forwarded: from cuMemHostAlloc, freed once.
         unsafe { memory::free_host(&self.driver.api, addr as usize as *mut c_void) }
     }
+    unsafe fn host_register(&self, addr: u64, len: usize) -> Result<()> {
+        // SAFETY: forwarded: host memory that stays allocated until unregistered.
+        unsafe { memory::host_register(&self.driver.api, addr as usize as *mut c_void, len) }
+    }
+    unsafe fn host_unregister(&self, addr: u64) -> Result<()> {
+        // SAFETY: forwarded: registered, unregistered once, unused.
+        unsafe { memory::host_unregister(&self.driver.api, addr as usize as *mut c_void) }
+    }
     unsafe fn mem_free_async(&self, addr: u64, s: CUstream) -> Result<()> {
         // SAFETY: forwarded: from cuMemAllocAsync, freed once on a live stream.
         unsafe { memory::free_async(&self.driver, addr, s) }

@@ -50,6 +50,8 @@ pub const STREAM_PER_THREAD: usize = 0x2;
 pub const STREAM_NON_BLOCKING: c_uint = 0x1;
 /// `CU_MEM_ATTACH_GLOBAL`.
 pub const MEM_ATTACH_GLOBAL: c_uint = 0x1;
+/// `CU_MEMHOSTREGISTER_PORTABLE`: the registration serves every context of the process.
+pub const MEMHOSTREGISTER_PORTABLE: c_uint = 0x1;
 
 /// `CU_MEMORYTYPE_HOST`.
 pub const MEMORYTYPE_HOST: c_uint = 1;
@@ -229,6 +231,8 @@ api! {
     cuMemFree = "cuMemFree" / "cuMemFree_v2": fn(CUdeviceptr);
     cuMemHostAlloc = "cuMemHostAlloc" / "cuMemHostAlloc": fn(*mut *mut c_void, usize, c_uint);
     cuMemFreeHost = "cuMemFreeHost" / "cuMemFreeHost": fn(*mut c_void);
+    cuMemHostRegister = "cuMemHostRegister" / "cuMemHostRegister_v2": fn(*mut c_void, usize, c_uint);
+    cuMemHostUnregister = "cuMemHostUnregister" / "cuMemHostUnregister": fn(*mut c_void);
     cuMemAllocManaged = "cuMemAllocManaged" / "cuMemAllocManaged": fn(*mut CUdeviceptr, usize, c_uint);
     cuMemsetD8 = "cuMemsetD8" / "cuMemsetD8_v2": fn(CUdeviceptr, u8, usize);
     cuMemsetD8Async = "cuMemsetD8Async" / "cuMemsetD8Async": fn(CUdeviceptr, u8, usize, CUstream);
@@ -335,6 +339,13 @@ mod tests {
     use cudarc::driver::sys::CUDA_MEMCPY2D;
 
     use super::Memcpy2d;
+
+    /// The flag values gpuport passes are `cuda.h`'s (through cudarc's bindings).
+    #[test]
+    fn flags_match_cuda_h() {
+        assert_eq!(super::MEM_ATTACH_GLOBAL, cudarc::driver::sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as u32);
+        assert_eq!(super::MEMHOSTREGISTER_PORTABLE, cudarc::driver::sys::CU_MEMHOSTREGISTER_PORTABLE);
+    }
 
     /// gpuport's `CUDA_MEMCPY2D` has the layout of cudarc's (generated from `cuda.h`).
     #[test]

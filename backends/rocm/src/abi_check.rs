@@ -54,6 +54,7 @@ fn flag_bits_match() {
     assert_eq!(HostAllocFlags::PORTABLE.bits(), hip::hipHostMallocPortable);
     assert_eq!(HostAllocFlags::DEVICE_MAP.bits(), hip::hipHostMallocMapped);
     assert_eq!(HostAllocFlags::WRITE_COMBINED.bits(), hip::hipHostMallocWriteCombined);
+    assert_eq!(sys::HOST_REGISTER_PORTABLE, hip::hipHostRegisterPortable);
 }
 
 #[test]

@@ -241,6 +241,14 @@ impl VendorCalls for DeviceCtx {
         // SAFETY: forwarded: from hipHostMalloc, freed once.
         unsafe { memory::host_free(&self.rt.api, ptr(addr)) }
     }
+    unsafe fn host_register(&self, addr: u64, len: usize) -> Result<()> {
+        // SAFETY: forwarded: host memory that stays allocated until unregistered.
+        unsafe { memory::host_register(&self.rt.api, ptr(addr), len) }
+    }
+    unsafe fn host_unregister(&self, addr: u64) -> Result<()> {
+        // SAFETY: forwarded: registered, unregistered once, unused.
+        unsafe { memory::host_unregister(&self.rt.api, ptr(addr)) }
+    }
     unsafe fn mem_free_async(&self, addr: u64, s: hipStream_t) -> Result<()> {
         // SAFETY: forwarded: from hipMallocAsync, freed once on a live stream.
         unsafe { memory::free_async(&self.rt, ptr(addr), s) }

@@ -56,6 +56,7 @@ fn ours() -> Vec<(&'static str, i64)> {
         ("hipHostMallocPortable", i64::from(HostAllocFlags::PORTABLE.bits())),
         ("hipHostMallocMapped", i64::from(HostAllocFlags::DEVICE_MAP.bits())),
         ("hipHostMallocWriteCombined", i64::from(HostAllocFlags::WRITE_COMBINED.bits())),
+        ("hipHostRegisterPortable", i64::from(sys::HOST_REGISTER_PORTABLE)),
     ]
 }
 

@@ -106,6 +106,8 @@ pub const MEMCPY_DEFAULT: c_int = 4;
 pub const STREAM_NON_BLOCKING: c_uint = 1;
 /// `hipMemAttachGlobal`.
 pub const MEM_ATTACH_GLOBAL: c_uint = 1;
+/// `hipHostRegisterPortable`: the registration serves every device of the process.
+pub const HOST_REGISTER_PORTABLE: c_uint = 1;
 
 /// `hipDeviceAttributeComputeCapabilityMajor`.
 pub const ATTR_COMPUTE_CAPABILITY_MAJOR: c_int = 23;
@@ -289,6 +291,8 @@ api! {
     hipFree: fn(*mut c_void) -> Status;
     hipHostMalloc: fn(*mut *mut c_void, usize, c_uint) -> Status;
     hipHostFree: fn(*mut c_void) -> Status;
+    hipHostRegister: fn(*mut c_void, usize, c_uint) -> Status;
+    hipHostUnregister: fn(*mut c_void) -> Status;
     hipMallocManaged: fn(*mut *mut c_void, usize, c_uint) -> Status;
     hipMemset: fn(*mut c_void, c_int, usize) -> Status;
     hipMemsetAsync: fn(*mut c_void, c_int, usize, hipStream_t) -> Status;

@@ -9,7 +9,7 @@ use crate::compile::{CompileOptions, KernelSource};
 use crate::copy_2d::Copy2d;
 use crate::dlpack_device::DlpackDevices;
 use crate::dtype::{as_bytes, as_bytes_mut, zeroed_vec, Element};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::flags::{DefaultStream, EventFlags, HostAllocFlags, Ownership, StreamFlags};
 use crate::id::{BackendKind, DeviceId};
 use crate::kernel::{Kernel, KernelArg, LaunchConfig, Module, ModuleImage};
@@ -117,6 +117,21 @@ pub trait Device: Clone + Send + Sync + 'static {
     fn alloc_pinned(&self, bytes: usize, flags: HostAllocFlags) -> Result<Buffer>;
     /// Allocates managed (unified) memory, where the vendor has it.
     fn alloc_managed(&self, bytes: usize) -> Result<Buffer>;
+    /// Page-locks host memory someone else allocated (another backend's pinned memory,
+    /// or any host-accessible buffer) for this device's copies (`cuMemHostRegister`,
+    /// `hipHostRegister`): the returned buffer names the same bytes as `host`, keeps it
+    /// alive, and unregisters them when its last clone drops. Copies between this
+    /// device and the returned buffer are asynchronous, where copies into memory the
+    /// driver does not know as page-locked make the caller wait until they are done.
+    ///
+    /// Memory this backend already knows as page-locked (its own pinned or managed
+    /// memory) is returned as it is; memory that is not host-accessible is
+    /// `InvalidArgument`. `Unsupported` where the backend has no such call (the default:
+    /// a backend whose copies never wait on the host has nothing to gain).
+    fn register_host(&self, host: &Buffer) -> Result<Buffer> {
+        let _ = host;
+        Err(Error::unsupported(self.id().kind, "registering host memory"))
+    }
     /// Sets `len` bytes at `offset` of `dst` to `value`, synchronously.
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()>;
 

@@ -5,7 +5,7 @@
 //! | same device | device copy on the destination's stream |
 //! | same backend, other device, `can_access_peer` | peer copy |
 //! | one side host-accessible memory (the host's, or another backend's pinned or managed memory) | one copy on the other side's stream: every stream reaches host-accessible memory, as `cuMemcpyAsync` reaches pageable memory — the destination's stream, or the source's default stream when the destination is the host-accessible side |
-//! | anything else (ext:0↔ext:1 without a link, CUDA↔ROCm) | staged through two pinned host buffers in chunks: the device-to-host copy of chunk *i* overlaps the host-to-device copy of chunk *i − 1* |
+//! | anything else (ext:0↔ext:1 without a link, CUDA↔ROCm) | staged through two pinned host buffers in chunks: the device-to-host copy of chunk *i* overlaps the host-to-device copy of chunk *i − 1* (between two vendors the buffers are one vendor's pinned memory registered with the other, so neither driver treats them as pageable and makes the caller wait) |
 //!
 //! Strided arrays are copied as runs (the longest trailing block contiguous in both),
 //! consecutive runs that step evenly on both sides joined into one 2D copy
@@ -224,17 +224,17 @@ impl CopyEngine {
     ) -> Result<usize> {
         let total = src.nbytes();
         let chunks = total.div_ceil(chunk);
-        let (stage, filled, drained) = (&set.stage, &set.filled, &set.drained);
+        let (fill_buf, drain_buf, filled, drained) = (&set.fill, &set.drain, &set.filled, &set.drained);
         let (src_base, dst_base) = (src.byte_offset(), dst.byte_offset());
         let len_of = |i: usize| chunk.min(total - i * chunk);
         let fill = |i: usize| -> Result<()> {
             let slot = i % 2;
-            src_stream.copy(src.buffer(), src_base + i * chunk, &stage[slot], 0, len_of(i))?;
+            src_stream.copy(src.buffer(), src_base + i * chunk, &fill_buf[slot], 0, len_of(i))?;
             src_stream.record(&filled[slot])
         };
         let drain = |i: usize| -> Result<()> {
             let slot = i % 2;
-            dst_stream.copy(&stage[slot], 0, dst.buffer(), dst_base + i * chunk, len_of(i))?;
+            dst_stream.copy(&drain_buf[slot], 0, dst.buffer(), dst_base + i * chunk, len_of(i))?;
             dst_stream.record(&drained[slot])
         };
         if src_stream.device_id().kind == dst_stream.device_id().kind {

@@ -243,6 +243,27 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
     /// `addr` came from [`VendorCalls::mem_alloc_async`] and is freed once; `stream` is
     /// live.
     unsafe fn mem_free_async(&self, addr: u64, stream: Self::Stream) -> Result<()>;
+    /// Page-locks `len` bytes of host memory at `addr` for every context of the process
+    /// (`cuMemHostRegister` / `hipHostRegister`, portable), so that this device copies to
+    /// and from it asynchronously. `Unsupported` where the driver has no such call (the
+    /// default).
+    ///
+    /// # Safety
+    /// `[addr, addr + len)` is host memory that stays allocated until
+    /// [`VendorCalls::host_unregister`] is called for `addr`.
+    unsafe fn host_register(&self, addr: u64, len: usize) -> Result<()> {
+        let _ = (addr, len);
+        Err(gpuport_core::Error::unsupported(self.kind(), "registering host memory"))
+    }
+    /// Releases a registration made by [`VendorCalls::host_register`] (the memory itself
+    /// stays allocated).
+    ///
+    /// # Safety
+    /// `addr` was registered and is unregistered once, with no work left that uses it.
+    unsafe fn host_unregister(&self, addr: u64) -> Result<()> {
+        let _ = addr;
+        Err(gpuport_core::Error::unsupported(self.kind(), "registering host memory"))
+    }
 
     // --- Modules ------------------------------------------------------------------------
 

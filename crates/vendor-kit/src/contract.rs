@@ -39,6 +39,11 @@ impl<V: VendorCalls> VendorDevice<V> {
         memory::alloc_managed(self, bytes)
     }
 
+    /// `Device::register_host`.
+    pub fn register_host(self: &Arc<Self>, host: &Buffer) -> Result<Buffer> {
+        memory::register_host(self, host)
+    }
+
     /// `Device::memset`: this backend's memory only; done when it returns. The vendors
     /// queue their synchronous memset on the legacy default stream and may return before
     /// the bytes land, so this waits for that stream — only that one, not the device.

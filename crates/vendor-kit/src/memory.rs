@@ -3,7 +3,9 @@
 //! that matches how it was allocated — a stream-ordered one on its stream, whose handle the
 //! buffer keeps alive, with a failed free kept as that stream's error. Sizes no device could
 //! give are refused before the driver is asked (a managed allocation larger than the card
-//! can hang it), and zero-size requests describe no memory.
+//! can hang it), and zero-size requests describe no memory. Host memory allocated
+//! elsewhere is page-locked for the device's copies by a registration that a buffer over
+//! the same bytes holds ([`register_host`]).
 
 use std::sync::Arc;
 
@@ -156,4 +158,58 @@ pub fn alloc_async<V: VendorCalls>(
     let addr = unsafe { dev.mem_alloc_async(bytes, raw) }?;
     let kind = Kind::StreamOrdered { stream: free_on, errors: stream.errors().clone(), _keep: keep };
     owned(dev, addr, bytes, MemoryKind::Device, kind)
+}
+
+/// A registration of host memory with a vendor device: unregistered when dropped (the
+/// last clone of the buffer that holds it), before the memory it keeps alive is released.
+struct Registration<V: VendorCalls> {
+    dev: Arc<VendorDevice<V>>,
+    addr: u64,
+    /// The registered memory, kept allocated while it is registered.
+    _host: Buffer,
+}
+
+impl<V: VendorCalls> Drop for Registration<V> {
+    fn drop(&mut self) {
+        // SAFETY: `addr` was registered by `register_host` and is unregistered once, here;
+        // the buffer holding this registration is gone, so no queued work uses it (work
+        // holds the buffers it touches).
+        let done = self.dev.bind().and_then(|_| unsafe { self.dev.host_unregister(self.addr) });
+        if let Err(e) = done {
+            log::warn!("unregistering host memory at {:#x} from {}: {e}", self.addr, self.dev.device_id());
+        }
+    }
+}
+
+/// `Device::register_host`: `host` page-locked for this device's copies, as a buffer over
+/// the same bytes that holds the registration (and `host`) until its last clone drops.
+/// This backend's own host-accessible memory (pinned or managed) is already page-locked
+/// for it and is returned as it is.
+pub fn register_host<V: VendorCalls>(dev: &Arc<VendorDevice<V>>, host: &Buffer) -> Result<Buffer> {
+    if !host.is_host_accessible() {
+        return Err(Error::invalid_argument(format!(
+            "registering {:?} memory of {} with {}: only host-accessible memory can be registered",
+            host.memory(),
+            host.device(),
+            dev.device_id()
+        )));
+    }
+    if host.is_empty() || host.device().kind == dev.kind() {
+        return Ok(host.clone());
+    }
+    dev.bind()?;
+    // SAFETY: `host` is host-accessible memory of `len` bytes that the registration keeps
+    // allocated (it holds a clone) until it unregisters.
+    unsafe { dev.host_register(host.addr(), host.len()) }?;
+    let registration = Registration { dev: dev.clone(), addr: host.addr(), _host: host.clone() };
+    let desc = BufferDesc {
+        addr: host.addr(),
+        len: host.len(),
+        device: dev.device_id(),
+        memory: MemoryKind::PinnedHost,
+        host_accessible: true,
+    };
+    // SAFETY: the bytes are `host`'s, host-accessible, and stay allocated while the
+    // registration (which holds `host`) lives.
+    unsafe { Buffer::from_borrowed_owned_by(desc, registration) }
 }

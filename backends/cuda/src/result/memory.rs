@@ -43,6 +43,26 @@ pub unsafe fn free_host(api: &Api, ptr: *mut c_void) -> Result<()> {
     check(api, unsafe { (api.cuMemFreeHost)(ptr) }, "cuMemFreeHost")
 }
 
+/// `cuMemHostRegister`, portable (`CU_MEMHOSTREGISTER_PORTABLE`): every context copies
+/// to and from the range as page-locked memory.
+///
+/// # Safety
+/// `[ptr, ptr + bytes)` is host memory that stays allocated until [`host_unregister`].
+pub unsafe fn host_register(api: &Api, ptr: *mut c_void, bytes: usize) -> Result<()> {
+    // SAFETY: the caller's contract.
+    check(api, unsafe { (api.cuMemHostRegister)(ptr, bytes, sys::MEMHOSTREGISTER_PORTABLE) }, "cuMemHostRegister")
+}
+
+/// `cuMemHostUnregister`.
+///
+/// # Safety
+/// `ptr` was registered by [`host_register`], is unregistered once, and no queued work
+/// uses it.
+pub unsafe fn host_unregister(api: &Api, ptr: *mut c_void) -> Result<()> {
+    // SAFETY: the caller's contract.
+    check(api, unsafe { (api.cuMemHostUnregister)(ptr) }, "cuMemHostUnregister")
+}
+
 /// `cuMemAllocManaged`, attached globally.
 pub fn alloc_managed(api: &Api, bytes: usize, device: DeviceId) -> Result<CUdeviceptr> {
     let mut ptr: CUdeviceptr = 0;

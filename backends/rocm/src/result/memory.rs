@@ -43,6 +43,26 @@ pub unsafe fn host_free(api: &Api, ptr: *mut c_void) -> Result<()> {
     check(api, unsafe { (api.hipHostFree)(ptr) }, "hipHostFree")
 }
 
+/// `hipHostRegister`, portable (`hipHostRegisterPortable`): every device copies to and
+/// from the range as page-locked memory.
+///
+/// # Safety
+/// `[ptr, ptr + bytes)` is host memory that stays allocated until [`host_unregister`].
+pub unsafe fn host_register(api: &Api, ptr: *mut c_void, bytes: usize) -> Result<()> {
+    // SAFETY: the caller's contract.
+    check(api, unsafe { (api.hipHostRegister)(ptr, bytes, sys::HOST_REGISTER_PORTABLE) }, "hipHostRegister")
+}
+
+/// `hipHostUnregister`.
+///
+/// # Safety
+/// `ptr` was registered by [`host_register`], is unregistered once, and no queued work
+/// uses it.
+pub unsafe fn host_unregister(api: &Api, ptr: *mut c_void) -> Result<()> {
+    // SAFETY: the caller's contract.
+    check(api, unsafe { (api.hipHostUnregister)(ptr) }, "hipHostUnregister")
+}
+
 /// `hipMallocManaged`, attached globally.
 pub fn malloc_managed(api: &Api, bytes: usize, device: DeviceId) -> Result<*mut c_void> {
     let mut ptr: *mut c_void = std::ptr::null_mut();

@@ -1,4 +1,5 @@
-use gpuport_runtime::{Error, HostAllocFlags, MemoryKind};
+use gpuport_runtime::host::HostBackend;
+use gpuport_runtime::{Backend, DefaultStream, Device, Error, HostAllocFlags, LoadOptions, MemoryKind, Stream};
 
 use super::{pattern, read_all, stream};
 use crate::{ensure, ensure_err, Outcome, Target};
@@ -65,6 +66,57 @@ pub fn pinned_and_managed(t: &Target) -> Outcome {
             ensure!(read_all(&s, &b)? == p, "managed buffer did not round-trip");
         }
     }
+    Ok(())
+}
+
+/// `Device::register_host`: host memory the device did not allocate, page-locked for its
+/// copies as a buffer over the same bytes, released when that buffer drops.
+pub fn registered_host_memory(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    let host_device = HostBackend::load(&LoadOptions::default())?.open(0)?;
+    let host_stream = host_device.default_stream(DefaultStream::Legacy)?;
+    let n = 65_537;
+    let plain = Device::alloc(&host_device, n)?;
+    let registered = match dev.register_host(&plain) {
+        Err(Error::Unsupported { .. }) => return Ok(()),
+        other => other?,
+    };
+    ensure!(
+        registered.addr() == plain.addr() && registered.len() == n,
+        "registering {n} bytes at {:#x} gave {} bytes at {:#x}",
+        plain.addr(),
+        registered.len(),
+        registered.addr()
+    );
+    ensure!(
+        registered.is_host_accessible() && registered.memory() == MemoryKind::PinnedHost,
+        "registered memory must be host-accessible PinnedHost, not {:?}",
+        registered.memory()
+    );
+    // The device's copies reach the very bytes the host allocated.
+    let d = dev.alloc(n)?;
+    let p = pattern(n, 21);
+    s.write(&p, &d, 0)?;
+    s.copy(&d, 0, &registered, 0, n)?;
+    s.synchronize()?;
+    let mut seen = vec![0u8; n];
+    host_stream.read(&plain, 0, &mut seen)?;
+    ensure!(seen == p, "a copy into registered memory did not land in the host's bytes");
+    let q = pattern(n, 22);
+    host_stream.write(&q, &plain, 0)?;
+    s.copy(&registered, 0, &d, 0, n)?;
+    ensure!(read_all(&s, &d)? == q, "a copy out of registered memory did not read the host's bytes");
+    // Unregistering (the buffer's drop) leaves the memory allocated and its bytes as they were.
+    drop(registered);
+    host_stream.read(&plain, 0, &mut seen)?;
+    ensure!(seen == q, "unregistering changed or freed the host's bytes");
+    // The device's own pinned memory is already page-locked for it; device memory is not
+    // host memory.
+    let pinned = dev.alloc_pinned(64, HostAllocFlags::empty())?;
+    let again = dev.register_host(&pinned)?;
+    ensure!(again.same_allocation(&pinned), "registering the device's own pinned memory must return it as it is");
+    ensure_err!(dev.register_host(&d), Error::InvalidArgument { .. }, "registering device memory");
     Ok(())
 }
 

@@ -31,6 +31,8 @@ twin_trait! {
         fn alloc_pinned(&self, bytes: usize, flags: HostAllocFlags) -> Result<Buffer>;
         /// See [`Device::alloc_managed`].
         fn alloc_managed(&self, bytes: usize) -> Result<Buffer>;
+        /// See [`Device::register_host`].
+        fn register_host(&self, host: &Buffer) -> Result<Buffer>;
         /// See [`Device::memset`].
         fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()>;
         /// See [`Device::create_stream`].
@@ -90,6 +92,9 @@ impl<D: Device> DynDevice for D {
     }
     fn alloc_managed(&self, bytes: usize) -> Result<Buffer> {
         Device::alloc_managed(self, bytes)
+    }
+    fn register_host(&self, host: &Buffer) -> Result<Buffer> {
+        Device::register_host(self, host)
     }
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
         Device::memset(self, dst, offset, len, value)

@@ -39,6 +39,9 @@ macro_rules! impl_vendor_device {
             fn alloc_managed(&self, bytes: usize) -> $crate::__core::Result<$crate::__core::Buffer> {
                 self.0.alloc_managed(bytes)
             }
+            fn register_host(&self, host: &$crate::__core::Buffer) -> $crate::__core::Result<$crate::__core::Buffer> {
+                self.0.register_host(host)
+            }
             fn memset(
                 &self,
                 dst: &$crate::__core::Buffer,

@@ -461,6 +461,23 @@ gpuport_double_sim::export_c! {
         machine(&cx)?.free(&cx, p as usize, true)
     }
 
+    /// `cuMemHostRegister_v2`: page-locks host memory the driver did not allocate; flags
+    /// are `CU_MEMHOSTREGISTER_PORTABLE | DEVICEMAP | IOMEMORY | READ_ONLY`.
+    #[no_mangle]
+    fn cuMemHostRegister_v2[cx](p: *mut c_void, bytesize: usize, Flags: c_uint) {
+        let m = machine(&cx)?;
+        if Flags & !0xF != 0 {
+            return Err(Error::InvalidValue);
+        }
+        m.register_host(&cx, p as usize, bytesize)
+    }
+
+    /// `cuMemHostUnregister`.
+    #[no_mangle]
+    fn cuMemHostUnregister[cx](p: *mut c_void) {
+        machine(&cx)?.unregister_host(&cx, p as usize)
+    }
+
     /// `cuMemAllocManaged`: flags `CU_MEM_ATTACH_GLOBAL` (1) or `CU_MEM_ATTACH_HOST` (2).
     #[no_mangle]
     fn cuMemAllocManaged[cx](dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint) {
@@ -872,6 +889,8 @@ fn entry_points() -> &'static [(&'static str, c_int, usize)] {
             "cuMemFree" 3020 => cuMemFree_v2,
             "cuMemHostAlloc" 2020 => cuMemHostAlloc,
             "cuMemFreeHost" 2000 => cuMemFreeHost,
+            "cuMemHostRegister" 6050 => cuMemHostRegister_v2,
+            "cuMemHostUnregister" 4000 => cuMemHostUnregister,
             "cuMemAllocManaged" 6000 => cuMemAllocManaged,
             "cuMemsetD8" 3020 => cuMemsetD8_v2,
             "cuMemsetD8Async" 3020 => cuMemsetD8Async,

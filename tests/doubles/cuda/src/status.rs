@@ -31,6 +31,8 @@ gpuport_double_sim::statuses! {
     CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704, "peer access is already enabled";
     CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705, "peer access has not been enabled";
     CUDA_ERROR_CONTEXT_IS_DESTROYED = 709, "context is destroyed";
+    CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712, "part or all of the requested memory range is already mapped";
+    CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713, "pointer does not correspond to a registered memory region";
     CUDA_ERROR_HARDWARE_STACK_ERROR = 714, "an illegal memory access was encountered on the stack";
     CUDA_ERROR_ILLEGAL_INSTRUCTION = 715, "an illegal instruction was encountered";
     CUDA_ERROR_MISALIGNED_ADDRESS = 716, "misaligned address";
@@ -57,6 +59,8 @@ pub fn code(e: Error) -> CUresult {
         Error::NotReady => CUDA_ERROR_NOT_READY,
         Error::PeerAccessAlreadyEnabled => CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED,
         Error::PeerAccessNotEnabled => CUDA_ERROR_PEER_ACCESS_NOT_ENABLED,
+        Error::HostMemoryAlreadyRegistered => CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+        Error::HostMemoryNotRegistered => CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
         Error::NotPermitted => CUDA_ERROR_NOT_PERMITTED,
         Error::NotSupported => CUDA_ERROR_NOT_SUPPORTED,
         Error::NoBinaryForGpu => CUDA_ERROR_NO_BINARY_FOR_GPU,

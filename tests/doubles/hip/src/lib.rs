@@ -402,6 +402,23 @@ gpuport_double_sim::export_c! {
         if ptr.is_null() { Ok(()) } else { m.free(&cx, ptr as usize, true) }
     }
 
+    /// `hipHostRegister`: page-locks host memory the runtime did not allocate; flags
+    /// `Default` 0, `Portable` 1, `Mapped` 2, `IoMemory` 4, `ReadOnly` 8.
+    #[no_mangle]
+    fn hipHostRegister[cx](hostPtr: *mut c_void, sizeBytes: usize, flags: c_uint) {
+        let m = machine(&cx)?;
+        if flags & !0xF != 0 {
+            return Err(Error::InvalidValue);
+        }
+        m.register_host(&cx, hostPtr as usize, sizeBytes)
+    }
+
+    /// `hipHostUnregister`.
+    #[no_mangle]
+    fn hipHostUnregister[cx](hostPtr: *mut c_void) {
+        machine(&cx)?.unregister_host(&cx, hostPtr as usize)
+    }
+
     /// `hipMallocManaged`: flags `hipMemAttachGlobal` (1) or `hipMemAttachHost` (2).
     #[no_mangle]
     fn hipMallocManaged[cx](devPtr: *mut *mut c_void, size: usize, flags: c_uint) {
@@ -869,6 +886,8 @@ fn entry_points() -> &'static [(&'static str, usize)] {
             hipFree,
             hipHostMalloc,
             hipHostFree,
+            hipHostRegister,
+            hipHostUnregister,
             hipMallocManaged,
             hipMemset,
             hipMemsetAsync,

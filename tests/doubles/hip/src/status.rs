@@ -28,6 +28,8 @@ gpuport_double_sim::statuses! {
     hipErrorLaunchOutOfResources = 701, "too many resources requested for launch";
     hipErrorPeerAccessAlreadyEnabled = 704, "peer access is already enabled";
     hipErrorPeerAccessNotEnabled = 705, "peer access has not been enabled";
+    hipErrorHostMemoryAlreadyRegistered = 712, "part or all of the requested memory range is already mapped";
+    hipErrorHostMemoryNotRegistered = 713, "pointer does not correspond to a registered memory region";
     hipErrorLaunchFailure = 719, "unspecified launch failure";
     hipErrorNotSupported = 801, "operation not supported";
     hipErrorUnknown = 999, "unknown error";
@@ -49,6 +51,8 @@ pub fn code(e: Error) -> HipError {
         Error::NotReady => hipErrorNotReady,
         Error::PeerAccessAlreadyEnabled => hipErrorPeerAccessAlreadyEnabled,
         Error::PeerAccessNotEnabled => hipErrorPeerAccessNotEnabled,
+        Error::HostMemoryAlreadyRegistered => hipErrorHostMemoryAlreadyRegistered,
+        Error::HostMemoryNotRegistered => hipErrorHostMemoryNotRegistered,
         Error::NotPermitted | Error::NotSupported => hipErrorNotSupported,
         Error::NoBinaryForGpu => hipErrorNoBinaryForGpu,
         Error::Raw(c) => c,

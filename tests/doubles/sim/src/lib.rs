@@ -74,6 +74,10 @@ pub enum Error {
     PeerAccessAlreadyEnabled,
     /// Peer access never enabled.
     PeerAccessNotEnabled,
+    /// Host memory that is already page-locked (registered, or pinned by the driver).
+    HostMemoryAlreadyRegistered,
+    /// An unregister of host memory nobody registered.
+    HostMemoryNotRegistered,
     /// Forbidden here (a driver call inside a host function).
     NotPermitted,
     /// A feature the simulated device lacks.
@@ -102,4 +106,12 @@ impl Call<'_> {
     pub fn describe(&self) -> String {
         format!("{}({})", self.name, (self.args)())
     }
+}
+
+/// Operations queued on the double's streams and not yet completed (0 before the driver is
+/// initialised): a test hook, not a vendor call, that both doubles export so a test can
+/// see how far a caller got while it holds a stream.
+#[no_mangle]
+pub extern "C" fn gpuport_double_queued_ops() -> u64 {
+    machine::Machine::get().map_or(0, |m| m.queued_ops())
 }

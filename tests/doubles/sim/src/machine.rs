@@ -156,6 +156,16 @@ enum AllocKind {
     StreamOrdered,
     Pinned,
     Managed,
+    /// Host memory someone else allocated, page-locked by `cuMemHostRegister` /
+    /// `hipHostRegister`: pinned for copies, released by unregistering, never freed.
+    Registered,
+}
+
+impl AllocKind {
+    /// Page-locked host memory: the host's own addresses, reachable by every device.
+    fn is_pinned_host(self) -> bool {
+        matches!(self, AllocKind::Pinned | AllocKind::Registered)
+    }
 }
 
 struct Alloc {
@@ -370,7 +380,7 @@ impl Completion for Machine {
 
 /// Gives an allocation's memory back.
 fn release(alloc: Alloc, spaces: &[Mutex<DeviceSpace>]) {
-    if alloc.host.is_none() {
+    if alloc.host.is_none() && alloc.kind != AllocKind::Registered {
         lock(&spaces[alloc.device]).release(alloc.start, alloc.size);
     }
     // A host block unmaps on drop.
@@ -1005,14 +1015,14 @@ impl Machine {
                 return Err(Error::InvalidValue);
             }
             if let Some(d) = device {
-                if a.device != d || a.kind == AllocKind::Pinned {
+                if a.device != d || a.kind.is_pinned_host() {
                     violation("wrong-device", cx, format!("{addr:#x} is not device memory of device {d}"));
                     return Err(Error::InvalidValue);
                 }
             }
-            return Ok(match &a.host {
-                Some(_) => addr as *mut u8,
-                None => lock(&self.spaces[a.device]).shadow_of(addr),
+            return Ok(match a.host.is_some() || a.kind == AllocKind::Registered {
+                true => addr as *mut u8,
+                false => lock(&self.spaces[a.device]).shadow_of(addr),
             });
         }
         if let Some(d) = self.spaces.iter().position(|s| lock(s).contains(addr)) {
@@ -1061,8 +1071,28 @@ impl Machine {
         let d = self.resolve(cx, &st, dst, len, dd)?;
         let sp = self.resolve(cx, &st, src, len, sd)?;
         let work = Work::Copy { dst: d, src: sp, len };
-        self.enqueue(cx, &mut st, &core, |_, _| work, &[(src, len, false), (dst, len, true)], Vec::new())?;
-        Ok(())
+        let seq = self.enqueue(cx, &mut st, &core, |_, _| work, &[(src, len, false), (dst, len, true)], Vec::new())?;
+        self.finish_if_pageable(st, &core, seq, dst)
+    }
+
+    /// A copy into pageable host memory (an address no allocation or registration holds)
+    /// returns only once it has completed, as both vendors' asynchronous copies do: the
+    /// caller waits for the stream to reach it and learns what it wrote.
+    fn finish_if_pageable(
+        &self,
+        st: MutexGuard<'_, State>,
+        core: &Arc<StreamCore>,
+        seq: u64,
+        dst: usize,
+    ) -> Result<()> {
+        if st.alloc_at(dst).is_some() {
+            return Ok(());
+        }
+        let targets = vec![(core.clone(), seq)];
+        let clocks = Self::clocks_of(&st, &targets);
+        drop(st);
+        self.wait_and_learn(targets, clocks);
+        self.check_lost(core.device)
     }
 
     /// `cuMemcpy2DAsync` / `hipMemcpy2DAsync` between unified addresses: `height` rows of
@@ -1107,8 +1137,9 @@ impl Machine {
         let d = self.resolve(cx, &st, dst, dst_span, None)?;
         let sp = self.resolve(cx, &st, src, src_span, None)?;
         let work = Work::Copy2d { dst: d, src: sp, width, height, dst_pitch, src_pitch };
-        self.enqueue(cx, &mut st, &core, |_, _| work, &[(src, src_span, false), (dst, dst_span, true)], Vec::new())?;
-        Ok(())
+        let accesses = [(src, src_span, false), (dst, dst_span, true)];
+        let seq = self.enqueue(cx, &mut st, &core, |_, _| work, &accesses, Vec::new())?;
+        self.finish_if_pageable(st, &core, seq, dst)
     }
 
     /// `cuMemsetD8Async` / `hipMemsetAsync` (and the synchronous forms, queued on the
@@ -1441,6 +1472,10 @@ impl Machine {
             );
             return Err(Error::InvalidValue);
         };
+        if a.kind == AllocKind::Registered {
+            violation("bad-free", cx, format!("{addr:#x} is registered host memory: unregister it, never free it"));
+            return Err(Error::InvalidValue);
+        }
         let is_host = a.kind == AllocKind::Pinned;
         if is_host != host {
             violation("bad-free", cx, format!("{addr:#x} is {:?} memory, freed with the wrong call", a.kind));
@@ -1464,6 +1499,54 @@ impl Machine {
             st.zombies.insert(a.id, a);
         } else {
             release(a, &self.spaces);
+        }
+        Ok(())
+    }
+
+    /// `cuMemHostRegister` / `hipHostRegister`: page-locks `bytes` bytes of host memory at
+    /// `addr` that the double did not allocate. Copies to and from it are then
+    /// asynchronous, as for pinned memory; memory already page-locked (registered, or the
+    /// double's own pinned or managed memory) is `HostMemoryAlreadyRegistered`, device
+    /// addresses are refused.
+    pub fn register_host(&self, cx: &Call<'_>, addr: usize, bytes: usize) -> Result<()> {
+        let mut st = lock(&self.state);
+        let (ctx, device, _) = self.current_with_fault(cx, &mut st)?;
+        let end = addr.checked_add(bytes).ok_or(Error::InvalidValue)?;
+        if addr == 0 || bytes == 0 {
+            return Err(Error::InvalidValue);
+        }
+        if self.spaces.iter().any(|s| {
+            let s = lock(s);
+            s.contains(addr) || s.contains(end - 1)
+        }) {
+            violation("wrong-device", cx, format!("[{addr:#x}, {end:#x}) is device memory, not host memory"));
+            return Err(Error::InvalidValue);
+        }
+        if st.allocs.range(..end).next_back().is_some_and(|(_, a)| a.start + a.size > addr) {
+            return Err(Error::HostMemoryAlreadyRegistered);
+        }
+        let a = Self::new_alloc(cx, addr, bytes, AllocKind::Registered, device, ctx, None);
+        Self::insert_alloc(&mut st, a);
+        Ok(())
+    }
+
+    /// `cuMemHostUnregister` / `hipHostUnregister`: `addr` must be where a registration
+    /// starts. Unregistering while queued work still uses the range is reported.
+    pub fn unregister_host(&self, cx: &Call<'_>, addr: usize) -> Result<()> {
+        let mut st = lock(&self.state);
+        match st.allocs.get(&addr) {
+            Some(a) if a.kind == AllocKind::Registered => {}
+            _ => return Err(Error::HostMemoryNotRegistered),
+        }
+        let Some(mut a) = st.allocs.remove(&addr) else { return Err(Error::HostMemoryNotRegistered) };
+        if a.pending > 0 {
+            violation(
+                "free-while-in-use",
+                cx,
+                format!("{addr:#x} is unregistered while {} queued operation(s) still use it", a.pending),
+            );
+            a.zombie = true;
+            st.zombies.insert(a.id, a);
         }
         Ok(())
     }
@@ -1522,7 +1605,7 @@ impl Machine {
         let a = st.alloc_at(addr)?;
         let kind = match a.kind {
             AllocKind::Device | AllocKind::StreamOrdered => Attributes::Device,
-            AllocKind::Pinned => Attributes::Pinned,
+            AllocKind::Pinned | AllocKind::Registered => Attributes::Pinned,
             AllocKind::Managed => Attributes::Managed,
         };
         Some(PointerInfo {
@@ -1681,7 +1764,7 @@ impl Machine {
         access: &str,
     ) -> Result<*mut u8> {
         let reachable = st.alloc_at(addr).map(|a| {
-            a.kind == AllocKind::Pinned
+            a.kind.is_pinned_host()
                 || a.kind == AllocKind::Managed
                 || a.device == core.device
                 || st.contexts[&core.ctx].peers.contains(&a.device)
@@ -1749,6 +1832,17 @@ impl Machine {
         if !leaks.is_empty() {
             violation_outside_call("leak", format!("alive at process exit: {}", leaks.join("; ")));
         }
+    }
+
+    /// Operations queued on every stream (default streams included) and not yet
+    /// completed: what tests read through `gpuport_double_queued_ops` to see how much work
+    /// a caller managed to queue while a stream is held.
+    pub fn queued_ops(&self) -> u64 {
+        let st = lock(&self.state);
+        let defaults = st.contexts.values().flat_map(|c| c.legacy.iter().chain(c.per_thread.values()));
+        let created = st.streams.values().map(|s| &s.core);
+        let draining = st.draining.iter();
+        defaults.chain(created).chain(draining).map(|s| s.enqueued() - s.completed()).sum()
     }
 
     /// Stream priorities: (least, greatest).

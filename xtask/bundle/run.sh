@@ -193,7 +193,7 @@ else
   limit=$(part_time)
   if [ "$limit" -le 0 ]; then
     skip_part python "the run's time limit (GPUPORT_BUNDLE_TIME_LIMIT=${run_limit}s) was spent"
-  elif "$py" -m pip install --no-index --no-deps --target "$site" "$here"/python/*.whl >"$logdir/python-install.log" 2>&1; then
+  elif "$py" -m pip install --no-index --no-deps --find-links "$here/python" --target "$site" gpuport >"$logdir/python-install.log" 2>&1; then
     log="$logdir/python.log"
     echo "== python: $py -m pytest tests/python" | tee -a "$logdir/run.log"
     # Where nvidia-smi sees a GPU, the GPU tests must run rather than skip.
@@ -234,7 +234,7 @@ if [ -z "$python" ]; then
   skip_part bench-compile "no python3 here"
 else
   compile_site="$(mktemp -d "${TMPDIR:-/tmp}/gpuport-site.XXXXXX")"
-  if "$python" -m pip install --no-index --no-deps --target "$compile_site" "$here"/python/*.whl >/dev/null 2>&1; then
+  if "$python" -m pip install --no-index --no-deps --find-links "$here/python" --target "$compile_site" gpuport >/dev/null 2>&1; then
     run_part bench-compile env PYTHONPATH="$compile_site" "$python" "$here/bench/compile_peer.py"
     if grep -q '^RESULT ' "$logdir/bench-compile.log" 2>/dev/null; then
       { echo; echo "kernels compiled from source: gpuport | CuPy (same GPU, same run)"; grep '^RESULT ' "$logdir/bench-compile.log"; } >>"$summary"

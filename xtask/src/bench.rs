@@ -19,6 +19,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::python::Floor;
+
 /// What a figure must meet.
 #[derive(Clone, Copy)]
 enum Target {
@@ -39,6 +41,9 @@ enum Source {
     RustInterchange,
     /// `crates/python/benches/interchange.py`, free placement.
     PythonInterchange,
+    /// The same with the 3.12 wheel (vectorcall), run by the interpreter
+    /// `GPUPORT_BENCH_PYTHON` names; not measured without it.
+    Python312Interchange,
     /// `backends/cuda/benches/compile.rs`, free placement, on the CUDA driver double with
     /// NVRTC.
     Compile,
@@ -251,6 +256,20 @@ const FIGURES: &[Figure] = &[
         target: Target::Ratio(1.25),
     },
     Figure {
+        source: Source::Python312Interchange,
+        group: "py_np_from_gp",
+        what: "np.from_dlpack(gp) / np.from_dlpack(np), 3.12 wheel",
+        ops: 1.0,
+        target: Target::Ratio(1.25),
+    },
+    Figure {
+        source: Source::Python312Interchange,
+        group: "py_gp_from_np",
+        what: "gp.from_dlpack(np) / np.from_dlpack(np), 3.12 wheel",
+        ops: 1.0,
+        target: Target::Ratio(1.5),
+    },
+    Figure {
         source: Source::PythonInterchange,
         group: "py_gp_from_gp",
         what: "gp.from_dlpack(gp) / np.from_dlpack(np)",
@@ -438,14 +457,19 @@ fn run_compile(quick: bool) -> Result<(), String> {
     }
 }
 
-/// Where the Python benchmark writes its rounds.
-const PYTHON_RESULTS: &str = "target/bench-python.txt";
-
-/// The Python interchange benchmark, with the release wheel.
-fn run_python_interchange(quick: bool) -> Result<PythonRounds, String> {
+/// The Python interchange benchmark with the release wheel for `floor`; its rounds (none
+/// when the 3.12 wheel has no interpreter to run with).
+fn run_python_interchange(quick: bool, floor: Floor) -> Result<PythonRounds, String> {
     let rounds = if quick { "1" } else { FULL_ROUNDS };
-    crate::python::bench_interchange(Path::new(PYTHON_RESULTS), rounds, quick)?;
-    std::fs::read_to_string(PYTHON_RESULTS).map(PythonRounds).map_err(|e| format!("{PYTHON_RESULTS}: {e}"))
+    let results = PathBuf::from(format!("target/bench-python-{floor:?}.txt").to_lowercase());
+    if !crate::python::bench_interchange(&results, rounds, quick, floor)? {
+        println!(
+            "xtask: the 3.12 wheel's figures are not measured: set {} to a Python ≥ 3.12 with NumPy",
+            crate::python::BENCH_PYTHON_ENV
+        );
+        return Ok(PythonRounds(String::new()));
+    }
+    std::fs::read_to_string(&results).map(PythonRounds).map_err(|e| format!("{}: {e}", results.display()))
 }
 
 fn run_placement(placement: &str, quick: bool) -> Result<(), String> {
@@ -504,7 +528,8 @@ pub fn bench(run: Run) -> Result<(), String> {
         }
     }
     run_rust_interchange(quick)?;
-    let python = run_python_interchange(quick)?;
+    let python = run_python_interchange(quick, Floor::Py311)?;
+    let python312 = run_python_interchange(quick, Floor::Py312)?;
     if run != Run::Interchange {
         run_compile(quick)?;
     }
@@ -519,6 +544,7 @@ pub fn bench(run: Run) -> Result<(), String> {
         _ if i > 0 => from_rounds(vec![], vec![]),
         Source::RustInterchange => measure(&interchange, f.group),
         Source::PythonInterchange => python.measure(f.group),
+        Source::Python312Interchange => python312.measure(f.group),
         Source::Compile => measure(&compile, f.group),
     });
     println!("\n{table}");

@@ -8,7 +8,7 @@
 //! `DIR/bin` under stable names; and writes
 //! `DIR/run.sh` (`run.sh LOGDIR` runs them all with the CUDA backend, one log per part, a
 //! `summary.txt`, non-zero exit if anything failed or was unavailable). `DIR/python/` holds
-//! the Python module's abi3 wheel (profile `bundle`) and `DIR/tests/python/` its tests (with the C
+//! the Python module's abi3 wheels for 3.11 and 3.12 on (profile `bundle`) and `DIR/tests/python/` its tests (with the C
 //! plugin's source and the plugin header, which the plugin tests compile),
 //! which `run.sh` installs into a scratch folder and runs with the machine's Python.
 
@@ -145,9 +145,12 @@ pub fn gpu_bundle(out: &Path) -> Result<(), String> {
     let include = out.join("bench/include/gpuport");
     fs::create_dir_all(&include).map_err(|e| format!("creating {}: {e}", include.display()))?;
     fs::write(include.join("kernel.h"), gpuport_vendor_kit_header()).map_err(|e| format!("writing kernel.h: {e}"))?;
-    // The Python module: the abi3 wheel (installed there with pip --no-index --no-deps)
-    // and the interop tests, GPU peers included.
-    crate::python::build_wheel(Some("bundle"), &out.join("python"))?;
+    // The Python module: the abi3 wheels, for 3.11 and for 3.12 on (pip installs the one
+    // the machine's Python takes, --no-index --no-deps), and the interop tests, GPU peers
+    // included.
+    for floor in [crate::python::Floor::Py311, crate::python::Floor::Py312] {
+        crate::python::build_wheel(Some("bundle"), &out.join("python"), floor)?;
+    }
     for entry in fs::read_dir("tests/python").map_err(|e| format!("tests/python: {e}"))?.flatten() {
         let path = entry.path();
         if path.extension().is_some_and(|x| x == "py" || x == "txt" || x == "cu") {

@@ -21,6 +21,9 @@
 //! - `gpu-bundle [--out DIR]` — one folder (default `gpu-bundle/`) with release test
 //!   binaries, the demo, the benchmarks and `run.sh`, to run every GPU check on a CUDA
 //!   machine without a Rust toolchain (see `gpu_bundle`).
+//! - `python312-check [--prepare]` — the Python module's 3.12 wheel with Debian sid's
+//!   CPython in a debootstrapped root; writes `target/python312`, an interpreter
+//!   `GPUPORT_BENCH_PYTHON` can name (see `python_sid`).
 //! - `rocm-sid-check [--runtime 6|7] [--root DIR] [--prepare]` — the ROCm loader against Debian
 //!   sid's HIP 6.4 and experimental's HIP 7.2 runtimes, each in a debootstrapped sid root, and
 //!   the declarations against HIP 7.2's headers (see `rocm_sid`).
@@ -51,6 +54,7 @@ mod minimal_versions;
 mod mutants;
 mod plan;
 mod python;
+mod python_sid;
 mod rocm_sid;
 mod sanitize;
 mod stress;
@@ -80,6 +84,7 @@ fn usage() -> ExitCode {
            ci                    lint, then test --backend all (what .ci/run runs)\n  \
            python-test           build the wheel into .venv and run tests/python only\n  \
            python-install-check  pip install ./crates/python and its sdist into a fresh venv, use it without NumPy\n  \
+           python312-check [--prepare] the 3.12 wheel (vectorcall) with sid's python3 in a debootstrapped root; writes target/python312\n  \
            gpu-bundle [--out DIR] release test binaries, demo, benches and run.sh for a CUDA machine\n  \
            rocm-sid-check [--runtime 6|7] [--root DIR] [--prepare] the ROCm loader against sid's HIP 6.4 and experimental's 7.2, in debootstrapped roots\n  \
            mutants [--template queue|vendor] [--shard K/N] cargo-mutants over the port templates, the suite as their test\n  \
@@ -236,6 +241,10 @@ fn lint() -> bool {
     fmt.args(["fmt", "--all", "--check"]);
     let mut clippy = cargo();
     clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+    // The Python module's 3.12 build (vectorcall) has code of its own.
+    let mut clippy_py312 = cargo();
+    clippy_py312.args(["clippy", "-p", "gpuport-python", "--no-default-features", "--features", "abi3-py312"]);
+    clippy_py312.args(["--", "-D", "warnings"]);
     let mut doc = cargo();
     doc.args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings");
     // The ROCm ABI cross-check builds hip-sys, which needs the ROCm headers (HIP_PATH).
@@ -249,7 +258,7 @@ fn lint() -> bool {
                 && run(template_cargo(manifest, "clippy", &["--workspace", "--all-targets", "--", "-D", "warnings"]))
         })
     };
-    run(fmt) && run(clippy) && run(doc) && templates_clean() && (hip_headers != Ok(true) || run(clippy_hip))
+    run(fmt) && run(clippy) && run(clippy_py312) && run(doc) && templates_clean() && (hip_headers != Ok(true) || run(clippy_hip))
 }
 
 fn report(result: Result<(), String>) -> bool {
@@ -325,6 +334,8 @@ fn main() -> ExitCode {
                 _ => return usage(),
             }
         }
+        ["python312-check"] => report(python_sid::python312_check(false)),
+        ["python312-check", "--prepare"] => report(python_sid::python312_check(true)),
         ["rocm-sid-check", rest @ ..] => {
             let prepare = rest.contains(&"--prepare");
             let value = |flag: &str| rest.windows(2).find(|w| w[0] == flag).map(|w| w[1]);

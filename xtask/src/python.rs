@@ -4,8 +4,9 @@
 //!   `GPUPORT_PYTHON`, checked to be Python ≥ 3.11 first) and the pinned packages of
 //!   `tests/python/requirements.txt`; made again when another interpreter or other pins
 //!   are asked for;
-//! - the abi3 wheel, built by maturin into `wheels/` of the target folder (the dev profile
-//!   for tests; the bundle asks for its own profile);
+//! - the abi3 wheels, built by maturin into `wheels/` of the target folder (the dev profile
+//!   for tests; the bundle asks for its own profile): one for every CPython from 3.11, and
+//!   one from 3.12, whose stable ABI has vectorcall ([`Floor`]);
 //! - the wheel installed into `.venv`, and pytest over `tests/python`.
 
 use std::path::{Path, PathBuf};
@@ -95,29 +96,63 @@ pub fn ensure_venv() -> Result<(), String> {
     std::fs::write(STAMP, identity).map_err(|e| format!("{STAMP}: {e}"))
 }
 
-/// Builds the wheel with `profile` (`None` = dev) into `out`; returns its path.
-pub fn build_wheel(profile: Option<&str>, out: &Path) -> Result<PathBuf, String> {
+/// The stable-ABI floor a wheel is built for (the module's `abi3-py3XX` features).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Floor {
+    /// Every CPython from 3.11: the wheel the tests install into `.venv`.
+    Py311,
+    /// Every CPython from 3.12, whose stable ABI has vectorcall: pip takes it over the
+    /// 3.11 one wherever it can.
+    Py312,
+}
+
+impl Floor {
+    /// The wheel tag's Python part (`cp311`).
+    fn tag(self) -> &'static str {
+        match self {
+            Floor::Py311 => "cp311",
+            Floor::Py312 => "cp312",
+        }
+    }
+}
+
+/// Builds the wheel for `floor` with `profile` (`None` = dev) into `out`, replacing an
+/// earlier wheel of that floor there; returns its path.
+pub fn build_wheel(profile: Option<&str>, out: &Path, floor: Floor) -> Result<PathBuf, String> {
     ensure_venv()?;
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let stale: Vec<PathBuf> = std::fs::read_dir(out)
-        .map_err(|e| format!("{}: {e}", out.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("gpuport-")))
-        .collect();
-    for p in stale {
+    let ours = |p: &Path| {
+        p.file_name().is_some_and(|n| {
+            let n = n.to_string_lossy();
+            n.starts_with("gpuport-") && n.contains(&format!("-{}-abi3-", floor.tag()))
+        })
+    };
+    let listed = || -> Result<Vec<PathBuf>, String> {
+        Ok(std::fs::read_dir(out)
+            .map_err(|e| format!("{}: {e}", out.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| ours(p))
+            .collect())
+    };
+    for p in listed()? {
         std::fs::remove_file(&p).map_err(|e| format!("{}: {e}", p.display()))?;
     }
     let mut build = Command::new(venv_bin("maturin"));
-    build.args(["build", "--quiet", "-m", MANIFEST, "--out"]).arg(out).arg("-i").arg(venv_bin("python"));
+    build.args(["build", "--quiet", "-m", MANIFEST, "--out"]).arg(out);
+    match floor {
+        // Tagged for the tests' interpreter (`.venv`'s).
+        Floor::Py311 => build.arg("-i").arg(venv_bin("python")),
+        // An abi3 wheel needs no interpreter to build; `.venv`'s may be older than 3.12.
+        Floor::Py312 => build.args(["--no-default-features", "--features", "abi3-py312"]),
+    };
     if let Some(profile) = profile {
         build.args(["--profile", profile]);
     }
     status(build)?;
-    std::fs::read_dir(out)
-        .map_err(|e| format!("{}: {e}", out.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
+    listed()?
+        .into_iter()
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
-        .ok_or_else(|| format!("maturin made no wheel in {}", out.display()))
+        .ok_or_else(|| format!("maturin made no {} wheel in {}", floor.tag(), out.display()))
 }
 
 /// Where wheels go: `wheels/` in the target folder (`CARGO_TARGET_DIR` when set).
@@ -125,31 +160,53 @@ pub fn wheel_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("target")).join("wheels")
 }
 
-/// The Python interchange benchmark (`crates/python/benches/interchange.py`) with the
+/// The interpreter the 3.12 wheel is measured with: `GPUPORT_BENCH_PYTHON`, a Python ≥ 3.12
+/// with NumPy installed (`.venv` keeps the oldest supported Python, for the tests).
+pub const BENCH_PYTHON_ENV: &str = "GPUPORT_BENCH_PYTHON";
+
+/// The Python interchange benchmark (`crates/python/benches/interchange.py`) with a
 /// release wheel — never the dev-profile build, which is several times slower — unpacked
 /// into a folder of its own and put first on `PYTHONPATH` (the `.venv` keeps its dev
-/// install for the tests). Its rounds go to `out`.
-pub fn bench_interchange(out: &Path, rounds: &str, quick: bool) -> Result<(), String> {
+/// install for the tests). Its rounds go to `out`. With [`Floor::Py311`] it runs with
+/// `.venv`'s interpreter; with [`Floor::Py312`] with [`BENCH_PYTHON_ENV`]'s, and is
+/// `Ok(false)` (nothing measured) when that is not set.
+pub fn bench_interchange(out: &Path, rounds: &str, quick: bool, floor: Floor) -> Result<bool, String> {
+    let python = match floor {
+        Floor::Py311 => venv_bin("python").into_os_string(),
+        Floor::Py312 => match std::env::var_os(BENCH_PYTHON_ENV) {
+            Some(python) => python,
+            None => return Ok(false),
+        },
+    };
+    let found = describe_python(&python.to_string_lossy())?;
+    if floor == Floor::Py312 && (found.0, found.1) < (3, 12) {
+        return Err(format!(
+            "{BENCH_PYTHON_ENV} is Python {}.{} at {}: the 3.12 wheel needs 3.12 or later",
+            found.0, found.1, found.2
+        ));
+    }
     let wheels = wheel_dir().with_file_name("wheels-release");
-    let wheel = build_wheel(Some("release"), &wheels)?;
-    let site = wheels.with_file_name("bench-python");
+    let wheel = build_wheel(Some("release"), &wheels, floor)?;
+    let site = std::path::absolute(wheels.with_file_name(format!("bench-python-{}", floor.tag())))
+        .map_err(|e| e.to_string())?;
     let _ = std::fs::remove_dir_all(&site);
     let mut unpack = Command::new(venv_bin("python"));
     unpack.args(["-m", "zipfile", "-e"]).arg(&wheel).arg(&site);
     status(unpack)?;
-    let mut run = Command::new(venv_bin("python"));
+    let mut run = Command::new(&python);
     run.arg("crates/python/benches/interchange.py")
         .arg(out)
         .env("PYTHONPATH", &site)
         .env("GPUPORT_BENCH_ROUNDS", rounds)
         .env("GPUPORT_BENCH_QUICK", if quick { "1" } else { "0" })
         .env_remove("GPUPORT_BACKENDS");
-    status(run)
+    status(run)?;
+    Ok(true)
 }
 
 /// Builds the wheel (dev profile) and installs it into `.venv`.
 pub fn install() -> Result<(), String> {
-    let wheel = build_wheel(None, &wheel_dir())?;
+    let wheel = build_wheel(None, &wheel_dir(), Floor::Py311)?;
     let mut install = Command::new(venv_bin("python"));
     install
         .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--force-reinstall", "--no-deps"])

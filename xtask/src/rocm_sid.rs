@@ -51,13 +51,13 @@ const RUNTIMES: [SidRuntime; 2] = [
     },
 ];
 
-fn cache() -> PathBuf {
+pub(crate) fn cache() -> PathBuf {
     std::env::var_os("GPUPORT_CI_CACHE").map(PathBuf::from).unwrap_or_else(|| {
         PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".cache/gpuport-ci")
     })
 }
 
-fn run(cmd: &mut Command) -> Result<(), String> {
+pub(crate) fn run(cmd: &mut Command) -> Result<(), String> {
     eprintln!("xtask: running {cmd:?}");
     let status = cmd.status().map_err(|e| format!("could not start {cmd:?}: {e}"))?;
     if status.success() {
@@ -68,7 +68,7 @@ fn run(cmd: &mut Command) -> Result<(), String> {
 }
 
 /// `apt-get ARGS` inside `root` (its index may be a snapshot older than its Valid-Until).
-fn apt(root: &Path, args: &[&str]) -> Command {
+pub(crate) fn apt(root: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new("chroot");
     cmd.arg(root).args(["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-o", "Acquire::Check-Valid-Until=false"]);
     cmd.args(args);
@@ -80,20 +80,7 @@ fn ensure_root(rt: &SidRuntime, root: &Path) -> Result<(), String> {
     if root.join(rt.library.trim_start_matches('/')).exists() {
         return Ok(());
     }
-    if root.exists() {
-        std::fs::remove_dir_all(root).map_err(|e| format!("removing a partial {}: {e}", root.display()))?;
-    }
-    if let Some(parent) = root.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| format!("creating {}: {e}", parent.display()))?;
-    }
-    // A plain sid root made before is the same start, without the downloads.
-    let base = cache().join(RUNTIMES[0].root);
-    if rt.experimental && base.join("usr/bin/apt-get").exists() && base != root {
-        run(Command::new("cp").arg("-a").arg(&base).arg(root))?;
-        let _ = std::fs::remove_dir_all(root.join("opt/gpuport"));
-    } else {
-        run(Command::new("debootstrap").args(["--variant=minbase", "sid"]).arg(root).arg(MIRROR))?;
-    }
+    ensure_sid_root(root, &cache().join(RUNTIMES[0].root))?;
     let mut install = vec!["install", "-y", "-qq", "--no-install-recommends"];
     if rt.experimental {
         let list = root.join("etc/apt/sources.list.d/experimental.list");
@@ -104,6 +91,24 @@ fn ensure_root(rt: &SidRuntime, root: &Path) -> Result<(), String> {
     run(&mut apt(root, &["update", "-qq"]))?;
     install.extend(rt.packages);
     run(&mut apt(root, &install))
+}
+
+/// Makes a plain sid root at `root`, replacing a partial one: a copy of `base` when that is
+/// a sid root already (the same start, without the downloads), else debootstrapped.
+pub(crate) fn ensure_sid_root(root: &Path, base: &Path) -> Result<(), String> {
+    if root.exists() {
+        std::fs::remove_dir_all(root).map_err(|e| format!("removing a partial {}: {e}", root.display()))?;
+    }
+    if let Some(parent) = root.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("creating {}: {e}", parent.display()))?;
+    }
+    if base != root && base.join("usr/bin/apt-get").exists() {
+        run(Command::new("cp").arg("-a").arg(base).arg(root))?;
+        let _ = std::fs::remove_dir_all(root.join("opt/gpuport"));
+        Ok(())
+    } else {
+        run(Command::new("debootstrap").args(["--variant=minbase", "sid"]).arg(root).arg(MIRROR))
+    }
 }
 
 /// Builds the `real_runtime` test binary and returns its path.

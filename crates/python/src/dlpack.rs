@@ -91,27 +91,97 @@ fn consumer_stream(dl: (i32, i32)) -> Option<i64> {
     gpuport_dlpack::legacy_stream_arg(DlDeviceType(dl.0))
 }
 
-/// The keywords of the common request — the consumer's stream and `max_version`, no
-/// device or copy — built once per stream value and reused, so an exchange allocates no
-/// Python objects for them. (Callees get the entries, not the dict: CPython unpacks
-/// keyword dicts into the callee's own arguments.)
-fn common_kwargs(py: Python<'_>, stream: Option<i64>) -> PyResult<Bound<'_, PyDict>> {
-    static NONE: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
-    static LEGACY_CUDA: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
-    static DEFAULT_ROCM: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+/// The common request — the consumer's stream and `max_version`, no device or copy —
+/// made once per stream value and reused, so an exchange allocates no Python objects for
+/// its keywords.
+struct CommonCall {
+    /// The keywords as a dict: the only keyword call the 3.11 stable ABI has (CPython
+    /// unpacks the dict into the callee's arguments on every call).
+    #[cfg(not(all(feature = "abi3-py312", not(feature = "abi3-py311"))))]
+    kwargs: Py<PyDict>,
+    /// The keywords' values, in the order of [`KEYWORD_NAMES`], for a vector call.
+    #[cfg(all(feature = "abi3-py312", not(feature = "abi3-py311")))]
+    values: [Py<PyAny>; 2],
+}
+
+/// The keywords of the common request, in the order [`CommonCall`] keeps their values.
+const KEYWORD_NAMES: [&str; 2] = ["stream", "max_version"];
+
+fn common_call(py: Python<'_>, stream: Option<i64>) -> PyResult<&'static CommonCall> {
+    static NONE: PyOnceLock<CommonCall> = PyOnceLock::new();
+    static LEGACY_CUDA: PyOnceLock<CommonCall> = PyOnceLock::new();
+    static DEFAULT_ROCM: PyOnceLock<CommonCall> = PyOnceLock::new();
     let cell = match stream {
         None => &NONE,
         Some(1) => &LEGACY_CUDA,
         Some(0) => &DEFAULT_ROCM,
         Some(other) => return Err(PyValueError::new_err(format!("internal: no cached keywords for stream {other}"))),
     };
-    let dict = cell.get_or_try_init(py, || -> PyResult<Py<PyDict>> {
-        let d = PyDict::new(py);
-        d.set_item("stream", stream)?;
-        d.set_item("max_version", (DLPACK_VERSION.major, DLPACK_VERSION.minor))?;
-        Ok(d.unbind())
-    })?;
-    Ok(dict.bind(py).clone())
+    cell.get_or_try_init(py, || -> PyResult<CommonCall> {
+        let values = [
+            stream.into_pyobject(py)?.into_any().unbind(),
+            (DLPACK_VERSION.major, DLPACK_VERSION.minor).into_pyobject(py)?.into_any().unbind(),
+        ];
+        #[cfg(not(all(feature = "abi3-py312", not(feature = "abi3-py311"))))]
+        {
+            let kwargs = PyDict::new(py);
+            for (name, value) in KEYWORD_NAMES.iter().zip(values) {
+                kwargs.set_item(name, value)?;
+            }
+            Ok(CommonCall { kwargs: kwargs.unbind() })
+        }
+        #[cfg(all(feature = "abi3-py312", not(feature = "abi3-py311")))]
+        Ok(CommonCall { values })
+    })
+}
+
+/// `dunder(stream=…, max_version=…)`, the common request, with a dict of keywords.
+#[cfg(not(all(feature = "abi3-py312", not(feature = "abi3-py311"))))]
+fn call_common<'py>(py: Python<'py>, dunder: &Bound<'py, PyAny>, stream: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
+    dunder.call((), Some(common_call(py, stream)?.kwargs.bind(py)))
+}
+
+/// `dunder(stream=…, max_version=…)`, the common request, as a vector call: the values
+/// in a vector and their names in a tuple made once (the stable ABI has vectorcall from
+/// 3.12), where a keyword dict is unpacked by CPython on every call.
+#[cfg(all(feature = "abi3-py312", not(feature = "abi3-py311")))]
+fn call_common<'py>(py: Python<'py>, dunder: &Bound<'py, PyAny>, stream: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
+    static NAMES: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
+    let names = NAMES.get_or_try_init(py, || PyTuple::new(py, KEYWORD_NAMES).map(Bound::unbind))?;
+    let call = common_call(py, stream)?;
+    // Slot 0 is free for the callee's use (`PY_VECTORCALL_ARGUMENTS_OFFSET`).
+    let mut args = [std::ptr::null_mut(), call.values[0].as_ptr(), call.values[1].as_ptr()];
+    // SAFETY: `dunder` is a live object; `args[1..]` are two live objects (held by the
+    // cached call) named by `names`, a tuple of two strings, also held; no positional
+    // argument, and slot 0 may be overwritten by the callee as the flag allows.
+    unsafe {
+        let result = pyo3::ffi::PyObject_Vectorcall(
+            dunder.as_ptr(),
+            args.as_mut_ptr().add(1),
+            pyo3::ffi::PY_VECTORCALL_ARGUMENTS_OFFSET,
+            names.as_ptr(),
+        );
+        Bound::from_owned_ptr_or_err(py, result)
+    }
+}
+
+/// `x.name()`, through `PyObject_CallMethodObjArgs` (the 3.11 stable ABI's).
+#[cfg(not(all(feature = "abi3-py312", not(feature = "abi3-py311"))))]
+fn call_method0<'py>(x: &Bound<'py, PyAny>, name: &Bound<'py, pyo3::types::PyString>) -> PyResult<Bound<'py, PyAny>> {
+    x.call_method0(name)
+}
+
+/// `x.name()` as a vector call of the method (the stable ABI has it from 3.12): no
+/// bound-method object and no argument tuple per call.
+#[cfg(all(feature = "abi3-py312", not(feature = "abi3-py311")))]
+fn call_method0<'py>(x: &Bound<'py, PyAny>, name: &Bound<'py, pyo3::types::PyString>) -> PyResult<Bound<'py, PyAny>> {
+    let mut args = [x.as_ptr()];
+    // SAFETY: `name` is a live string and `args` holds the live receiver alone (one
+    // argument, the receiver, and no keywords).
+    unsafe {
+        let result = pyo3::ffi::PyObject_VectorcallMethod(name.as_ptr(), args.as_mut_ptr(), 1, std::ptr::null_mut());
+        Bound::from_owned_ptr_or_err(x.py(), result)
+    }
 }
 
 /// True when a versioned tensor says the producer copied it.
@@ -138,12 +208,12 @@ pub fn from_dunder(
     device: Option<AnyDevice>,
     copy: Option<bool>,
 ) -> PyResult<Py<PyArray>> {
-    let here: (i32, i32) = x.call_method0(intern!(py, "__dlpack_device__"))?.extract()?;
+    let here: (i32, i32) = call_method0(x, intern!(py, "__dlpack_device__"))?.extract()?;
     let target = device.as_ref().map(|d| (d.dlpack_devices().device.0, d.id().ordinal as i32));
     let wanted_device = target.filter(|&t| t != here);
     let stream = consumer_stream(wanted_device.unwrap_or(here));
-    let kwargs = if wanted_device.is_none() && copy.is_none() {
-        common_kwargs(py, stream)?
+    let first = if wanted_device.is_none() && copy.is_none() {
+        call_common(py, dunder, stream)
     } else {
         let kwargs = PyDict::new(py);
         kwargs.set_item("stream", stream)?;
@@ -154,9 +224,9 @@ pub fn from_dunder(
         if let Some(c) = copy {
             kwargs.set_item("copy", c)?;
         }
-        kwargs
+        dunder.call((), Some(&kwargs))
     };
-    let capsule = match dunder.call((), Some(&kwargs)) {
+    let capsule = match first {
         Ok(c) => c,
         // Older producers know neither max_version nor dl_device/copy: retry without them,
         // but never silently drop a copy or device request.

@@ -258,7 +258,12 @@ fn lint() -> bool {
                 && run(template_cargo(manifest, "clippy", &["--workspace", "--all-targets", "--", "-D", "warnings"]))
         })
     };
-    run(fmt) && run(clippy) && run(clippy_py312) && run(doc) && templates_clean() && (hip_headers != Ok(true) || run(clippy_hip))
+    run(fmt)
+        && run(clippy)
+        && run(clippy_py312)
+        && run(doc)
+        && templates_clean()
+        && (hip_headers != Ok(true) || run(clippy_hip))
 }
 
 fn report(result: Result<(), String>) -> bool {

@@ -87,6 +87,11 @@ impl PointerRegistry {
         self.live.write().unwrap_or_else(|p| p.into_inner()).remove(&addr);
     }
 
+    /// How many allocations are live.
+    pub fn live_count(&self) -> usize {
+        self.live.read().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
     /// What the registry knows about `addr`.
     pub fn attributes(&self, addr: u64) -> PointerAttributes {
         let live = self.live.read().unwrap_or_else(|p| p.into_inner());

@@ -132,6 +132,9 @@ impl<const F: u8> Device for MutantDevice<F> {
         if F == flaw::OVERSIZE_INVALID_ARGUMENT && bytes as u64 > CAPACITY {
             return Err(Error::invalid_argument(format!("{bytes} bytes is more than the device holds")));
         }
+        if F == flaw::SLAB_WRAPS && (1..=slab::SLOT_BYTES).contains(&bytes) {
+            return slab::alloc(self.0.queue.id(), bytes);
+        }
         host_buffer(&MEMORY, self.0.queue.id(), bytes, MemoryKind::Device, CAPACITY)
     }
     fn alloc_async(&self, bytes: usize, stream: &MutantStream<F>) -> Result<Buffer> {
@@ -226,5 +229,49 @@ impl<const F: u8> Device for MutantDevice<F> {
             return Ok(Kernel::new(self.0.queue.id(), name, HostKernel(f)));
         }
         self.0.queue.kernel(module, name)
+    }
+}
+
+/// The flawed allocator of `mut-slab-wraps`: a port whose table of small allocations has
+/// 256 slots and, once that many allocations are live, hands a new one the last slot again.
+mod slab {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use gpuport_core::{Buffer, BufferDesc, DeviceId, MemoryKind, Release, Result};
+
+    use super::{host_buffer, CAPACITY, MEMORY};
+
+    /// The largest allocation the table takes.
+    pub(super) const SLOT_BYTES: usize = 4096;
+    /// Live allocations the table holds.
+    const SLOTS: usize = 256;
+
+    /// The address of the last allocation the table gave a slot of its own.
+    static LAST: AtomicU64 = AtomicU64::new(0);
+
+    /// The release of a slot handed out twice: the slot's first owner frees it.
+    struct SharedSlot;
+
+    impl Release for SharedSlot {
+        fn release(&mut self, _addr: u64, _len: usize) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    pub(super) fn alloc(device: DeviceId, bytes: usize) -> Result<Buffer> {
+        let last = LAST.load(Ordering::Relaxed);
+        // The flaw shows only with the table full, and only where the last slot is live and
+        // large enough (a crash would hide which case caught it).
+        let shared = MEMORY.live_count() >= SLOTS
+            && matches!(MEMORY.attributes(last).allocation, Some((base, len)) if base == last && len >= bytes);
+        if !shared {
+            let b = host_buffer(&MEMORY, device, bytes, MemoryKind::Device, CAPACITY)?;
+            LAST.store(b.addr(), Ordering::Relaxed);
+            return Ok(b);
+        }
+        let desc = BufferDesc { addr: last, len: bytes, device, memory: MemoryKind::Device, host_accessible: true };
+        // SAFETY: (the flaw) the last slot's allocation, live and at least `bytes` long (the
+        // registry says so); the host may read and write it.
+        unsafe { Buffer::from_owned(desc, Box::new(SharedSlot)) }
     }
 }

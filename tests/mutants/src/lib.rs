@@ -253,6 +253,11 @@ pub const MUTANTS: &[Mutant] = &[
         breaks: "Stream::copy_2d of 16 MiB or more moves the rows as one block, ignoring the pitches",
         caught_by: "copies::copy_2d",
     },
+    Mutant {
+        name: "mut-slab-wraps",
+        breaks: "allocations of 4 KiB or less come from 256 slots that wrap: past 256 live ones, a new one shares a live one's bytes",
+        caught_by: "memory::many_live_allocations",
+    },
 ];
 
 /// A flaw of the driver doubles (`GPUPORT_DOUBLE_MUTANT=name`) and the conformance case
@@ -331,6 +336,7 @@ pub(crate) mod flaw {
     pub const TOTAL_MEMORY_IN_KIB: u8 = 42;
     pub const LEGACY_STREAM_OF_FIRST_DEVICE: u8 = 43;
     pub const LARGE_2D_PACKED: u8 = 44;
+    pub const SLAB_WRAPS: u8 = 45;
 }
 
 /// The backend of mutant `F`.
@@ -372,7 +378,7 @@ impl<const F: u8> Backend for MutantBackend<F> {
 macro_rules! with_mutant {
     ($index:expr, |$b:ident| $body:expr) => {
         $crate::with_mutant!(@each $index, $b, $body;
-            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44)
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45)
     };
     (@each $index:expr, $b:ident, $body:expr; $($n:literal)*) => {
         match $index {

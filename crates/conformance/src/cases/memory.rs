@@ -120,6 +120,67 @@ pub fn registered_host_memory(t: &Target) -> Outcome {
     Ok(())
 }
 
+/// Live allocations at once in [`many_live_allocations`]: past the 256 a port's table or
+/// slab of fixed size would hold.
+const MANY_LIVE: usize = 320;
+
+/// `Device::alloc` with many allocations live at once, then half of them freed and the
+/// space reused: no two live allocations share a byte, each holds what was written to it,
+/// and the ones that stay are untouched by the new ones.
+pub fn many_live_allocations(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    // Small sizes (where ports pool or slab) and a few beyond a page.
+    const SIZES: [usize; 7] = [1, 17, 255, 256, 4095, 4096, 65_537];
+    let seed = |i: usize| (i * 7 + 3) as u8;
+    let mut live: Vec<(usize, gpuport_runtime::Buffer)> = Vec::with_capacity(MANY_LIVE);
+    for i in 0..MANY_LIVE {
+        let b = dev.alloc(SIZES[i % SIZES.len()])?;
+        s.write(&pattern(b.len(), seed(i)), &b, 0)?;
+        live.push((i, b));
+    }
+    check_live(&s, &live, seed, "all live")?;
+    // Every other one freed; as many made again, in the space just given back.
+    let kept: Vec<(usize, gpuport_runtime::Buffer)> = live.into_iter().filter(|(i, _)| i % 2 == 0).collect();
+    live = kept;
+    for i in MANY_LIVE..MANY_LIVE + MANY_LIVE / 2 {
+        let b = dev.alloc(SIZES[i % SIZES.len()])?;
+        s.write(&pattern(b.len(), seed(i)), &b, 0)?;
+        live.push((i, b));
+    }
+    check_live(&s, &live, seed, "after half were freed and allocated again")
+}
+
+/// No two of `live` overlap, and each holds its pattern.
+fn check_live(
+    s: &gpuport_runtime::AnyStream,
+    live: &[(usize, gpuport_runtime::Buffer)],
+    seed: impl Fn(usize) -> u8,
+    when: &str,
+) -> Outcome {
+    let mut spans: Vec<(u64, u64, usize)> =
+        live.iter().map(|(i, b)| (b.addr(), b.addr() + b.len() as u64, *i)).collect();
+    spans.sort_unstable();
+    for pair in spans.windows(2) {
+        let ((_, end, a), (start, _, b)) = (pair[0], pair[1]);
+        ensure!(
+            end <= start,
+            "{} live allocations ({when}): allocation {a} ends at {end:#x}, past the start of allocation {b} at {start:#x}",
+            live.len()
+        );
+    }
+    for (i, b) in live {
+        ensure!(
+            read_all(s, b)? == pattern(b.len(), seed(*i)),
+            "{} live allocations ({when}): allocation {i} ({} bytes at {:#x}) does not hold what was written to it",
+            live.len(),
+            b.len(),
+            b.addr()
+        );
+    }
+    Ok(())
+}
+
 pub fn absurd_sizes(t: &Target) -> Outcome {
     let dev = t.device();
     for n in [1usize << 50, usize::MAX / 2, usize::MAX] {

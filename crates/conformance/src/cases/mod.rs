@@ -29,6 +29,7 @@ pub const CASES: &[Case] = &[
     Case { name: "memory::alloc_async", run: memory::alloc_async, needs: &[Need::StreamOrderedAlloc] },
     Case { name: "memory::pinned_and_managed", run: memory::pinned_and_managed, needs: &[] },
     Case { name: "memory::registered_host_memory", run: memory::registered_host_memory, needs: &[] },
+    Case { name: "memory::many_live_allocations", run: memory::many_live_allocations, needs: &[] },
     Case { name: "memory::absurd_sizes_are_out_of_memory", run: memory::absurd_sizes, needs: &[] },
     Case { name: "memory::explicit_free", run: memory::explicit_free, needs: &[] },
     Case { name: "memory::pointer_attributes", run: memory::pointer_attributes, needs: &[] },

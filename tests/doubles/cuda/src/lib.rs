@@ -465,11 +465,7 @@ gpuport_double_sim::export_c! {
     /// are `CU_MEMHOSTREGISTER_PORTABLE | DEVICEMAP | IOMEMORY | READ_ONLY`.
     #[no_mangle]
     fn cuMemHostRegister_v2[cx](p: *mut c_void, bytesize: usize, Flags: c_uint) {
-        let m = machine(&cx)?;
-        if Flags & !0xF != 0 {
-            return Err(Error::InvalidValue);
-        }
-        m.register_host(&cx, p as usize, bytesize)
+        machine(&cx)?.register_host(&cx, p as usize, bytesize, Flags)
     }
 
     /// `cuMemHostUnregister`.

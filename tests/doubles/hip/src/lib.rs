@@ -406,11 +406,7 @@ gpuport_double_sim::export_c! {
     /// `Default` 0, `Portable` 1, `Mapped` 2, `IoMemory` 4, `ReadOnly` 8.
     #[no_mangle]
     fn hipHostRegister[cx](hostPtr: *mut c_void, sizeBytes: usize, flags: c_uint) {
-        let m = machine(&cx)?;
-        if flags & !0xF != 0 {
-            return Err(Error::InvalidValue);
-        }
-        m.register_host(&cx, hostPtr as usize, sizeBytes)
+        machine(&cx)?.register_host(&cx, hostPtr as usize, sizeBytes, flags)
     }
 
     /// `hipHostUnregister`.

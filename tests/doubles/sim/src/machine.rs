@@ -1488,27 +1488,38 @@ impl Machine {
             violation("bad-free", cx, format!("{addr:#x} already has a stream-ordered free queued"));
             return Err(Error::InvalidValue);
         }
-        let Some(mut a) = st.allocs.remove(&addr) else { return Err(Error::InvalidValue) };
+        let Some(a) = st.allocs.remove(&addr) else { return Err(Error::InvalidValue) };
+        self.retire(cx, &mut st, a, "freed");
+        Ok(())
+    }
+
+    /// Takes a removed allocation out of use (`how`: "freed", "unregistered"): while
+    /// queued work still uses it, that is reported and it lives on until the work
+    /// completes; else its memory goes back at once.
+    fn retire(&self, cx: &Call<'_>, st: &mut State, mut a: Alloc, how: &str) {
         if a.pending > 0 {
             violation(
                 "free-while-in-use",
                 cx,
-                format!("{addr:#x} is freed while {} queued operation(s) still use it", a.pending),
+                format!("{:#x} is {how} while {} queued operation(s) still use it", a.start, a.pending),
             );
             a.zombie = true;
             st.zombies.insert(a.id, a);
         } else {
             release(a, &self.spaces);
         }
-        Ok(())
     }
 
     /// `cuMemHostRegister` / `hipHostRegister`: page-locks `bytes` bytes of host memory at
     /// `addr` that the double did not allocate. Copies to and from it are then
     /// asynchronous, as for pinned memory; memory already page-locked (registered, or the
     /// double's own pinned or managed memory) is `HostMemoryAlreadyRegistered`, device
-    /// addresses are refused.
-    pub fn register_host(&self, cx: &Call<'_>, addr: usize, bytes: usize) -> Result<()> {
+    /// addresses are refused. `flags` are both vendors' (portable 1, mapped 2, I/O memory
+    /// 4, read-only 8); others are `InvalidValue`.
+    pub fn register_host(&self, cx: &Call<'_>, addr: usize, bytes: usize, flags: u32) -> Result<()> {
+        if flags & !0xF != 0 {
+            return Err(Error::InvalidValue);
+        }
         let mut st = lock(&self.state);
         let (ctx, device, _) = self.current_with_fault(cx, &mut st)?;
         let end = addr.checked_add(bytes).ok_or(Error::InvalidValue)?;
@@ -1538,16 +1549,8 @@ impl Machine {
             Some(a) if a.kind == AllocKind::Registered => {}
             _ => return Err(Error::HostMemoryNotRegistered),
         }
-        let Some(mut a) = st.allocs.remove(&addr) else { return Err(Error::HostMemoryNotRegistered) };
-        if a.pending > 0 {
-            violation(
-                "free-while-in-use",
-                cx,
-                format!("{addr:#x} is unregistered while {} queued operation(s) still use it", a.pending),
-            );
-            a.zombie = true;
-            st.zombies.insert(a.id, a);
-        }
+        let Some(a) = st.allocs.remove(&addr) else { return Err(Error::HostMemoryNotRegistered) };
+        self.retire(cx, &mut st, a, "unregistered");
         Ok(())
     }
 

@@ -23,6 +23,8 @@ gpuport_double_sim::statuses! {
     FV_ERROR_ILLEGAL_ADDRESS = 700, "an illegal memory access was encountered";
     FV_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704, "peer access is already enabled";
     FV_ERROR_PEER_ACCESS_NOT_ENABLED = 705, "peer access has not been enabled";
+    FV_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712, "the host memory is already registered";
+    FV_ERROR_HOST_MEMORY_NOT_REGISTERED = 713, "the host memory is not registered";
     FV_ERROR_LAUNCH_FAILURE = 719, "the kernel failed";
     FV_ERROR_NOT_PERMITTED = 800, "operation not permitted";
     FV_ERROR_NOT_SUPPORTED = 801, "operation not supported";
@@ -44,6 +46,8 @@ pub fn code(e: Error) -> FvStatus {
         Error::NotReady => FV_ERROR_NOT_READY,
         Error::PeerAccessAlreadyEnabled => FV_ERROR_PEER_ACCESS_ALREADY_ENABLED,
         Error::PeerAccessNotEnabled => FV_ERROR_PEER_ACCESS_NOT_ENABLED,
+        Error::HostMemoryAlreadyRegistered => FV_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+        Error::HostMemoryNotRegistered => FV_ERROR_HOST_MEMORY_NOT_REGISTERED,
         Error::NotPermitted => FV_ERROR_NOT_PERMITTED,
         Error::NotSupported => FV_ERROR_NOT_SUPPORTED,
         Error::Raw(c) => c,

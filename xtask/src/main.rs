@@ -45,6 +45,7 @@
 //! `lint` checks it too.
 
 mod bench;
+mod collectives;
 mod doubles;
 mod env_table;
 mod gpu_bundle;
@@ -206,6 +207,7 @@ fn test(request: plan::Request<'_>, print_only: bool) -> bool {
                 tally.context.clear();
             }
             plan::Step::OnDouble(_) => {}
+            plan::Step::Collectives => ok &= collectives::run(&mut tally),
         }
     }
     let mode = if request.double { " --double" } else { "" };

@@ -37,6 +37,8 @@ pub(crate) enum Step {
     BuildDoubles,
     /// A backend's tests on one driver double (see [`doubles::test_on`]).
     OnDouble(&'static Double),
+    /// The collectives' tests with several ranks under `mpiexec` (see `collectives`).
+    Collectives,
 }
 
 impl Step {
@@ -49,6 +51,10 @@ impl Step {
             }
             Step::Python => "the Python module: wheel into .venv, pytest tests/python".into(),
             Step::BuildDoubles => "build the driver doubles into target/doubles".into(),
+            Step::Collectives => format!(
+                "the collectives with {} ranks under the mpich wheel's mpiexec",
+                crate::collectives::RANKS.map(|n| n.to_string()).join(" and ")
+            ),
             Step::OnDouble(d) => format!(
                 "the {} backend on the {} double: conformance, device tests, interchange, driver mutants, faults, Python",
                 d.backend, d.name
@@ -116,8 +122,13 @@ pub(crate) fn plan(request: Request<'_>) -> Result<Plan, String> {
     }
     if request.no_python {
         not_run.push(("the Python module's tests".into(), "--no-python".into()));
+        not_run.push((
+            "the collectives with several ranks".into(),
+            "their MPI is the mpich wheel of the Python environment: run without --no-python".into(),
+        ));
     } else {
         steps.push(Step::Python);
+        steps.push(Step::Collectives);
     }
     // `all`: the CUDA and ROCm backends also run on their driver doubles, so every line of
     // them runs here whether or not a GPU is.

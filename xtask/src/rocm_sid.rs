@@ -118,7 +118,7 @@ fn build_test() -> Result<PathBuf, String> {
 
 /// Builds a test binary with `args` (`--no-run` and JSON messages added) and returns the
 /// path of the one named `target`.
-fn test_binary(args: &[&str], target: &str) -> Result<PathBuf, String> {
+pub(crate) fn test_binary(args: &[&str], target: &str) -> Result<PathBuf, String> {
     let mut cmd = crate::cargo();
     cmd.args(args).args(["--no-run", "--message-format=json"]);
     eprintln!("xtask: running {cmd:?}");

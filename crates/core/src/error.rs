@@ -246,6 +246,38 @@ pub enum Error {
         /// Which rule, and what it did.
         what: String,
     },
+
+    /// A collectives engine (MPI, NCCL, RCCL) cannot be used here: its library is missing
+    /// or is not the one expected, or the process was not started the way it needs.
+    #[error("collectives engine {engine} is unavailable: {reason}")]
+    EngineUnavailable {
+        /// The engine (`MPI`).
+        engine: &'static str,
+        /// Why, naming what was tried.
+        reason: String,
+    },
+
+    /// A collectives engine cannot do what was asked (a dtype or operation it lacks).
+    #[error("{engine} does not support {what}")]
+    EngineUnsupported {
+        /// The engine (`MPI`).
+        engine: &'static str,
+        /// What it cannot do.
+        what: String,
+    },
+
+    /// A collectives engine's call failed.
+    #[error("{engine}: {call} failed ({code}): {message}")]
+    Collective {
+        /// The engine (`MPI`).
+        engine: &'static str,
+        /// The engine's function that failed.
+        call: &'static str,
+        /// Its error code.
+        code: i64,
+        /// The engine's own words for it.
+        message: String,
+    },
 }
 
 impl fmt::Debug for Error {
@@ -281,6 +313,9 @@ impl Error {
             Error::Interchange { .. } => "Interchange",
             Error::Compile { .. } => "Compile",
             Error::BrokenContract { .. } => "BrokenContract",
+            Error::EngineUnavailable { .. } => "EngineUnavailable",
+            Error::EngineUnsupported { .. } => "EngineUnsupported",
+            Error::Collective { .. } => "Collective",
         }
     }
 
@@ -330,6 +365,7 @@ impl Error {
                 | Error::DriverTooOld { .. }
                 | Error::NoDevice { .. }
                 | Error::BackendUnavailable { .. }
+                | Error::EngineUnavailable { .. }
         )
     }
 }

@@ -88,6 +88,13 @@ fn main() -> ExitCode {
     let rt = Runtime::discover();
     println!("gpuport backends:");
     print!("{rt}");
+    println!("collectives engines:");
+    for engine in gpuport::collective::engines() {
+        match engine.status {
+            Ok(version) => println!("{:<6} {version}", engine.name),
+            Err(reason) => println!("{:<6} unavailable — {reason}", engine.name),
+        }
+    }
     let dev = match rt.default_device() {
         Ok(d) => d,
         Err(e) => {

@@ -70,6 +70,10 @@ pub use gpuport_dlpack as dlpack;
 /// producer join, import with the consumer policies (`gpuport-cai`).
 pub use gpuport_cai as cai;
 
+/// Collectives across processes and machines: one `Communicator` over MPI (its standard
+/// ABI, loaded at run time), queued on gpuport streams (`gpuport-collective`).
+pub use gpuport_collective as collective;
+
 /// The ext device: a software device with memory of its own, for cross-device paths
 /// without a GPU, registered as a plugin (`gpuport-ext`; the `ext` feature).
 #[cfg(feature = "ext")]

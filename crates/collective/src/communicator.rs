@@ -1,0 +1,514 @@
+//! [`Communicator`]: a group of ranks and the collectives over them, each queued on a
+//! gpuport stream like any other work.
+
+use std::ffi::c_int;
+use std::sync::{Arc, Mutex};
+
+use gpuport_core::{DType, DefaultStream, Error, EventFlags, Result};
+use gpuport_runtime::{Access, AnyStream, Array, Buffer};
+
+use crate::mpi::{abi, Mpi, ENGINE};
+use crate::work::{Outcome, Work};
+
+/// A reduction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReduceOp {
+    /// Sum.
+    Sum,
+    /// Product.
+    Prod,
+    /// Minimum (for `bool`: logical and).
+    Min,
+    /// Maximum (for `bool`: logical or).
+    Max,
+    /// Mean over the ranks: NCCL's `ncclAvg`. MPI has no such operation.
+    Avg,
+}
+
+/// A group of ranks (an MPI communicator): the world, or one made from it by
+/// [`Communicator::dup`] or [`Communicator::split`]. Cloning shares it; the last clone
+/// frees it (never the world).
+///
+/// Every collective takes gpuport arrays, checks them on the calling rank before anything
+/// is sent (dtype, contiguity, sizes, ranks), and is queued on a stream — `stream`, or the
+/// legacy default stream of the first array's device when `None` — so it starts after the
+/// work queued there before it, later work there waits for it, and the arrays' pending
+/// work orders it against other streams (it is recorded as a read of its inputs and a
+/// write of its outputs). It returns a [`Work`]. Arrays must be contiguous (a strided view
+/// is refused: copy it first); memory the host cannot reach (a GPU's) is staged through
+/// pinned host memory of its device on the same stream — two copies more, at the bus's
+/// speed.
+#[derive(Clone)]
+pub struct Communicator {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    mpi: Arc<Mpi>,
+    /// The `MPI_Comm` handle, as an address.
+    comm: usize,
+    rank: i32,
+    size: i32,
+    /// Freed when the last clone drops (not the world).
+    owned: bool,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if !self.owned || self.mpi.finalized() {
+            return;
+        }
+        let (mpi, comm) = (self.mpi.clone(), self.comm);
+        let free = move || {
+            let mut handle = comm as abi::Comm;
+            // SAFETY: a communicator gpuport made and frees once, here.
+            if let Err(e) = mpi.call("MPI_Comm_free", |api| unsafe { (api.comm_free)(&mut handle) }) {
+                log::warn!("freeing an MPI communicator: {e}");
+            }
+        };
+        // Never on a stream worker or driver thread (work queued there may hold the last
+        // clone): the release thread frees it.
+        if gpuport_core::release::on_restricted_thread() {
+            gpuport_core::release::defer(Box::new(free));
+        } else {
+            free();
+        }
+    }
+}
+
+/// One array's part in a collective: whether the engine reads it, writes it, or both.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    In,
+    Out,
+    InOut,
+}
+
+/// Host-accessible bytes the engine reads or writes: the array's own, or a pinned stage.
+struct Region {
+    buffer: Buffer,
+    offset: usize,
+    len: usize,
+}
+
+impl Region {
+    fn ptr(&self) -> Result<*mut u8> {
+        self.buffer.host_ptr(self.offset, self.len)
+    }
+}
+
+impl Communicator {
+    /// Every rank of the job (`MPI_COMM_WORLD`), MPI initialised on first use — or joined,
+    /// when the process initialised it already (it is then left for its owner to finalise).
+    /// `EngineUnavailable` names why not: no MPI standard-ABI library, or a process no
+    /// launcher started.
+    pub fn world() -> Result<Communicator> {
+        let mpi = Mpi::get()?;
+        Self::wrap(mpi, abi::COMM_WORLD, false)
+    }
+
+    fn wrap(mpi: Arc<Mpi>, comm: usize, owned: bool) -> Result<Communicator> {
+        let (mut rank, mut size): (c_int, c_int) = (0, 0);
+        // SAFETY: a live communicator and valid out-pointers.
+        mpi.call("MPI_Comm_rank", |api| unsafe { (api.comm_rank)(comm as abi::Comm, &mut rank) })?;
+        // SAFETY: as above.
+        mpi.call("MPI_Comm_size", |api| unsafe { (api.comm_size)(comm as abi::Comm, &mut size) })?;
+        Ok(Communicator { inner: Arc::new(Inner { mpi, comm, rank, size, owned }) })
+    }
+
+    /// This process's rank, from 0.
+    pub fn rank(&self) -> usize {
+        self.inner.rank as usize
+    }
+
+    /// The number of ranks.
+    pub fn size(&self) -> usize {
+        self.inner.size as usize
+    }
+
+    /// The engine's name (`MPI`).
+    pub fn engine(&self) -> &'static str {
+        ENGINE
+    }
+
+    /// The engine library's version line.
+    pub fn engine_version(&self) -> &str {
+        self.inner.mpi.version()
+    }
+
+    /// Where the engine's library was found.
+    pub fn engine_library(&self) -> &str {
+        self.inner.mpi.library()
+    }
+
+    /// A communicator of the same ranks whose traffic never mixes with this one's
+    /// (`MPI_Comm_dup`). Collective: every rank calls it.
+    pub fn dup(&self) -> Result<Communicator> {
+        let mut out: abi::Comm = std::ptr::null_mut();
+        // SAFETY: a live communicator and a valid out-pointer.
+        self.inner.mpi.call("MPI_Comm_dup", |api| unsafe { (api.comm_dup)(self.handle(), &mut out) })?;
+        Self::wrap(self.inner.mpi.clone(), out as usize, true)
+    }
+
+    /// The ranks that pass the same `color` form a new communicator, ordered by `key` (then
+    /// by rank here); a rank passing `None` joins none and gets `None` (`MPI_Comm_split`).
+    /// Collective: every rank calls it.
+    pub fn split(&self, color: Option<u32>, key: i32) -> Result<Option<Communicator>> {
+        let color = match color {
+            None => abi::UNDEFINED,
+            Some(c) => c_int::try_from(c)
+                .map_err(|_| Error::invalid_argument(format!("split color {c} is past {}", c_int::MAX)))?,
+        };
+        let mut out: abi::Comm = std::ptr::null_mut();
+        self.inner.mpi.call("MPI_Comm_split", |api| {
+            // SAFETY: a live communicator and a valid out-pointer.
+            unsafe { (api.comm_split)(self.handle(), color, key, &mut out) }
+        })?;
+        if out as usize == abi::COMM_NULL {
+            return Ok(None);
+        }
+        Self::wrap(self.inner.mpi.clone(), out as usize, true).map(Some)
+    }
+
+    /// Blocks until every rank has called it (`MPI_Barrier`), on the calling thread.
+    pub fn barrier(&self) -> Result<()> {
+        // SAFETY: a live communicator.
+        self.inner.mpi.call("MPI_Barrier", |api| unsafe { (api.barrier)(self.handle()) })
+    }
+
+    fn handle(&self) -> abi::Comm {
+        self.inner.comm as abi::Comm
+    }
+
+    /// `x` reduced over every rank, into `out` — or into `x` itself when `out` is `None`.
+    pub fn all_reduce(&self, x: &Array, op: ReduceOp, out: Option<&Array>, stream: Option<&AnyStream>) -> Result<Work> {
+        let dt = self.datatype(x.dtype())?;
+        let mpi_op = self.op(op, x.dtype())?;
+        let count = x.numel() as abi::Count;
+        match out {
+            None => self.queue("all_reduce", &[(x, Role::InOut)], stream, move |api, comm, p| {
+                // SAFETY: `p[0]` holds `count` elements of `dt`, read and written in place.
+                unsafe { (api.allreduce)(abi::predefined(abi::IN_PLACE), p[0].cast(), count, h(dt), h(mpi_op), comm) }
+            }),
+            Some(out) => {
+                same_shape("all_reduce", x, out)?;
+                self.queue("all_reduce", &[(x, Role::In), (out, Role::Out)], stream, move |api, comm, p| {
+                    // SAFETY: `p[0]` and `p[1]` each hold `count` elements of `dt`.
+                    unsafe { (api.allreduce)(p[0].cast(), p[1].cast(), count, h(dt), h(mpi_op), comm) }
+                })
+            }
+        }
+    }
+
+    /// `x` of rank `root` copied into `x` on every rank.
+    pub fn broadcast(&self, x: &Array, root: usize, stream: Option<&AnyStream>) -> Result<Work> {
+        let dt = self.datatype(x.dtype())?;
+        let root = self.check_rank("broadcast", "root", root)?;
+        let count = x.numel() as abi::Count;
+        let role = if self.rank() == root as usize { Role::In } else { Role::Out };
+        self.queue("broadcast", &[(x, role)], stream, move |api, comm, p| {
+            // SAFETY: `p[0]` holds `count` elements of `dt`.
+            unsafe { (api.bcast)(p[0].cast(), count, h(dt), root, comm) }
+        })
+    }
+
+    /// `x` reduced over every rank into rank `root`'s `out` — or its `x` when `out` is
+    /// `None`; `out` is not used on the other ranks.
+    pub fn reduce(
+        &self,
+        x: &Array,
+        op: ReduceOp,
+        root: usize,
+        out: Option<&Array>,
+        stream: Option<&AnyStream>,
+    ) -> Result<Work> {
+        let dt = self.datatype(x.dtype())?;
+        let mpi_op = self.op(op, x.dtype())?;
+        let root = self.check_rank("reduce", "root", root)?;
+        let count = x.numel() as abi::Count;
+        let at_root = self.rank() == root as usize;
+        match out.filter(|_| at_root) {
+            Some(out) => {
+                same_shape("reduce", x, out)?;
+                self.queue("reduce", &[(x, Role::In), (out, Role::Out)], stream, move |api, comm, p| {
+                    // SAFETY: `p[0]` and `p[1]` each hold `count` elements of `dt`.
+                    unsafe { (api.reduce)(p[0].cast(), p[1].cast(), count, h(dt), h(mpi_op), root, comm) }
+                })
+            }
+            None if at_root => self.queue("reduce", &[(x, Role::InOut)], stream, move |api, comm, p| {
+                // SAFETY: `p[0]` holds `count` elements of `dt`, reduced in place.
+                unsafe {
+                    (api.reduce)(abi::predefined(abi::IN_PLACE), p[0].cast(), count, h(dt), h(mpi_op), root, comm)
+                }
+            }),
+            None => self.queue("reduce", &[(x, Role::In)], stream, move |api, comm, p| {
+                // SAFETY: `p[0]` holds `count` elements of `dt`; the receive buffer is not
+                // used away from the root.
+                unsafe { (api.reduce)(p[0].cast(), std::ptr::null_mut(), count, h(dt), h(mpi_op), root, comm) }
+            }),
+        }
+    }
+
+    /// Every rank's `x`, in rank order, into `out` (`size` times `x`'s elements).
+    pub fn all_gather(&self, x: &Array, out: &Array, stream: Option<&AnyStream>) -> Result<Work> {
+        let dt = self.datatype(x.dtype())?;
+        same_dtype("all_gather", x, out)?;
+        self.expect_elements("all_gather", "out", out, x.numel() * self.size())?;
+        let count = x.numel() as abi::Count;
+        self.queue("all_gather", &[(x, Role::In), (out, Role::Out)], stream, move |api, comm, p| {
+            // SAFETY: `p[0]` holds `count` elements of `dt`, `p[1]` `size` times that.
+            unsafe { (api.allgather)(p[0].cast(), count, h(dt), p[1].cast(), count, h(dt), comm) }
+        })
+    }
+
+    /// `x` (`size` blocks of `out`'s elements) reduced over every rank; block `r` of the
+    /// result into rank `r`'s `out`.
+    pub fn reduce_scatter(&self, x: &Array, op: ReduceOp, out: &Array, stream: Option<&AnyStream>) -> Result<Work> {
+        let dt = self.datatype(x.dtype())?;
+        let mpi_op = self.op(op, x.dtype())?;
+        same_dtype("reduce_scatter", x, out)?;
+        self.expect_elements("reduce_scatter", "x", x, out.numel() * self.size())?;
+        let count = out.numel() as abi::Count;
+        self.queue("reduce_scatter", &[(x, Role::In), (out, Role::Out)], stream, move |api, comm, p| {
+            // SAFETY: `p[0]` holds `size × count` elements of `dt`, `p[1]` `count`.
+            unsafe { (api.reduce_scatter_block)(p[0].cast(), p[1].cast(), count, h(dt), h(mpi_op), comm) }
+        })
+    }
+
+    /// Block `r` of `x` (`size` equal blocks) to rank `r`, which puts it at block `rank` of
+    /// its `out` (as many elements as `x`).
+    pub fn all_to_all(&self, x: &Array, out: &Array, stream: Option<&AnyStream>) -> Result<Work> {
+        let dt = self.datatype(x.dtype())?;
+        same_dtype("all_to_all", x, out)?;
+        self.expect_elements("all_to_all", "out", out, x.numel())?;
+        if !x.numel().is_multiple_of(self.size()) {
+            return Err(Error::invalid_argument(format!(
+                "all_to_all: x has {} elements, not a multiple of the {} ranks",
+                x.numel(),
+                self.size()
+            )));
+        }
+        let block = (x.numel() / self.size()) as abi::Count;
+        self.queue("all_to_all", &[(x, Role::In), (out, Role::Out)], stream, move |api, comm, p| {
+            // SAFETY: `p[0]` and `p[1]` each hold `size × block` elements of `dt`.
+            unsafe { (api.alltoall)(p[0].cast(), block, h(dt), p[1].cast(), block, h(dt), comm) }
+        })
+    }
+
+    /// `x` to rank `dst`, matched by the `recv` there with the same `tag`.
+    pub fn send(&self, x: &Array, dst: usize, tag: u16, stream: Option<&AnyStream>) -> Result<Work> {
+        let dt = self.datatype(x.dtype())?;
+        let dst = self.check_rank("send", "dst", dst)?;
+        let count = x.numel() as abi::Count;
+        self.queue("send", &[(x, Role::In)], stream, move |api, comm, p| {
+            // SAFETY: `p[0]` holds `count` elements of `dt`.
+            unsafe { (api.send)(p[0].cast(), count, h(dt), dst, c_int::from(tag), comm) }
+        })
+    }
+
+    /// Into `x`, what rank `src` sends with the same `tag` (exactly `x`'s elements).
+    pub fn recv(&self, x: &Array, src: usize, tag: u16, stream: Option<&AnyStream>) -> Result<Work> {
+        let dt = self.datatype(x.dtype())?;
+        let src = self.check_rank("recv", "src", src)?;
+        let count = x.numel() as abi::Count;
+        self.queue("recv", &[(x, Role::Out)], stream, move |api, comm, p| {
+            let mut status = abi::Status::default();
+            // SAFETY: `p[0]` has room for `count` elements of `dt`; a valid status.
+            unsafe { (api.recv)(p[0].cast(), count, h(dt), src, c_int::from(tag), comm, &mut status) }
+        })
+    }
+
+    /// The engine's datatype for `dtype`, or `Unsupported` naming both.
+    /// (A handle's value: handles cross to the stream worker as plain numbers.)
+    fn datatype(&self, dtype: DType) -> Result<usize> {
+        abi::datatype(dtype).ok_or_else(|| unsupported(format!("{dtype} arrays")))
+    }
+
+    /// The engine's operation for `op` on `dtype`.
+    fn op(&self, op: ReduceOp, dtype: DType) -> Result<usize> {
+        use gpuport_core::DTypeCode;
+        let code = dtype.code();
+        let value = match (op, code) {
+            (ReduceOp::Avg, _) => return Err(unsupported("ReduceOp::Avg (MPI has no mean; sum and divide)".into())),
+            (ReduceOp::Min | ReduceOp::Max, DTypeCode::Complex) => {
+                return Err(unsupported(format!("ReduceOp::{op:?} on {dtype} arrays (complex numbers have no order)")))
+            }
+            (ReduceOp::Sum | ReduceOp::Prod, DTypeCode::Bool) => {
+                return Err(unsupported(format!("ReduceOp::{op:?} on {dtype} arrays (use Max for or, Min for and)")))
+            }
+            (ReduceOp::Min, DTypeCode::Bool) => abi::LAND,
+            (ReduceOp::Max, DTypeCode::Bool) => abi::LOR,
+            (ReduceOp::Sum, _) => abi::SUM,
+            (ReduceOp::Prod, _) => abi::PROD,
+            (ReduceOp::Min, _) => abi::MIN,
+            (ReduceOp::Max, _) => abi::MAX,
+        };
+        Ok(value)
+    }
+
+    fn check_rank(&self, what: &str, name: &str, rank: usize) -> Result<c_int> {
+        if rank >= self.size() {
+            return Err(Error::invalid_argument(format!(
+                "{what}: {name} {rank} is not a rank of this communicator (its ranks are 0 to {})",
+                self.size() - 1
+            )));
+        }
+        Ok(rank as c_int)
+    }
+
+    fn expect_elements(&self, what: &str, name: &str, array: &Array, want: usize) -> Result<()> {
+        if array.numel() != want {
+            return Err(Error::invalid_argument(format!(
+                "{what}: {name} has {} elements; {} ranks need {want}",
+                array.numel(),
+                self.size()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Queues `call` on the stream after the arrays' pending work, with each array's bytes
+    /// where the host reaches them (staged through pinned memory otherwise), and records it
+    /// as their reader or writer.
+    fn queue(
+        &self,
+        what: &'static str,
+        arrays: &[(&Array, Role)],
+        stream: Option<&AnyStream>,
+        call: impl FnOnce(&crate::mpi::Api, abi::Comm, &[*mut u8]) -> c_int + Send + 'static,
+    ) -> Result<Work> {
+        let first = arrays.first().map(|(a, _)| *a).ok_or_else(|| Error::invalid_argument("no array"))?;
+        let owned;
+        let stream = match stream {
+            Some(s) => s,
+            None => {
+                owned = first.device().default_stream(DefaultStream::Legacy)?;
+                &owned
+            }
+        };
+        let device =
+            arrays.iter().map(|(a, _)| a.device()).find(|d| d.id() == stream.device_id()).ok_or_else(|| {
+                Error::invalid_argument(format!(
+                    "{what}: the stream is on {}, none of the arrays is",
+                    stream.device_id()
+                ))
+            })?;
+        for (a, _) in arrays {
+            if !a.layout().is_c_contiguous() {
+                return Err(Error::invalid_argument(format!(
+                    "{what}: a strided array (shape {:?}, strides {:?}) — collectives take contiguous arrays; copy it first",
+                    a.shape(),
+                    a.strides()
+                )));
+            }
+            if a.dtype().itemsize().is_err() {
+                return Err(unsupported(format!("{} arrays", a.dtype())));
+            }
+            if !a.buffer().is_host_accessible() && a.device_id() != stream.device_id() {
+                return Err(Error::invalid_argument(format!(
+                    "{what}: an array on {} is queued on a stream of {}: a device array's collective runs on its \
+                     own device's stream",
+                    a.device_id(),
+                    stream.device_id()
+                )));
+            }
+        }
+        for (a, role) in arrays {
+            let access = if *role == Role::In { Access::Read } else { Access::Write };
+            a.wait_pending(stream, access)?;
+        }
+        // The bytes the engine sees: the arrays' own, or pinned stages filled on the stream.
+        let mut regions = Vec::with_capacity(arrays.len());
+        let mut staged = Vec::new();
+        for (a, role) in arrays {
+            let len = a.nbytes();
+            if a.buffer().is_host_accessible() {
+                regions.push(Region { buffer: a.buffer().clone(), offset: a.byte_offset(), len });
+                continue;
+            }
+            let stage = a.device().alloc_pinned(len, Default::default())?;
+            if *role != Role::Out {
+                stream.copy(a.buffer(), a.byte_offset(), &stage, 0, len)?;
+            }
+            if *role != Role::In {
+                staged.push((a, stage.clone()));
+            }
+            regions.push(Region { buffer: stage, offset: 0, len });
+        }
+        let outcome: Outcome = Arc::new(Mutex::new(None));
+        let (mpi, comm, done) = (self.inner.mpi.clone(), self.inner.comm, outcome.clone());
+        // The communicator stays alive (and unfreed) until the call has run.
+        let keep = self.clone();
+        stream.host_callback(Box::new(move || {
+            let result = regions
+                .iter()
+                .map(Region::ptr)
+                .collect::<Result<Vec<_>>>()
+                .and_then(|ptrs| mpi.call(call_name(what), |api| call(api, comm as abi::Comm, &ptrs)));
+            if let Err(e) = &result {
+                log::warn!("{what} on rank {} of {}: {e}", keep.rank(), keep.size());
+            }
+            *done.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+            drop(keep);
+        }))?;
+        for (a, stage) in staged {
+            stream.copy(&stage, 0, a.buffer(), a.byte_offset(), a.nbytes())?;
+        }
+        for (a, role) in arrays {
+            if *role != Role::Out {
+                a.record_access(stream, Access::Read)?;
+            }
+            if *role != Role::In {
+                a.record_access(stream, Access::Write)?;
+            }
+        }
+        let event = device.create_event(EventFlags::DISABLE_TIMING)?;
+        stream.record(&event)?;
+        Ok(Work::new(what, event, outcome))
+    }
+}
+
+/// The MPI function a collective calls, for its errors.
+fn call_name(what: &str) -> &'static str {
+    match what {
+        "all_reduce" => "MPI_Allreduce_c",
+        "broadcast" => "MPI_Bcast_c",
+        "reduce" => "MPI_Reduce_c",
+        "all_gather" => "MPI_Allgather_c",
+        "reduce_scatter" => "MPI_Reduce_scatter_block_c",
+        "all_to_all" => "MPI_Alltoall_c",
+        "send" => "MPI_Send_c",
+        "recv" => "MPI_Recv_c",
+        _ => "MPI",
+    }
+}
+
+fn unsupported(what: String) -> Error {
+    Error::EngineUnsupported { engine: ENGINE, what }
+}
+
+fn same_dtype(what: &str, x: &Array, out: &Array) -> Result<()> {
+    if x.dtype() != out.dtype() {
+        return Err(Error::invalid_argument(format!("{what}: x is {} but out is {}", x.dtype(), out.dtype())));
+    }
+    Ok(())
+}
+
+fn same_shape(what: &str, x: &Array, out: &Array) -> Result<()> {
+    same_dtype(what, x, out)?;
+    if x.shape() != out.shape() {
+        return Err(Error::invalid_argument(format!("{what}: x has shape {:?} but out {:?}", x.shape(), out.shape())));
+    }
+    Ok(())
+}
+
+impl std::fmt::Debug for Communicator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Communicator(rank {} of {}, {ENGINE})", self.rank(), self.size())
+    }
+}
+
+/// A predefined handle from its value.
+fn h(value: usize) -> *mut std::ffi::c_void {
+    abi::predefined(value)
+}

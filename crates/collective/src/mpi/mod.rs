@@ -1,0 +1,349 @@
+//! MPI, loaded at run time through its standard ABI (`libmpi_abi.so.1`, MPI 5.0): the
+//! library found, its entry points resolved by name, the process's MPI initialised once —
+//! or joined when something else in the process initialised it — and finalised at exit only
+//! when gpuport initialised it.
+//!
+//! Every call goes through [`Mpi::call`], which turns a failed one into
+//! [`Error::Collective`] with MPI's own words: the world communicator (and every
+//! communicator made from it) returns errors (`MPI_ERRORS_RETURN`) instead of aborting the
+//! job. Calls from several threads are serialised by gpuport unless MPI granted
+//! `MPI_THREAD_MULTIPLE`.
+
+pub(crate) mod abi;
+
+use std::ffi::{c_char, c_int, CStr};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use gpuport_core::{Error, Result};
+use libloading::Library;
+
+use abi::sig;
+
+/// The engine's name in reports and errors.
+pub const ENGINE: &str = "MPI";
+
+/// The variable naming the MPI standard-ABI library to load.
+pub const LIBRARY_ENV: &str = "GPUPORT_MPI_LIBRARY";
+/// Set to `1` to run as a world of one rank in a process no launcher started.
+pub const SINGLETON_ENV: &str = "GPUPORT_MPI_SINGLETON";
+
+/// What launchers set in each rank's environment: MPICH's Hydra and Slurm (PMI), PMIx
+/// launchers (Open MPI 5, Slurm with `--mpi=pmix`), Open MPI's own.
+const LAUNCHER_VARS: [&str; 3] = ["PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK"];
+
+/// The standard ABI's library name.
+const SONAME: &str = "libmpi_abi.so.1";
+
+/// The entry points gpuport calls, resolved once by name.
+pub(crate) struct Api {
+    initialized: sig::Initialized,
+    finalized: sig::Finalized,
+    init_thread: sig::InitThread,
+    query_thread: sig::QueryThread,
+    finalize: sig::Finalize,
+    get_library_version: sig::GetLibraryVersion,
+    error_string: sig::ErrorString,
+    pub(crate) comm_set_errhandler: sig::CommSetErrhandler,
+    pub(crate) comm_rank: sig::CommRank,
+    pub(crate) comm_size: sig::CommRank,
+    pub(crate) comm_dup: sig::CommDup,
+    pub(crate) comm_split: sig::CommSplit,
+    pub(crate) comm_free: sig::CommFree,
+    pub(crate) barrier: sig::Barrier,
+    pub(crate) allreduce: sig::Allreduce,
+    pub(crate) bcast: sig::Bcast,
+    pub(crate) reduce: sig::Reduce,
+    pub(crate) allgather: sig::Allgather,
+    pub(crate) reduce_scatter_block: sig::ReduceScatterBlock,
+    pub(crate) alltoall: sig::Allgather,
+    pub(crate) send: sig::Send,
+    pub(crate) recv: sig::Recv,
+}
+
+/// `name` from `lib`, as a function of type `T`.
+///
+/// # Safety
+/// `T` must be the function pointer type of `name`'s C signature.
+unsafe fn symbol<T: Copy>(lib: &Library, name: &str, path: &str) -> Result<T> {
+    let mut cname = name.as_bytes().to_vec();
+    cname.push(0);
+    // SAFETY: the caller's promise that `T` is `name`'s type.
+    match unsafe { lib.get::<T>(cname.as_slice()) } {
+        Ok(f) => Ok(*f),
+        Err(_) => Err(Error::EngineUnavailable {
+            engine: ENGINE,
+            reason: format!(
+                "{path} has no `{name}`: it is not an MPI standard-ABI library (MPI 5.0's libmpi_abi.so, as MPICH 5 ships it)"
+            ),
+        }),
+    }
+}
+
+impl Api {
+    fn resolve(lib: &Library, path: &str) -> Result<Api> {
+        // SAFETY: each name is resolved as the type of its standard C binding (`abi::sig`).
+        unsafe {
+            Ok(Api {
+                initialized: symbol(lib, "MPI_Initialized", path)?,
+                finalized: symbol(lib, "MPI_Finalized", path)?,
+                init_thread: symbol(lib, "MPI_Init_thread", path)?,
+                query_thread: symbol(lib, "MPI_Query_thread", path)?,
+                finalize: symbol(lib, "MPI_Finalize", path)?,
+                get_library_version: symbol(lib, "MPI_Get_library_version", path)?,
+                error_string: symbol(lib, "MPI_Error_string", path)?,
+                comm_set_errhandler: symbol(lib, "MPI_Comm_set_errhandler", path)?,
+                comm_rank: symbol(lib, "MPI_Comm_rank", path)?,
+                comm_size: symbol(lib, "MPI_Comm_size", path)?,
+                comm_dup: symbol(lib, "MPI_Comm_dup", path)?,
+                comm_split: symbol(lib, "MPI_Comm_split", path)?,
+                comm_free: symbol(lib, "MPI_Comm_free", path)?,
+                barrier: symbol(lib, "MPI_Barrier", path)?,
+                allreduce: symbol(lib, "MPI_Allreduce_c", path)?,
+                bcast: symbol(lib, "MPI_Bcast_c", path)?,
+                reduce: symbol(lib, "MPI_Reduce_c", path)?,
+                allgather: symbol(lib, "MPI_Allgather_c", path)?,
+                reduce_scatter_block: symbol(lib, "MPI_Reduce_scatter_block_c", path)?,
+                alltoall: symbol(lib, "MPI_Alltoall_c", path)?,
+                send: symbol(lib, "MPI_Send_c", path)?,
+                recv: symbol(lib, "MPI_Recv_c", path)?,
+            })
+        }
+    }
+}
+
+/// A loaded MPI library: its table and version, before the process's MPI is initialised.
+pub(crate) struct Loaded {
+    api: Api,
+    /// Where it was found.
+    pub(crate) library: String,
+    /// `MPI_Get_library_version`'s first line.
+    pub(crate) version: String,
+    /// Kept open for the process.
+    _lib: Library,
+}
+
+/// The names tried, in order: `GPUPORT_MPI_LIBRARY` alone when set, else the soname and the
+/// `lib/` of the active Python environment (where the `mpich` wheel puts it).
+pub(crate) fn candidates() -> Vec<String> {
+    if let Some(path) = std::env::var_os(LIBRARY_ENV) {
+        return vec![path.to_string_lossy().into_owned()];
+    }
+    let mut out = vec![SONAME.to_owned()];
+    if let Some(venv) = std::env::var_os("VIRTUAL_ENV") {
+        out.push(PathBuf::from(venv).join("lib").join(SONAME).to_string_lossy().into_owned());
+    }
+    out
+}
+
+/// Opens the first of `candidates` that loads and has the standard ABI's entry points; the
+/// reason names every attempt when none does.
+pub(crate) fn load(candidates: &[String]) -> Result<Loaded> {
+    let mut tried = Vec::new();
+    for name in candidates {
+        // SAFETY: loading an MPI library runs its initialisers, which MPI implementations
+        // keep free of side effects before MPI_Init.
+        let lib = match unsafe { Library::new(name) } {
+            Ok(lib) => lib,
+            Err(e) => {
+                tried.push(format!("{name} ({})", gpuport_vendor_kit::loading::loader_message(&e)));
+                continue;
+            }
+        };
+        let api = match Api::resolve(&lib, name) {
+            Ok(api) => api,
+            Err(e) => {
+                tried.push(e.to_string());
+                continue;
+            }
+        };
+        let version = library_version(&api);
+        return Ok(Loaded { api, library: name.clone(), version, _lib: lib });
+    }
+    Err(Error::EngineUnavailable {
+        engine: ENGINE,
+        reason: format!(
+            "no MPI standard-ABI library loaded (tried {}); install one (the `mpich` wheel from PyPI, MPICH 5) or set {LIBRARY_ENV}",
+            tried.join("; ")
+        ),
+    })
+}
+
+/// `MPI_Get_library_version`'s first line (callable before `MPI_Init`).
+fn library_version(api: &Api) -> String {
+    let mut buf = vec![0 as c_char; abi::MAX_LIBRARY_VERSION_STRING];
+    let mut len: c_int = 0;
+    // SAFETY: a buffer of the largest size the ABI allows, and an out-length.
+    let code = unsafe { (api.get_library_version)(buf.as_mut_ptr(), &mut len) };
+    if code != abi::SUCCESS {
+        return "unknown".into();
+    }
+    buf[abi::MAX_LIBRARY_VERSION_STRING - 1] = 0;
+    // SAFETY: NUL-terminated within the buffer (its last byte is 0).
+    let text = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned();
+    text.lines().next().unwrap_or("").trim().to_owned()
+}
+
+/// Why this process cannot be an MPI rank, if it cannot: no launcher started it (and a
+/// one-rank world was not asked for).
+pub(crate) fn launch_problem(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    if var(SINGLETON_ENV).as_deref() == Some("1") || LAUNCHER_VARS.iter().any(|v| var(v).is_some()) {
+        return None;
+    }
+    Some(format!(
+        "this process was not started by an MPI launcher (none of {} is set): run it under mpiexec or srun, \
+         or set {SINGLETON_ENV}=1 for a world of one rank",
+        LAUNCHER_VARS.join(", ")
+    ))
+}
+
+/// The process's MPI, initialised (or joined).
+pub struct Mpi {
+    loaded: Arc<Loaded>,
+    /// The thread level MPI granted.
+    granted: c_int,
+    /// Held around every call unless MPI granted `MPI_THREAD_MULTIPLE`.
+    serial: Mutex<()>,
+    /// gpuport called `MPI_Init_thread`, so it finalises at exit.
+    owns_init: bool,
+}
+
+static LOADED: OnceLock<Result<Arc<Loaded>>> = OnceLock::new();
+static MPI: OnceLock<Result<Arc<Mpi>>> = OnceLock::new();
+
+/// The loaded library, or why there is none (loaded once per process).
+pub(crate) fn loaded() -> Result<Arc<Loaded>> {
+    LOADED.get_or_init(|| load(&candidates()).map(Arc::new)).clone()
+}
+
+impl Mpi {
+    /// The process's MPI: loaded and initialised on first use.
+    pub fn get() -> Result<Arc<Mpi>> {
+        MPI.get_or_init(Mpi::start).clone()
+    }
+
+    fn start() -> Result<Arc<Mpi>> {
+        if let Some(reason) = launch_problem(|v| std::env::var(v).ok()) {
+            return Err(Error::EngineUnavailable { engine: ENGINE, reason });
+        }
+        let loaded = loaded()?;
+        let api = &loaded.api;
+        let mut already: c_int = 0;
+        // SAFETY: a valid out-pointer; callable at any time.
+        check(api, unsafe { (api.initialized)(&mut already) }, "MPI_Initialized")?;
+        let mut granted: c_int = 0;
+        let owns_init = already == 0;
+        if owns_init {
+            // SAFETY: no arguments (the standard allows NULL argc/argv); a valid out-pointer.
+            let code = unsafe {
+                (api.init_thread)(std::ptr::null_mut(), std::ptr::null_mut(), abi::THREAD_MULTIPLE, &mut granted)
+            };
+            check(api, code, "MPI_Init_thread")?;
+            // SAFETY: registering a function with no preconditions; it never unwinds.
+            unsafe { libc::atexit(finalize_at_exit) };
+        } else {
+            // SAFETY: a valid out-pointer; MPI is initialised.
+            check(api, unsafe { (api.query_thread)(&mut granted) }, "MPI_Query_thread")?;
+        }
+        // SAFETY: the world communicator and a predefined handler.
+        let code =
+            unsafe { (api.comm_set_errhandler)(abi::predefined(abi::COMM_WORLD), abi::predefined(abi::ERRORS_RETURN)) };
+        check(api, code, "MPI_Comm_set_errhandler")?;
+        if granted < abi::THREAD_SERIALIZED {
+            return Err(Error::EngineUnavailable {
+                engine: ENGINE,
+                reason: format!(
+                    "MPI granted thread level {granted} (below MPI_THREAD_SERIALIZED): gpuport calls MPI from stream \
+                     workers, one call at a time"
+                ),
+            });
+        }
+        Ok(Arc::new(Mpi { loaded, granted, serial: Mutex::new(()), owns_init }))
+    }
+
+    /// The library's version line.
+    pub fn version(&self) -> &str {
+        &self.loaded.version
+    }
+
+    /// Where the library was found.
+    pub fn library(&self) -> &str {
+        &self.loaded.library
+    }
+
+    /// Runs `f` with the table — serialised unless MPI granted `MPI_THREAD_MULTIPLE` — and
+    /// turns a failure into [`Error::Collective`] naming `call`.
+    pub(crate) fn call(&self, call: &'static str, f: impl FnOnce(&Api) -> c_int) -> Result<()> {
+        let _one_at_a_time: Option<MutexGuard<'_, ()>> =
+            (self.granted < abi::THREAD_MULTIPLE).then(|| self.serial.lock().unwrap_or_else(|p| p.into_inner()));
+        check(&self.loaded.api, f(&self.loaded.api), call)
+    }
+
+    /// Whether MPI is finalised (communicators are then gone with it).
+    pub(crate) fn finalized(&self) -> bool {
+        let mut done: c_int = 0;
+        // SAFETY: a valid out-pointer; callable at any time.
+        let code = unsafe { (self.loaded.api.finalized)(&mut done) };
+        code != abi::SUCCESS || done != 0
+    }
+}
+
+/// `code` as a result: MPI's own message for a failure.
+fn check(api: &Api, code: c_int, call: &'static str) -> Result<()> {
+    if code == abi::SUCCESS {
+        return Ok(());
+    }
+    let mut buf = vec![0 as c_char; abi::MAX_ERROR_STRING];
+    let mut len: c_int = 0;
+    // SAFETY: a buffer of the largest size the ABI allows, and an out-length.
+    let message = if unsafe { (api.error_string)(code, buf.as_mut_ptr(), &mut len) } == abi::SUCCESS {
+        buf[abi::MAX_ERROR_STRING - 1] = 0;
+        // SAFETY: NUL-terminated within the buffer.
+        unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned()
+    } else {
+        "no message".into()
+    };
+    Err(Error::Collective { engine: ENGINE, call, code: i64::from(code), message })
+}
+
+/// At process exit: `MPI_Finalize`, when gpuport initialised MPI and it is not finalised
+/// yet. Never unwinds into the C runtime.
+extern "C" fn finalize_at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(Ok(mpi)) = MPI.get() {
+            if mpi.owns_init && !mpi.finalized() {
+                // SAFETY: MPI is initialised by gpuport and not finalised; exit runs this once.
+                let _ = unsafe { (mpi.loaded.api.finalize)() };
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_library_names_what_was_tried() {
+        let err = load(&["/nonexistent/libmpi_abi.so.1".into()]).err().expect("nothing loads");
+        let text = err.to_string();
+        assert!(matches!(err, Error::EngineUnavailable { engine: "MPI", .. }), "{err:?}");
+        assert!(text.contains("/nonexistent/libmpi_abi.so.1") && text.contains(LIBRARY_ENV), "{text}");
+    }
+
+    #[test]
+    fn a_library_without_the_standard_abi_is_refused_by_name() {
+        let err = load(&["libm.so.6".into()]).err().expect("libm is not MPI");
+        let text = err.to_string();
+        assert!(text.contains("libm.so.6 has no `MPI_Initialized`"), "{text}");
+    }
+
+    #[test]
+    fn a_process_no_launcher_started_is_told_how_to_start_it() {
+        let none = |_: &str| None;
+        let reason = launch_problem(none).expect("no launcher");
+        assert!(reason.contains("mpiexec") && reason.contains(SINGLETON_ENV), "{reason}");
+        assert_eq!(launch_problem(|v: &str| (v == "PMI_RANK").then(|| "0".to_owned())), None);
+        assert_eq!(launch_problem(|v: &str| (v == SINGLETON_ENV).then(|| "1".to_owned())), None);
+    }
+}

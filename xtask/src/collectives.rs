@@ -1,8 +1,11 @@
-//! The collectives with several ranks: `crates/collective/tests/ranks.rs` under the `mpich`
-//! wheel's `mpiexec` (installed into `.venv` with the pinned test packages), with 2 ranks
-//! and with 4. Each run has a time limit, so a rank that never arrives fails the run
-//! rather than hanging it. Rank 0's output is counted; the other ranks' goes to
-//! `target/collectives/`, printed when the run fails.
+//! The collectives with several ranks, under the `mpich` wheel's `mpiexec` (installed into
+//! `.venv` with the pinned test packages): `crates/collective/tests/ranks.rs` with 2 ranks
+//! and with 4, `tests/check.rs` the same with the consistency check on, and
+//! `tests/rank_exits.rs`, whose rank 1 exits, with 2 — that job must be ended by gpuport's
+//! watchdog through the launcher, with both their messages, well within the time limit.
+//! Each run has a time limit, so a rank that never arrives fails the run rather than
+//! hanging it. Rank 0's output is counted; the other ranks' goes to `target/collectives/`,
+//! printed when the run fails.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -38,31 +41,78 @@ pub(crate) fn run(tally: &mut Tally) -> bool {
             return false;
         }
     };
-    let exe = match crate::rocm_sid::test_binary(&["test", "-p", "gpuport-collective", "--test", "ranks"], "ranks") {
-        Ok(exe) => exe,
-        Err(e) => {
-            tally.note_failure("the collectives' multi-rank tests", vec![e]);
+    let build =
+        |target: &str| crate::rocm_sid::test_binary(&["test", "-p", "gpuport-collective", "--test", target], target);
+    let (ranks_exe, check_exe, exits_exe) = match (build("ranks"), build("check"), build("rank_exits")) {
+        (Ok(a), Ok(b), Ok(c)) => (a, b, c),
+        (a, b, c) => {
+            let errors = [a.err(), b.err(), c.err()].into_iter().flatten().collect();
+            tally.note_failure("the collectives' multi-rank tests", errors);
             return false;
         }
     };
-    let logs = crate::doubles::target_dir().join("collectives");
+    let logs = std::path::absolute(crate::doubles::target_dir().join("collectives")).unwrap_or_default();
     let _ = std::fs::create_dir_all(&logs);
-    let mut ok = true;
-    for ranks in RANKS {
+    let launch = |exe: &Path, ranks: u32, check: bool| {
         let mut cmd = Command::new("timeout");
         cmd.args(["--kill-after=10", &LIMIT_S.to_string()]).arg(&mpiexec).args(["-n", &ranks.to_string()]);
         // Every rank runs the tests one at a time, so all call the same collectives in the
         // same order; ranks other than 0 write to a file of their own.
-        cmd.args(["sh", "-c", QUIET_OTHER_RANKS, "sh"]).arg(std::path::absolute(&logs).unwrap_or(logs.clone()));
-        cmd.arg(&exe).args(["--include-ignored", "--test-threads=1"]);
-        cmd.env("GPUPORT_MPI_LIBRARY", &library).env_remove("GPUPORT_BACKENDS");
-        let passed = crate::run_tests(cmd, tally);
-        if !passed {
-            print_other_ranks(&logs, ranks);
+        cmd.args(["sh", "-c", QUIET_OTHER_RANKS, "sh"]).arg(&logs);
+        cmd.arg(exe).args(["--include-ignored", "--test-threads=1"]);
+        cmd.env("GPUPORT_MPI_LIBRARY", &library).env("GPUPORT_COLLECTIVE_CHECK", if check { "1" } else { "0" });
+        cmd.env_remove("GPUPORT_BACKENDS");
+        cmd
+    };
+    let mut ok = true;
+    for (exe, check) in [(&ranks_exe, false), (&check_exe, true)] {
+        for ranks in RANKS {
+            let passed = crate::run_tests(launch(exe, ranks, check), tally);
+            if !passed {
+                print_other_ranks(&logs, ranks);
+            }
+            ok &= passed;
         }
-        ok &= passed;
     }
-    ok
+    ok & a_rank_that_exits_ends_the_job(launch(&exits_exe, 2, false), tally)
+}
+
+/// Seconds the watchdog waits in the rank-exit run (far below the run's limit).
+const EXIT_WATCHDOG_S: u32 = 5;
+
+/// Runs `cmd` (the rank-exit test under `mpiexec`) and requires it to end with a failure,
+/// before the time limit, with the watchdog's and the launcher's messages.
+fn a_rank_that_exits_ends_the_job(mut cmd: Command, tally: &mut Tally) -> bool {
+    let what = "a rank that exits ends the job (gpuport's watchdog, then mpiexec)";
+    cmd.env("GPUPORT_COLLECTIVE_TIMEOUT", EXIT_WATCHDOG_S.to_string());
+    eprintln!("xtask: running {cmd:?}");
+    let out = match cmd.output() {
+        Ok(out) => out,
+        Err(e) => {
+            tally.note_failure(what, vec![format!("could not start mpiexec: {e}")]);
+            return false;
+        }
+    };
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let code = out.status.code();
+    let problems: Vec<String> = [
+        (code == Some(0)).then(|| "the job succeeded".to_owned()),
+        matches!(code, Some(124 | 137) | None).then(|| format!("the job hung until the time limit ({code:?})")),
+        (!text.contains("did not complete within")).then(|| "no message from gpuport's watchdog".to_owned()),
+        (!text.contains("MPI_Abort")).then(|| "no message from the launcher".to_owned()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if problems.is_empty() {
+        println!("xtask: {what}: ended by the watchdog within {EXIT_WATCHDOG_S} s, as it must");
+        true
+    } else {
+        let mut lines = problems;
+        lines.extend(text.lines().rev().take(8).map(str::to_owned));
+        tally.note_failure(what, lines);
+        false
+    }
 }
 
 /// `sh -c` body: `$1` the log folder, the rest the command; rank 0 writes to stdout.

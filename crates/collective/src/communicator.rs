@@ -51,19 +51,27 @@ struct Inner {
     size: i32,
     /// Freed when the last clone drops (not the world).
     owned: bool,
+    /// The consistency check's own communicator (`GPUPORT_COLLECTIVE_CHECK=1`).
+    check: Option<crate::check::Check>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if !self.owned || self.mpi.finalized() {
+        let mut made: Vec<usize> = self.check.as_ref().map(|c| c.comm).into_iter().collect();
+        if self.owned {
+            made.push(self.comm);
+        }
+        if made.is_empty() || self.mpi.finalized() {
             return;
         }
-        let (mpi, comm) = (self.mpi.clone(), self.comm);
+        let mpi = self.mpi.clone();
         let free = move || {
-            let mut handle = comm as abi::Comm;
-            // SAFETY: a communicator gpuport made and frees once, here.
-            if let Err(e) = mpi.call("MPI_Comm_free", |api| unsafe { (api.comm_free)(&mut handle) }) {
-                log::warn!("freeing an MPI communicator: {e}");
+            for comm in made {
+                let mut handle = comm as abi::Comm;
+                // SAFETY: a communicator gpuport made and frees once, here.
+                if let Err(e) = mpi.call("MPI_Comm_free", |api| unsafe { (api.comm_free)(&mut handle) }) {
+                    log::warn!("freeing an MPI communicator: {e}");
+                }
             }
         };
         // Never on a stream worker or driver thread (work queued there may hold the last
@@ -82,6 +90,38 @@ enum Role {
     In,
     Out,
     InOut,
+}
+
+/// What a rank is about to do, for the consistency check.
+struct Intent {
+    what: &'static str,
+    /// Compared across ranks (collectives; not point-to-point calls, where ranks differ).
+    checked: bool,
+    op: Option<ReduceOp>,
+    dtype: Option<DType>,
+    count: usize,
+    root: Option<usize>,
+}
+
+impl Intent {
+    fn collective(what: &'static str, op: Option<ReduceOp>, x: &Array, root: Option<usize>) -> Intent {
+        Intent { what, checked: true, op, dtype: Some(x.dtype()), count: x.numel(), root }
+    }
+
+    fn point_to_point(what: &'static str) -> Intent {
+        Intent { what, checked: false, op: None, dtype: None, count: 0, root: None }
+    }
+
+    fn signature(&self, seq: u64) -> crate::check::Signature {
+        crate::check::Signature {
+            seq,
+            what: self.what,
+            op: self.op,
+            dtype: self.dtype,
+            count: self.count,
+            root: self.root,
+        }
+    }
 }
 
 /// Host-accessible bytes the engine reads or writes: the array's own, or a pinned stage.
@@ -113,7 +153,8 @@ impl Communicator {
         mpi.call("MPI_Comm_rank", |api| unsafe { (api.comm_rank)(comm as abi::Comm, &mut rank) })?;
         // SAFETY: as above.
         mpi.call("MPI_Comm_size", |api| unsafe { (api.comm_size)(comm as abi::Comm, &mut size) })?;
-        Ok(Communicator { inner: Arc::new(Inner { mpi, comm, rank, size, owned }) })
+        let check = crate::check::enabled().then(|| crate::check::Check::new(&mpi, comm)).transpose()?;
+        Ok(Communicator { inner: Arc::new(Inner { mpi, comm, rank, size, owned, check }) })
     }
 
     /// This process's rank, from 0.
@@ -170,10 +211,12 @@ impl Communicator {
         Self::wrap(self.inner.mpi.clone(), out as usize, true).map(Some)
     }
 
-    /// Blocks until every rank has called it (`MPI_Barrier`), on the calling thread.
+    /// Blocks until every rank has called it (`MPI_Ibarrier`, waited for under the
+    /// watchdog), on the calling thread.
     pub fn barrier(&self) -> Result<()> {
-        // SAFETY: a live communicator.
-        self.inner.mpi.call("MPI_Barrier", |api| unsafe { (api.barrier)(self.handle()) })
+        let what = format!("barrier on rank {} of {}", self.rank(), self.size());
+        // SAFETY: a live communicator and the request to fill.
+        self.inner.mpi.call_waiting("MPI_Ibarrier", &what, |api, req| unsafe { (api.barrier)(self.handle(), req) })
     }
 
     fn handle(&self) -> abi::Comm {
@@ -186,16 +229,28 @@ impl Communicator {
         let mpi_op = self.op(op, x.dtype())?;
         let count = x.numel() as abi::Count;
         match out {
-            None => self.queue("all_reduce", &[(x, Role::InOut)], stream, move |api, comm, p| {
-                // SAFETY: `p[0]` holds `count` elements of `dt`, read and written in place.
-                unsafe { (api.allreduce)(abi::predefined(abi::IN_PLACE), p[0].cast(), count, h(dt), h(mpi_op), comm) }
-            }),
+            None => self.queue(
+                Intent::collective("all_reduce", Some(op), x, None),
+                &[(x, Role::InOut)],
+                stream,
+                move |api, comm, p, req| {
+                    // SAFETY: `p[0]` holds `count` elements of `dt`, read and written in place.
+                    unsafe {
+                        (api.allreduce)(abi::predefined(abi::IN_PLACE), p[0].cast(), count, h(dt), h(mpi_op), comm, req)
+                    }
+                },
+            ),
             Some(out) => {
                 same_shape("all_reduce", x, out)?;
-                self.queue("all_reduce", &[(x, Role::In), (out, Role::Out)], stream, move |api, comm, p| {
-                    // SAFETY: `p[0]` and `p[1]` each hold `count` elements of `dt`.
-                    unsafe { (api.allreduce)(p[0].cast(), p[1].cast(), count, h(dt), h(mpi_op), comm) }
-                })
+                self.queue(
+                    Intent::collective("all_reduce", Some(op), x, None),
+                    &[(x, Role::In), (out, Role::Out)],
+                    stream,
+                    move |api, comm, p, req| {
+                        // SAFETY: `p[0]` and `p[1]` each hold `count` elements of `dt`.
+                        unsafe { (api.allreduce)(p[0].cast(), p[1].cast(), count, h(dt), h(mpi_op), comm, req) }
+                    },
+                )
             }
         }
     }
@@ -206,10 +261,15 @@ impl Communicator {
         let root = self.check_rank("broadcast", "root", root)?;
         let count = x.numel() as abi::Count;
         let role = if self.rank() == root as usize { Role::In } else { Role::Out };
-        self.queue("broadcast", &[(x, role)], stream, move |api, comm, p| {
-            // SAFETY: `p[0]` holds `count` elements of `dt`.
-            unsafe { (api.bcast)(p[0].cast(), count, h(dt), root, comm) }
-        })
+        self.queue(
+            Intent::collective("broadcast", None, x, Some(root as usize)),
+            &[(x, role)],
+            stream,
+            move |api, comm, p, req| {
+                // SAFETY: `p[0]` holds `count` elements of `dt`.
+                unsafe { (api.bcast)(p[0].cast(), count, h(dt), root, comm, req) }
+            },
+        )
     }
 
     /// `x` reduced over every rank into rank `root`'s `out` — or its `x` when `out` is
@@ -230,22 +290,46 @@ impl Communicator {
         match out.filter(|_| at_root) {
             Some(out) => {
                 same_shape("reduce", x, out)?;
-                self.queue("reduce", &[(x, Role::In), (out, Role::Out)], stream, move |api, comm, p| {
-                    // SAFETY: `p[0]` and `p[1]` each hold `count` elements of `dt`.
-                    unsafe { (api.reduce)(p[0].cast(), p[1].cast(), count, h(dt), h(mpi_op), root, comm) }
-                })
+                self.queue(
+                    Intent::collective("reduce", Some(op), x, Some(root as usize)),
+                    &[(x, Role::In), (out, Role::Out)],
+                    stream,
+                    move |api, comm, p, req| {
+                        // SAFETY: `p[0]` and `p[1]` each hold `count` elements of `dt`.
+                        unsafe { (api.reduce)(p[0].cast(), p[1].cast(), count, h(dt), h(mpi_op), root, comm, req) }
+                    },
+                )
             }
-            None if at_root => self.queue("reduce", &[(x, Role::InOut)], stream, move |api, comm, p| {
-                // SAFETY: `p[0]` holds `count` elements of `dt`, reduced in place.
-                unsafe {
-                    (api.reduce)(abi::predefined(abi::IN_PLACE), p[0].cast(), count, h(dt), h(mpi_op), root, comm)
-                }
-            }),
-            None => self.queue("reduce", &[(x, Role::In)], stream, move |api, comm, p| {
-                // SAFETY: `p[0]` holds `count` elements of `dt`; the receive buffer is not
-                // used away from the root.
-                unsafe { (api.reduce)(p[0].cast(), std::ptr::null_mut(), count, h(dt), h(mpi_op), root, comm) }
-            }),
+            None if at_root => self.queue(
+                Intent::collective("reduce", Some(op), x, Some(root as usize)),
+                &[(x, Role::InOut)],
+                stream,
+                move |api, comm, p, req| {
+                    // SAFETY: `p[0]` holds `count` elements of `dt`, reduced in place.
+                    unsafe {
+                        (api.reduce)(
+                            abi::predefined(abi::IN_PLACE),
+                            p[0].cast(),
+                            count,
+                            h(dt),
+                            h(mpi_op),
+                            root,
+                            comm,
+                            req,
+                        )
+                    }
+                },
+            ),
+            None => self.queue(
+                Intent::collective("reduce", Some(op), x, Some(root as usize)),
+                &[(x, Role::In)],
+                stream,
+                move |api, comm, p, req| {
+                    // SAFETY: `p[0]` holds `count` elements of `dt`; the receive buffer is not
+                    // used away from the root.
+                    unsafe { (api.reduce)(p[0].cast(), std::ptr::null_mut(), count, h(dt), h(mpi_op), root, comm, req) }
+                },
+            ),
         }
     }
 
@@ -255,10 +339,15 @@ impl Communicator {
         same_dtype("all_gather", x, out)?;
         self.expect_elements("all_gather", "out", out, x.numel() * self.size())?;
         let count = x.numel() as abi::Count;
-        self.queue("all_gather", &[(x, Role::In), (out, Role::Out)], stream, move |api, comm, p| {
-            // SAFETY: `p[0]` holds `count` elements of `dt`, `p[1]` `size` times that.
-            unsafe { (api.allgather)(p[0].cast(), count, h(dt), p[1].cast(), count, h(dt), comm) }
-        })
+        self.queue(
+            Intent::collective("all_gather", None, x, None),
+            &[(x, Role::In), (out, Role::Out)],
+            stream,
+            move |api, comm, p, req| {
+                // SAFETY: `p[0]` holds `count` elements of `dt`, `p[1]` `size` times that.
+                unsafe { (api.allgather)(p[0].cast(), count, h(dt), p[1].cast(), count, h(dt), comm, req) }
+            },
+        )
     }
 
     /// `x` (`size` blocks of `out`'s elements) reduced over every rank; block `r` of the
@@ -269,10 +358,15 @@ impl Communicator {
         same_dtype("reduce_scatter", x, out)?;
         self.expect_elements("reduce_scatter", "x", x, out.numel() * self.size())?;
         let count = out.numel() as abi::Count;
-        self.queue("reduce_scatter", &[(x, Role::In), (out, Role::Out)], stream, move |api, comm, p| {
-            // SAFETY: `p[0]` holds `size × count` elements of `dt`, `p[1]` `count`.
-            unsafe { (api.reduce_scatter_block)(p[0].cast(), p[1].cast(), count, h(dt), h(mpi_op), comm) }
-        })
+        self.queue(
+            Intent::collective("reduce_scatter", Some(op), x, None),
+            &[(x, Role::In), (out, Role::Out)],
+            stream,
+            move |api, comm, p, req| {
+                // SAFETY: `p[0]` holds `size × count` elements of `dt`, `p[1]` `count`.
+                unsafe { (api.reduce_scatter_block)(p[0].cast(), p[1].cast(), count, h(dt), h(mpi_op), comm, req) }
+            },
+        )
     }
 
     /// Block `r` of `x` (`size` equal blocks) to rank `r`, which puts it at block `rank` of
@@ -289,10 +383,15 @@ impl Communicator {
             )));
         }
         let block = (x.numel() / self.size()) as abi::Count;
-        self.queue("all_to_all", &[(x, Role::In), (out, Role::Out)], stream, move |api, comm, p| {
-            // SAFETY: `p[0]` and `p[1]` each hold `size × block` elements of `dt`.
-            unsafe { (api.alltoall)(p[0].cast(), block, h(dt), p[1].cast(), block, h(dt), comm) }
-        })
+        self.queue(
+            Intent::collective("all_to_all", None, x, None),
+            &[(x, Role::In), (out, Role::Out)],
+            stream,
+            move |api, comm, p, req| {
+                // SAFETY: `p[0]` and `p[1]` each hold `size × block` elements of `dt`.
+                unsafe { (api.alltoall)(p[0].cast(), block, h(dt), p[1].cast(), block, h(dt), comm, req) }
+            },
+        )
     }
 
     /// `x` to rank `dst`, matched by the `recv` there with the same `tag`.
@@ -300,9 +399,9 @@ impl Communicator {
         let dt = self.datatype(x.dtype())?;
         let dst = self.check_rank("send", "dst", dst)?;
         let count = x.numel() as abi::Count;
-        self.queue("send", &[(x, Role::In)], stream, move |api, comm, p| {
+        self.queue(Intent::point_to_point("send"), &[(x, Role::In)], stream, move |api, comm, p, req| {
             // SAFETY: `p[0]` holds `count` elements of `dt`.
-            unsafe { (api.send)(p[0].cast(), count, h(dt), dst, c_int::from(tag), comm) }
+            unsafe { (api.send)(p[0].cast(), count, h(dt), dst, c_int::from(tag), comm, req) }
         })
     }
 
@@ -311,10 +410,9 @@ impl Communicator {
         let dt = self.datatype(x.dtype())?;
         let src = self.check_rank("recv", "src", src)?;
         let count = x.numel() as abi::Count;
-        self.queue("recv", &[(x, Role::Out)], stream, move |api, comm, p| {
-            let mut status = abi::Status::default();
-            // SAFETY: `p[0]` has room for `count` elements of `dt`; a valid status.
-            unsafe { (api.recv)(p[0].cast(), count, h(dt), src, c_int::from(tag), comm, &mut status) }
+        self.queue(Intent::point_to_point("recv"), &[(x, Role::Out)], stream, move |api, comm, p, req| {
+            // SAFETY: `p[0]` has room for `count` elements of `dt`.
+            unsafe { (api.recv)(p[0].cast(), count, h(dt), src, c_int::from(tag), comm, req) }
         })
     }
 
@@ -372,11 +470,12 @@ impl Communicator {
     /// as their reader or writer.
     fn queue(
         &self,
-        what: &'static str,
+        intent: Intent,
         arrays: &[(&Array, Role)],
         stream: Option<&AnyStream>,
-        call: impl FnOnce(&crate::mpi::Api, abi::Comm, &[*mut u8]) -> c_int + Send + 'static,
+        call: impl FnOnce(&crate::mpi::Api, abi::Comm, &[*mut u8], *mut abi::Request) -> c_int + Send + 'static,
     ) -> Result<Work> {
+        let what = intent.what;
         let first = arrays.first().map(|(a, _)| *a).ok_or_else(|| Error::invalid_argument("no array"))?;
         let owned;
         let stream = match stream {
@@ -437,14 +536,24 @@ impl Communicator {
         }
         let outcome: Outcome = Arc::new(Mutex::new(None));
         let (mpi, comm, done) = (self.inner.mpi.clone(), self.inner.comm, outcome.clone());
+        // The check's signature is numbered when the collective is queued: the order every
+        // rank must issue them in.
+        let signature = match (&self.inner.check, intent.checked) {
+            (Some(check), true) => Some((check.comm, intent.signature(check.next()))),
+            _ => None,
+        };
         // The communicator stays alive (and unfreed) until the call has run.
         let keep = self.clone();
         stream.host_callback(Box::new(move || {
-            let result = regions
-                .iter()
-                .map(Region::ptr)
-                .collect::<Result<Vec<_>>>()
-                .and_then(|ptrs| mpi.call(call_name(what), |api| call(api, comm as abi::Comm, &ptrs)));
+            let agreed = match &signature {
+                Some((check_comm, signature)) => crate::check::agree(&mpi, *check_comm, keep.size(), signature),
+                None => Ok(()),
+            };
+            let result =
+                agreed.and_then(|()| regions.iter().map(Region::ptr).collect::<Result<Vec<_>>>()).and_then(|ptrs| {
+                    let desc = format!("{what} on rank {} of {}", keep.rank(), keep.size());
+                    mpi.call_waiting(call_name(what), &desc, |api, req| call(api, comm as abi::Comm, &ptrs, req))
+                });
             if let Err(e) = &result {
                 log::warn!("{what} on rank {} of {}: {e}", keep.rank(), keep.size());
             }
@@ -471,14 +580,14 @@ impl Communicator {
 /// The MPI function a collective calls, for its errors.
 fn call_name(what: &str) -> &'static str {
     match what {
-        "all_reduce" => "MPI_Allreduce_c",
-        "broadcast" => "MPI_Bcast_c",
-        "reduce" => "MPI_Reduce_c",
-        "all_gather" => "MPI_Allgather_c",
-        "reduce_scatter" => "MPI_Reduce_scatter_block_c",
-        "all_to_all" => "MPI_Alltoall_c",
-        "send" => "MPI_Send_c",
-        "recv" => "MPI_Recv_c",
+        "all_reduce" => "MPI_Iallreduce_c",
+        "broadcast" => "MPI_Ibcast_c",
+        "reduce" => "MPI_Ireduce_c",
+        "all_gather" => "MPI_Iallgather_c",
+        "reduce_scatter" => "MPI_Ireduce_scatter_block_c",
+        "all_to_all" => "MPI_Ialltoall_c",
+        "send" => "MPI_Isend_c",
+        "recv" => "MPI_Irecv_c",
         _ => "MPI",
     }
 }

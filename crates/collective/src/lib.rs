@@ -22,10 +22,12 @@
 //! `docs/collectives.md` says how to launch, how the engine is found, how collectives
 //! are ordered and what is not there yet.
 
+mod check;
 mod communicator;
 mod mpi;
 mod work;
 
+pub use check::CHECK_ENV;
 pub use communicator::{Communicator, ReduceOp};
 pub use mpi::{LIBRARY_ENV, SINGLETON_ENV};
 pub use work::Work;

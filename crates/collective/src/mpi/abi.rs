@@ -12,6 +12,8 @@ pub type Comm = *mut c_void;
 pub type Datatype = *mut c_void;
 /// A reduction operation (`MPI_Op`).
 pub type Op = *mut c_void;
+/// A request of a nonblocking call (`MPI_Request`).
+pub type Request = *mut c_void;
 /// An error handler (`MPI_Errhandler`).
 pub type Errhandler = *mut c_void;
 /// `MPI_Count`: 64-bit on every platform the ABI names.
@@ -39,6 +41,8 @@ const fn handle(value: usize) -> *mut c_void {
 pub const COMM_NULL: usize = 0x100;
 /// `MPI_COMM_WORLD`.
 pub const COMM_WORLD: usize = 0x101;
+/// `MPI_REQUEST_NULL`.
+pub const REQUEST_NULL: usize = 0x180;
 /// `MPI_ERRORS_RETURN`.
 pub const ERRORS_RETURN: usize = 0x143;
 
@@ -98,8 +102,10 @@ pub fn datatype(dtype: DType) -> Option<usize> {
     })
 }
 
-/// Signatures of the entry points gpuport calls (the standard's C bindings; the `_c`
-/// forms take `MPI_Count` element counts, so arrays past 2³¹ elements need no splitting).
+/// Signatures of the entry points gpuport calls (the standard's C bindings). The data
+/// moves through the nonblocking forms, whose requests gpuport tests until done or until
+/// its watchdog's time is up; the `_c` forms take `MPI_Count` element counts, so arrays
+/// past 2³¹ elements need no splitting.
 pub mod sig {
     use super::*;
 
@@ -115,15 +121,20 @@ pub mod sig {
     pub type CommDup = unsafe extern "C" fn(Comm, *mut Comm) -> c_int;
     pub type CommSplit = unsafe extern "C" fn(Comm, c_int, c_int, *mut Comm) -> c_int;
     pub type CommFree = unsafe extern "C" fn(*mut Comm) -> c_int;
-    pub type Barrier = unsafe extern "C" fn(Comm) -> c_int;
-    pub type Allreduce = unsafe extern "C" fn(*const c_void, *mut c_void, Count, Datatype, Op, Comm) -> c_int;
-    pub type Bcast = unsafe extern "C" fn(*mut c_void, Count, Datatype, c_int, Comm) -> c_int;
-    pub type Reduce = unsafe extern "C" fn(*const c_void, *mut c_void, Count, Datatype, Op, c_int, Comm) -> c_int;
-    pub type Allgather =
-        unsafe extern "C" fn(*const c_void, Count, Datatype, *mut c_void, Count, Datatype, Comm) -> c_int;
-    pub type ReduceScatterBlock = unsafe extern "C" fn(*const c_void, *mut c_void, Count, Datatype, Op, Comm) -> c_int;
-    pub type Send = unsafe extern "C" fn(*const c_void, Count, Datatype, c_int, c_int, Comm) -> c_int;
-    pub type Recv = unsafe extern "C" fn(*mut c_void, Count, Datatype, c_int, c_int, Comm, *mut Status) -> c_int;
+    pub type Abort = unsafe extern "C" fn(Comm, c_int) -> c_int;
+    pub type Test = unsafe extern "C" fn(*mut Request, *mut c_int, *mut Status) -> c_int;
+    pub type Ibarrier = unsafe extern "C" fn(Comm, *mut Request) -> c_int;
+    pub type Iallreduce =
+        unsafe extern "C" fn(*const c_void, *mut c_void, Count, Datatype, Op, Comm, *mut Request) -> c_int;
+    pub type Ibcast = unsafe extern "C" fn(*mut c_void, Count, Datatype, c_int, Comm, *mut Request) -> c_int;
+    pub type Ireduce =
+        unsafe extern "C" fn(*const c_void, *mut c_void, Count, Datatype, Op, c_int, Comm, *mut Request) -> c_int;
+    pub type Iallgather =
+        unsafe extern "C" fn(*const c_void, Count, Datatype, *mut c_void, Count, Datatype, Comm, *mut Request) -> c_int;
+    pub type IreduceScatterBlock =
+        unsafe extern "C" fn(*const c_void, *mut c_void, Count, Datatype, Op, Comm, *mut Request) -> c_int;
+    pub type Isend = unsafe extern "C" fn(*const c_void, Count, Datatype, c_int, c_int, Comm, *mut Request) -> c_int;
+    pub type Irecv = unsafe extern "C" fn(*mut c_void, Count, Datatype, c_int, c_int, Comm, *mut Request) -> c_int;
 }
 
 /// `MPI_IN_PLACE`.

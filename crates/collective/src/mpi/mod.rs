@@ -14,6 +14,7 @@ pub(crate) mod abi;
 use std::ffi::{c_char, c_int, CStr};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
 
 use gpuport_core::{Error, Result};
 use libloading::Library;
@@ -27,6 +28,22 @@ pub const ENGINE: &str = "MPI";
 pub const LIBRARY_ENV: &str = "GPUPORT_MPI_LIBRARY";
 /// Set to `1` to run as a world of one rank in a process no launcher started.
 pub const SINGLETON_ENV: &str = "GPUPORT_MPI_SINGLETON";
+/// Seconds a collective may wait for the other ranks before the job is aborted.
+pub const TIMEOUT_ENV: &str = "GPUPORT_COLLECTIVE_TIMEOUT";
+/// [`TIMEOUT_ENV`]'s default: 10 minutes, as PyTorch's process groups wait.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The watchdog's limit (read once).
+fn timeout() -> Duration {
+    static LIMIT: OnceLock<Duration> = OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::env::var(TIMEOUT_ENV)
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64)
+    })
+}
 
 /// What launchers set in each rank's environment: MPICH's Hydra and Slurm (PMI), PMIx
 /// launchers (Open MPI 5, Slurm with `--mpi=pmix`), Open MPI's own.
@@ -50,15 +67,17 @@ pub(crate) struct Api {
     pub(crate) comm_dup: sig::CommDup,
     pub(crate) comm_split: sig::CommSplit,
     pub(crate) comm_free: sig::CommFree,
-    pub(crate) barrier: sig::Barrier,
-    pub(crate) allreduce: sig::Allreduce,
-    pub(crate) bcast: sig::Bcast,
-    pub(crate) reduce: sig::Reduce,
-    pub(crate) allgather: sig::Allgather,
-    pub(crate) reduce_scatter_block: sig::ReduceScatterBlock,
-    pub(crate) alltoall: sig::Allgather,
-    pub(crate) send: sig::Send,
-    pub(crate) recv: sig::Recv,
+    abort: sig::Abort,
+    test: sig::Test,
+    pub(crate) barrier: sig::Ibarrier,
+    pub(crate) allreduce: sig::Iallreduce,
+    pub(crate) bcast: sig::Ibcast,
+    pub(crate) reduce: sig::Ireduce,
+    pub(crate) allgather: sig::Iallgather,
+    pub(crate) reduce_scatter_block: sig::IreduceScatterBlock,
+    pub(crate) alltoall: sig::Iallgather,
+    pub(crate) send: sig::Isend,
+    pub(crate) recv: sig::Irecv,
 }
 
 /// `name` from `lib`, as a function of type `T`.
@@ -98,15 +117,17 @@ impl Api {
                 comm_dup: symbol(lib, "MPI_Comm_dup", path)?,
                 comm_split: symbol(lib, "MPI_Comm_split", path)?,
                 comm_free: symbol(lib, "MPI_Comm_free", path)?,
-                barrier: symbol(lib, "MPI_Barrier", path)?,
-                allreduce: symbol(lib, "MPI_Allreduce_c", path)?,
-                bcast: symbol(lib, "MPI_Bcast_c", path)?,
-                reduce: symbol(lib, "MPI_Reduce_c", path)?,
-                allgather: symbol(lib, "MPI_Allgather_c", path)?,
-                reduce_scatter_block: symbol(lib, "MPI_Reduce_scatter_block_c", path)?,
-                alltoall: symbol(lib, "MPI_Alltoall_c", path)?,
-                send: symbol(lib, "MPI_Send_c", path)?,
-                recv: symbol(lib, "MPI_Recv_c", path)?,
+                abort: symbol(lib, "MPI_Abort", path)?,
+                test: symbol(lib, "MPI_Test", path)?,
+                barrier: symbol(lib, "MPI_Ibarrier", path)?,
+                allreduce: symbol(lib, "MPI_Iallreduce_c", path)?,
+                bcast: symbol(lib, "MPI_Ibcast_c", path)?,
+                reduce: symbol(lib, "MPI_Ireduce_c", path)?,
+                allgather: symbol(lib, "MPI_Iallgather_c", path)?,
+                reduce_scatter_block: symbol(lib, "MPI_Ireduce_scatter_block_c", path)?,
+                alltoall: symbol(lib, "MPI_Ialltoall_c", path)?,
+                send: symbol(lib, "MPI_Isend_c", path)?,
+                recv: symbol(lib, "MPI_Irecv_c", path)?,
             })
         }
     }
@@ -277,6 +298,55 @@ impl Mpi {
         let _one_at_a_time: Option<MutexGuard<'_, ()>> =
             (self.granted < abi::THREAD_MULTIPLE).then(|| self.serial.lock().unwrap_or_else(|p| p.into_inner()));
         check(&self.loaded.api, f(&self.loaded.api), call)
+    }
+
+    /// Starts a nonblocking call with `start` (given the request to fill) and waits for it
+    /// by testing — serialised as [`Mpi::call`] is — until it completes, or until
+    /// `GPUPORT_COLLECTIVE_TIMEOUT` seconds have passed: then a rank has not arrived (it
+    /// exited, or its program issued another collective), and the job is aborted
+    /// (`MPI_Abort`, which the launcher reports) rather than left waiting for ever.
+    pub(crate) fn call_waiting(
+        &self,
+        call: &'static str,
+        what: &str,
+        start: impl FnOnce(&Api, *mut abi::Request) -> c_int,
+    ) -> Result<()> {
+        let mut request: abi::Request = abi::predefined(abi::REQUEST_NULL);
+        self.call(call, |api| start(api, &mut request))?;
+        let started = Instant::now();
+        let limit = timeout();
+        let mut pause = Duration::ZERO;
+        loop {
+            let mut done: c_int = 0;
+            // SAFETY: a live request (MPI sets it to MPI_REQUEST_NULL once complete, which
+            // ends this loop), a valid flag, and MPI_STATUS_IGNORE.
+            self.call("MPI_Test", |api| unsafe { (api.test)(&mut request, &mut done, std::ptr::null_mut()) })?;
+            if done != 0 {
+                return Ok(());
+            }
+            if started.elapsed() > limit {
+                let message = format!(
+                    "gpuport: {what} did not complete within {} s ({TIMEOUT_ENV}): a rank did not arrive — it \
+                     exited, or issued another collective; aborting the job",
+                    limit.as_secs()
+                );
+                log::error!("{message}");
+                // Straight to the process's stderr (a test harness captures `eprintln!`): the
+                // launcher's log is where a user looks.
+                let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{message}\n").as_bytes());
+                // SAFETY: the world communicator; the launcher ends every rank.
+                let _ = unsafe { (self.loaded.api.abort)(abi::predefined(abi::COMM_WORLD), 1) };
+                return Err(Error::Collective { engine: ENGINE, call, code: 1, message });
+            }
+            // Spin briefly (a collective of small arrays completes in microseconds), then
+            // sleep longer and longer, up to a millisecond, to leave the CPU to the ranks.
+            if pause.is_zero() && started.elapsed() < Duration::from_micros(100) {
+                std::thread::yield_now();
+            } else {
+                pause = (pause * 2).clamp(Duration::from_micros(10), Duration::from_millis(1));
+                std::thread::sleep(pause);
+            }
+        }
     }
 
     /// Whether MPI is finalised (communicators are then gone with it).

@@ -74,7 +74,38 @@ pub(crate) fn run(tally: &mut Tally) -> bool {
             ok &= passed;
         }
     }
-    ok & a_rank_that_exits_ends_the_job(launch(&exits_exe, 2, false), tally)
+    ok &= a_rank_that_exits_ends_the_job(launch(&exits_exe, 2, false), tally);
+    ok & the_example_verifies_on_every_rank(&mpiexec, &library, tally)
+}
+
+/// `examples/allreduce.rs` under `mpiexec -n 4`: one verified line from each rank.
+fn the_example_verifies_on_every_rank(mpiexec: &Path, library: &Path, tally: &mut Tally) -> bool {
+    let what = "examples/allreduce.rs under mpiexec -n 4";
+    let mut build = crate::cargo();
+    build.args(["build", "-q", "-p", "gpuport", "--example", "allreduce"]);
+    if !crate::run(build) {
+        tally.note_failure(what, vec!["the example did not build".into()]);
+        return false;
+    }
+    let exe = crate::doubles::target_dir().join("debug/examples/allreduce");
+    let mut cmd = Command::new("timeout");
+    cmd.args(["--kill-after=10", &LIMIT_S.to_string()]).arg(mpiexec).args(["-n", "4"]).arg(&exe);
+    cmd.env("GPUPORT_MPI_LIBRARY", library).env_remove("GPUPORT_BACKENDS").env_remove("GPUPORT_DEVICE");
+    eprintln!("xtask: running {cmd:?}");
+    let out = cmd.output();
+    let text = out.as_ref().map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+    let verified = (0..4)
+        .filter(|r| text.lines().any(|l| l.starts_with(&format!("rank {r} of 4: ")) && l.contains("verified")))
+        .count();
+    if out.as_ref().is_ok_and(|o| o.status.success()) && verified == 4 {
+        print!("{text}");
+        true
+    } else {
+        let mut lines = vec![format!("{verified} of 4 ranks printed a verified line")];
+        lines.extend(text.lines().map(str::to_owned));
+        tally.note_failure(what, lines);
+        false
+    }
 }
 
 /// Seconds the watchdog waits in the rank-exit run (far below the run's limit).

@@ -202,7 +202,7 @@ fn library_version(api: &Api) -> String {
     buf[abi::MAX_LIBRARY_VERSION_STRING - 1] = 0;
     // SAFETY: NUL-terminated within the buffer (its last byte is 0).
     let text = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned();
-    text.lines().next().unwrap_or("").trim().to_owned()
+    text.lines().next().unwrap_or("").split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Why this process cannot be an MPI rank, if it cannot: no launcher started it (and a

@@ -12,7 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["gpuport-queue", "gpuport-vendor-kit"],
     &["gpuport-host", "gpuport-cuda", "gpuport-rocm", "gpuport-loaded", "gpuport-ext", "gpuport-plugin-export"],
     &["gpuport-runtime"],
-    &["gpuport-dlpack", "gpuport-cai", "gpuport-conformance"],
+    &["gpuport-dlpack", "gpuport-cai", "gpuport-conformance", "gpuport-collective"],
     &["gpuport"],
     &["gpuport-python"],
 ];
@@ -36,6 +36,7 @@ const MODULE_CHECKED: &[&str] = &[
     "crates/runtime",
     "crates/dlpack",
     "crates/cai",
+    "crates/collective",
     "crates/plugin-export",
     "crates/python",
     "backends/host",

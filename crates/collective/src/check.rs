@@ -11,8 +11,8 @@ use std::sync::OnceLock;
 
 use gpuport_core::{DType, DTypeCode, Error, Result};
 
-use crate::communicator::ReduceOp;
 use crate::mpi::{abi, Mpi, ENGINE};
+use crate::op::ReduceOp;
 
 /// The variable that turns the check on (`1`).
 pub const CHECK_ENV: &str = "GPUPORT_COLLECTIVE_CHECK";

@@ -8,22 +8,8 @@ use gpuport_core::{DType, DefaultStream, Error, EventFlags, Result};
 use gpuport_runtime::{Access, AnyStream, Array, Buffer};
 
 use crate::mpi::{abi, Mpi, ENGINE};
+use crate::op::ReduceOp;
 use crate::work::{Outcome, Work};
-
-/// A reduction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReduceOp {
-    /// Sum.
-    Sum,
-    /// Product.
-    Prod,
-    /// Minimum (for `bool`: logical and).
-    Min,
-    /// Maximum (for `bool`: logical or).
-    Max,
-    /// Mean over the ranks: NCCL's `ncclAvg`. MPI has no such operation.
-    Avg,
-}
 
 /// A group of ranks (an MPI communicator): the world, or one made from it by
 /// [`Communicator::dup`] or [`Communicator::split`]. Cloning shares it; the last clone

@@ -25,11 +25,13 @@
 mod check;
 mod communicator;
 mod mpi;
+mod op;
 mod work;
 
 pub use check::CHECK_ENV;
-pub use communicator::{Communicator, ReduceOp};
+pub use communicator::Communicator;
 pub use mpi::{LIBRARY_ENV, SINGLETON_ENV};
+pub use op::ReduceOp;
 pub use work::Work;
 
 /// A collectives engine as this process finds it: its version, or why it cannot be used.

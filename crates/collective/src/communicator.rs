@@ -478,7 +478,14 @@ impl Communicator {
                     stream.device_id()
                 ))
             })?;
-        for (a, _) in arrays {
+        for (a, role) in arrays {
+            if *role != Role::In && a.is_read_only() {
+                return Err(Error::invalid_argument(format!(
+                    "{what}: it writes its result into a read-only array (shape {:?} on {})",
+                    a.shape(),
+                    a.device_id()
+                )));
+            }
             if !a.layout().is_c_contiguous() {
                 return Err(Error::invalid_argument(format!(
                     "{what}: a strided array (shape {:?}, strides {:?}) — collectives take contiguous arrays; copy it first",

@@ -243,6 +243,7 @@ fn bad_input_is_refused_on_the_calling_rank_before_any_traffic() {
     assert!(is_invalid(comm.all_gather(&x, &small, None)), "all_gather into too small a buffer");
     let strided = Array::zeros(dev, &[8, 2], DType::F32).unwrap().slice(1, 0, Some(1), 1).unwrap();
     assert!(is_invalid(comm.all_reduce(&strided, ReduceOp::Sum, None, None)), "a strided array");
+    assert!(is_invalid(comm.all_reduce(&x.to_read_only(), ReduceOp::Sum, None, None)), "a read-only result");
     let half = Array::zeros(dev, &[8], DType::F16).unwrap();
     let err = comm.all_reduce(&half, ReduceOp::Sum, None, None).unwrap_err();
     assert!(matches!(&err, Error::EngineUnsupported { engine: "MPI", what } if what.contains("float16")), "{err}");

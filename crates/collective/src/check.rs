@@ -102,9 +102,9 @@ pub(crate) fn agree(mpi: &Mpi, check_comm: usize, size: usize, mine: &Signature)
     let words = mine.words();
     let mut all = vec![0i64; WORDS * size];
     let int64 = abi::predefined(abi::datatype(DType::I64).unwrap_or(0x258));
-    let what = format!("the consistency check of collective #{}", mine.seq);
+    let what = || format!("the consistency check of collective #{}", mine.seq);
     // SAFETY: `words` holds `WORDS` 64-bit integers and `all` room for `size` times that.
-    mpi.call_waiting("MPI_Iallgather_c", &what, |api, req| unsafe {
+    mpi.call_waiting("MPI_Iallgather_c", what, |api, req| unsafe {
         (api.allgather)(
             words.as_ptr().cast(),
             WORDS as abi::Count,

@@ -200,9 +200,9 @@ impl Communicator {
     /// Blocks until every rank has called it (`MPI_Ibarrier`, waited for under the
     /// watchdog), on the calling thread.
     pub fn barrier(&self) -> Result<()> {
-        let what = format!("barrier on rank {} of {}", self.rank(), self.size());
+        let what = || format!("barrier on rank {} of {}", self.rank(), self.size());
         // SAFETY: a live communicator and the request to fill.
-        self.inner.mpi.call_waiting("MPI_Ibarrier", &what, |api, req| unsafe { (api.barrier)(self.handle(), req) })
+        self.inner.mpi.call_waiting("MPI_Ibarrier", what, |api, req| unsafe { (api.barrier)(self.handle(), req) })
     }
 
     fn handle(&self) -> abi::Comm {
@@ -544,8 +544,8 @@ impl Communicator {
             };
             let result =
                 agreed.and_then(|()| regions.iter().map(Region::ptr).collect::<Result<Vec<_>>>()).and_then(|ptrs| {
-                    let desc = format!("{what} on rank {} of {}", keep.rank(), keep.size());
-                    mpi.call_waiting(call_name(what), &desc, |api, req| call(api, comm as abi::Comm, &ptrs, req))
+                    let desc = || format!("{what} on rank {} of {}", keep.rank(), keep.size());
+                    mpi.call_waiting(call_name(what), desc, |api, req| call(api, comm as abi::Comm, &ptrs, req))
                 });
             if let Err(e) = &result {
                 log::warn!("{what} on rank {} of {}: {e}", keep.rank(), keep.size());

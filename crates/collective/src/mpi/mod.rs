@@ -308,7 +308,7 @@ impl Mpi {
     pub(crate) fn call_waiting(
         &self,
         call: &'static str,
-        what: &str,
+        what: impl FnOnce() -> String,
         start: impl FnOnce(&Api, *mut abi::Request) -> c_int,
     ) -> Result<()> {
         let mut request: abi::Request = abi::predefined(abi::REQUEST_NULL);
@@ -326,8 +326,9 @@ impl Mpi {
             }
             if started.elapsed() > limit {
                 let message = format!(
-                    "gpuport: {what} did not complete within {} s ({TIMEOUT_ENV}): a rank did not arrive — it \
+                    "gpuport: {} did not complete within {} s ({TIMEOUT_ENV}): a rank did not arrive — it \
                      exited, or issued another collective; aborting the job",
+                    what(),
                     limit.as_secs()
                 );
                 log::error!("{message}");

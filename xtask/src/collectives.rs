@@ -18,7 +18,7 @@ pub(crate) const RANKS: [u32; 2] = [2, 4];
 const LIMIT_S: u32 = 600;
 
 /// The wheel's launcher and standard-ABI library in `.venv`, or why they are missing.
-fn mpich() -> Result<(PathBuf, PathBuf), String> {
+pub(crate) fn mpich() -> Result<(PathBuf, PathBuf), String> {
     let venv = std::path::absolute(crate::python::VENV).map_err(|e| e.to_string())?;
     let (mpiexec, library) = (venv.join("bin/mpiexec"), venv.join("lib/libmpi_abi.so.1"));
     if mpiexec.is_file() && library.is_file() {

@@ -13,7 +13,9 @@
 //! - `bench [--quick]` — the benchmarks (release build): every figure beside its floor
 //!   measured in the same run, in two thread placements, printed as one table of ratios
 //!   and targets (see `bench`); `--quick` is CI's smoke run; `--interchange` measures
-//!   only the interchange figures (DLPack, CAI, the C exchange API; Rust and Python).
+//!   only the interchange figures (DLPack, CAI, the C exchange API; Rust and Python);
+//!   `--collectives` runs `all_reduce` beside `MPI_Allreduce_c` called directly, with 2
+//!   and 4 ranks under `mpiexec` (see `bench_collectives`).
 //! - `bench-table [--prefix P] PLACEMENT=DIR…` — the same table for the HAL figures, from
 //!   criterion folders a `hal` benchmark binary already wrote (the GPU bundle's, where no
 //!   cargo is).
@@ -45,6 +47,7 @@
 //! `lint` checks it too.
 
 mod bench;
+mod bench_collectives;
 mod collectives;
 mod doubles;
 mod env_table;
@@ -81,6 +84,7 @@ fn usage() -> ExitCode {
            lint                  cargo fmt --check, clippy -D warnings, rustdoc -D warnings\n  \
            bench [--quick]       benchmarks: ratios against floors measured in the same run, one table\n  \
            bench --interchange   the interchange figures only (Rust and Python), full rounds\n  \
+           bench --collectives   all_reduce beside MPI_Allreduce called directly, 2 and 4 ranks under mpiexec\n  \
            bench-table [--prefix P] PLACEMENT=DIR... the HAL figures' table from criterion folders already written\n  \
            ci                    lint, then test --backend all (what .ci/run runs)\n  \
            python-test           build the wheel into .venv and run tests/python only\n  \
@@ -303,6 +307,7 @@ fn main() -> ExitCode {
         ["bench"] => report(bench::bench(bench::Run::Full)),
         ["bench", "--quick"] => report(bench::bench(bench::Run::Quick)),
         ["bench", "--interchange"] => report(bench::bench(bench::Run::Interchange)),
+        ["bench", "--collectives"] => report(bench_collectives::bench_collectives()),
         ["bench-table", rest @ ..] => {
             let (prefix, homes) = match rest {
                 ["--prefix", prefix, homes @ ..] => (*prefix, homes),

@@ -2,14 +2,15 @@
 //! gpuport stream like any other work.
 
 use std::ffi::c_int;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use gpuport_core::{DType, DefaultStream, Error, EventFlags, Result};
 use gpuport_runtime::{Access, AnyStream, Array, Buffer};
 
+use crate::call::Call;
 use crate::mpi::{abi, Mpi, ENGINE};
 use crate::op::ReduceOp;
-use crate::work::{Outcome, Work};
+use crate::work::Work;
 
 /// A group of ranks (an MPI communicator): the world, or one made from it by
 /// [`Communicator::dup`] or [`Communicator::split`]. Cloning shares it; the last clone
@@ -505,6 +506,11 @@ impl Communicator {
                 )));
             }
         }
+        let mut call = Some(call);
+        if let Some(work) = self.run_at_once(what, arrays, stream, device, &mut call) {
+            return work;
+        }
+        let call = call.ok_or_else(|| Error::invalid_argument(format!("{what}: started, yet not finished")))?;
         for (a, role) in arrays {
             let access = if *role == Role::In { Access::Read } else { Access::Write };
             a.wait_pending(stream, access)?;
@@ -527,8 +533,8 @@ impl Communicator {
             }
             regions.push(Region { buffer: stage, offset: 0, len });
         }
-        let outcome: Outcome = Arc::new(Mutex::new(None));
-        let (mpi, comm, done) = (self.inner.mpi.clone(), self.inner.comm, outcome.clone());
+        let call_state = self.new_call(what);
+        let (mpi, comm, state) = (self.inner.mpi.clone(), self.inner.comm, call_state.clone());
         // The check's signature is numbered when the collective is queued: the order every
         // rank must issue them in.
         let signature = match (&self.inner.check, intent.checked) {
@@ -542,16 +548,12 @@ impl Communicator {
                 Some((check_comm, signature)) => crate::check::agree(&mpi, *check_comm, keep.size(), signature),
                 None => Ok(()),
             };
-            let result =
-                agreed.and_then(|()| regions.iter().map(Region::ptr).collect::<Result<Vec<_>>>()).and_then(|ptrs| {
-                    let desc = || format!("{what} on rank {} of {}", keep.rank(), keep.size());
-                    mpi.call_waiting(call_name(what), desc, |api, req| call(api, comm as abi::Comm, &ptrs, req))
-                });
-            if let Err(e) = &result {
-                log::warn!("{what} on rank {} of {}: {e}", keep.rank(), keep.size());
-            }
-            *done.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
-            drop(keep);
+            let ptrs = agreed.and_then(|()| regions.iter().map(Region::ptr).collect::<Result<Vec<_>>>());
+            let started =
+                ptrs.and_then(|ptrs| mpi.begin(call_name(what), |api, req| call(api, comm as abi::Comm, &ptrs, req)));
+            state.started(started);
+            state.drive();
+            drop((regions, keep));
         }))?;
         for (a, stage) in staged {
             stream.copy(&stage, 0, a.buffer(), a.byte_offset(), a.nbytes())?;
@@ -566,7 +568,111 @@ impl Communicator {
         }
         let event = device.create_event(EventFlags::DISABLE_TIMING)?;
         stream.record(&event)?;
-        Ok(Work::new(what, event, outcome))
+        Ok(Work::new(what, event, call_state))
+    }
+
+    /// A collective's call state, not started yet.
+    fn new_call(&self, what: &'static str) -> Arc<Call> {
+        Call::queued(self.inner.mpi.clone(), what, self.rank(), self.size())
+    }
+
+    /// Runs a collective on the calling thread when the stream would run it at once — the
+    /// stream idle, nothing pending on its host-reachable arrays, the consistency check off
+    /// (its exchange may wait for ranks that are busy elsewhere) — and so spares
+    /// it the hand-off to the stream's worker and back, which costs more than a small
+    /// collective between processes of one machine. The call is started and tested for up
+    /// to [`SPIN`](crate::mpi::SPIN), the stream held meanwhile (work queued on it waits);
+    /// one still in flight then is handed to the stream, where it completes like any
+    /// other. `None` (`call` left in place) when the stream would not run it at once.
+    fn run_at_once<C>(
+        &self,
+        what: &'static str,
+        arrays: &[(&Array, Role)],
+        stream: &AnyStream,
+        device: &gpuport_runtime::AnyDevice,
+        call: &mut Option<C>,
+    ) -> Option<Result<Work>>
+    where
+        C: FnOnce(&crate::mpi::Api, abi::Comm, &[*mut u8], *mut abi::Request) -> c_int + Send + 'static,
+    {
+        let eligible = self.inner.check.is_none()
+            && arrays.iter().all(|(a, _)| a.buffer().is_host_accessible() && a.has_pending_work().ok() == Some(false));
+        if !eligible {
+            return None;
+        }
+        let mut work = None;
+        stream.run_if_idle(&mut || {
+            if let Some(call) = call.take() {
+                work = Some(self.start_here(what, arrays, stream, device, call));
+            }
+        });
+        work
+    }
+
+    /// [`Communicator::run_at_once`]'s part on the held stream.
+    fn start_here(
+        &self,
+        what: &'static str,
+        arrays: &[(&Array, Role)],
+        stream: &AnyStream,
+        device: &gpuport_runtime::AnyDevice,
+        call: impl FnOnce(&crate::mpi::Api, abi::Comm, &[*mut u8], *mut abi::Request) -> c_int + Send + 'static,
+    ) -> Result<Work> {
+        let mpi = &self.inner.mpi;
+        let regions: Vec<Region> = arrays
+            .iter()
+            .map(|(a, _)| Region { buffer: a.buffer().clone(), offset: a.byte_offset(), len: a.nbytes() })
+            .collect();
+        let comm = self.inner.comm;
+        let ptrs = regions.iter().map(Region::ptr).collect::<Result<Vec<_>>>()?;
+        // Never recorded, so complete: what a collective done before returning is waited by.
+        let event = device.create_event(EventFlags::DISABLE_TIMING)?;
+        let state = self.new_call(what);
+        // Tested here before anyone else can see it: no lock around the tests.
+        let mut flight = match mpi.begin(call_name(what), |api, req| call(api, comm as abi::Comm, &ptrs, req)) {
+            Ok(flight) => flight,
+            Err(e) => {
+                state.finished(Err(e));
+                return Ok(Work::new(what, event, state));
+            }
+        };
+        let mut pace = crate::mpi::Pace::new(mpi);
+        loop {
+            match mpi.poll(&mut flight, || state.describe()) {
+                Ok(false) if pace.elapsed() < crate::mpi::SPIN => pace.pause(),
+                Ok(false) => break,
+                done => {
+                    state.finished(done.map(|_| ()));
+                    return Ok(Work::new(what, event, state));
+                }
+            }
+        }
+        state.started(Ok(flight));
+        // Still in flight: the stream (held, so nothing queued meanwhile runs first) carries
+        // it on, and the arrays' later users wait for the stream.
+        let held: Vec<Buffer> = regions.iter().map(|r| r.buffer.clone()).collect();
+        let (driven, keep) = (state.clone(), self.clone());
+        let handed = stream.host_callback(Box::new(move || {
+            driven.drive();
+            drop((regions, keep));
+        }));
+        if let Err(e) = handed {
+            // MPI is using the memory: complete the call here before anything is let go.
+            state.drive();
+            drop(held);
+            return Err(e);
+        }
+        drop(held);
+        for (a, role) in arrays {
+            if *role != Role::Out {
+                a.record_access(stream, Access::Read)?;
+            }
+            if *role != Role::In {
+                a.record_access(stream, Access::Write)?;
+            }
+        }
+        stream.record(&event)?;
+        Ok(Work::new(what, event, state))
     }
 }
 

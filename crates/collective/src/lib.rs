@@ -22,6 +22,7 @@
 //! `docs/collectives.md` says how to launch, how the engine is found, how collectives
 //! are ordered and what is not there yet.
 
+mod call;
 mod check;
 mod communicator;
 mod mpi;
@@ -30,7 +31,7 @@ mod work;
 
 pub use check::CHECK_ENV;
 pub use communicator::Communicator;
-pub use mpi::{LIBRARY_ENV, SINGLETON_ENV};
+pub use mpi::{add_search_dir, LIBRARY_ENV, SINGLETON_ENV};
 pub use op::ReduceOp;
 pub use work::Work;
 

@@ -231,6 +231,37 @@ fn a_collective_runs_after_the_work_before_it_and_before_the_work_after() {
 
 #[test]
 #[ignore = "needs an MPI launcher: cargo xtask test runs it under mpiexec -n 2 and -n 4"]
+fn collectives_queued_without_waiting_keep_their_order() {
+    let comm = world();
+    let (rank, size) = (comm.rank(), comm.size());
+    let dev = &devices()[0];
+    // A chain on one array, none waited for until the last: whichever of them start at once
+    // (the stream idle) and whichever queue behind the one before, each sums the last one's
+    // result.
+    let x = Array::from_slice(dev, &[1.0f64; 4], &[4]).unwrap();
+    let works: Vec<_> = (0..12).map(|_| comm.all_reduce(&x, ReduceOp::Sum, None, None).unwrap()).collect();
+    works.last().unwrap().wait().unwrap();
+    assert_eq!(values(&x), vec![(size as f64).powi(12); 4], "twelve sums in a row");
+    assert!(works.iter().all(|w| w.is_done().unwrap()));
+    // Every rank sends a message large enough to need its receiver (past MPICH's eager limit)
+    // before it receives, each on a stream of its own: a send started at once must not hold
+    // the caller until its receiver is there.
+    let n = (4 << 20) / 8;
+    let mine: Vec<f64> = (0..n).map(|i| input(rank, i)).collect();
+    let big = array(dev, DType::F64, &mine);
+    let got = Array::zeros(dev, &[n], DType::F64).unwrap();
+    let (sending, receiving) =
+        (dev.create_stream(Default::default(), 0).unwrap(), dev.create_stream(Default::default(), 0).unwrap());
+    let (next, prev) = ((rank + 1) % size, (rank + size - 1) % size);
+    let sent = comm.send(&big, next, 9, Some(&sending)).unwrap();
+    let received = comm.recv(&got, prev, 9, Some(&receiving)).unwrap();
+    received.wait().unwrap();
+    sent.wait().unwrap();
+    assert_eq!(values(&got), (0..n).map(|i| input(prev, i)).collect::<Vec<_>>(), "the ring's message");
+}
+
+#[test]
+#[ignore = "needs an MPI launcher: cargo xtask test runs it under mpiexec -n 2 and -n 4"]
 fn bad_input_is_refused_on_the_calling_rank_before_any_traffic() {
     let comm = world();
     let size = comm.size();

@@ -268,6 +268,19 @@ pub trait Stream: Clone + Send + Sync + 'static {
     /// Launches a kernel.
     fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()>;
 
+    /// Runs `f` on the calling thread now, when the stream has nothing pending — the same
+    /// as queuing it as a host callback and waiting for it, without waking a thread — and
+    /// returns `true`; returns `false` without running `f` when work is pending, when the
+    /// stream is being drained, or on the stream's own worker. While `f` runs, work queued
+    /// on the stream (by `f` itself, or by another thread) waits for it. For work that
+    /// would otherwise pay a thread hand-off per call (a collective on host memory).
+    ///
+    /// The provided method never runs `f`: a stream that cannot tell and hold its idleness
+    /// (a GPU's, whose work the driver owns) keeps it.
+    fn run_if_idle(&self, f: &mut dyn FnMut()) -> bool {
+        let _ = f;
+        false
+    }
     /// True when all queued work has completed.
     fn query(&self) -> Result<bool>;
     /// The counters this stream keeps of its work, where it keeps them in memory

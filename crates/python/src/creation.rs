@@ -187,3 +187,16 @@ pub fn asarray(
     };
     PyArray::wrap(py, from_bytes(py, &dev, &shape, dtype, &bytes)?)
 }
+
+/// An array argument that is worked on where it is (a kernel's, a collective's): a gpuport
+/// array, or any other array imported without a copy (DLPack, the CUDA Array Interface);
+/// `None` for anything else.
+pub(crate) fn array_operand(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Option<Array>> {
+    if let Ok(a) = obj.cast::<PyArray>() {
+        return Ok(Some(a.get().inner.clone()));
+    }
+    if obj.hasattr("__dlpack__")? || obj.hasattr("__cuda_array_interface__")? {
+        return Ok(Some(asarray(py, obj, None, None, Some(false))?.get().inner.clone()));
+    }
+    Ok(None)
+}

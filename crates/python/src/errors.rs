@@ -1,7 +1,8 @@
 //! gpuport's errors as Python exceptions of the right kind: bad
 //! values are ValueError, bad types TypeError, an impossible export BufferError, a masked
-//! CAI NotImplementedError, an unavailable backend `gpuport.BackendUnavailable` (a
-//! RuntimeError carrying the reason), out of memory MemoryError.
+//! CAI NotImplementedError, an unavailable backend or collectives engine
+//! `gpuport.BackendUnavailable` (a RuntimeError carrying the reason), out of memory
+//! MemoryError, a failed collective RuntimeError.
 
 use gpuport::Error;
 use pyo3::exceptions::{PyBufferError, PyMemoryError, PyRuntimeError, PyValueError};
@@ -31,7 +32,8 @@ pub fn to_py(e: Error, context: Context) -> PyErr {
         | Error::MissingSymbol { .. }
         | Error::DriverTooOld { .. }
         | Error::NoDevice { .. }
-        | Error::BackendUnavailable { .. } => unavailable(text),
+        | Error::BackendUnavailable { .. }
+        | Error::EngineUnavailable { .. } => unavailable(text),
         Error::OutOfMemory { .. } => PyMemoryError::new_err(text),
         Error::InvalidArgument { .. }
         | Error::InvalidDeviceString { .. }
@@ -39,7 +41,8 @@ pub fn to_py(e: Error, context: Context) -> PyErr {
         | Error::DeviceNotFound { .. }
         | Error::BackendMismatch { .. }
         | Error::Interchange { .. }
-        | Error::Unsupported { .. } => match context {
+        | Error::Unsupported { .. }
+        | Error::EngineUnsupported { .. } => match context {
             Context::Exchange => PyBufferError::new_err(text),
             Context::General => PyValueError::new_err(text),
         },

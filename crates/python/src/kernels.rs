@@ -21,7 +21,6 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyComplex, PyFloat, PyInt, PyTuple};
 
-use crate::array::PyArray;
 use crate::device::{parse_device, PyStream};
 use crate::errors::IntoPy;
 
@@ -205,8 +204,8 @@ fn dims(arg: &Bound<'_, PyAny>, what: &str) -> PyResult<[u32; 3]> {
 
 /// One launch argument from Python.
 fn argument(py: Python<'_>, i: usize, arg: &Bound<'_, PyAny>) -> PyResult<LaunchArg> {
-    if let Ok(a) = arg.cast::<PyArray>() {
-        return Ok(LaunchArg::Array(a.get().inner.clone()));
+    if let Some(a) = crate::creation::array_operand(py, arg)? {
+        return Ok(LaunchArg::Array(a));
     }
     let typed = |dtype: DType, bytes: &[u8]| Scalar::from_raw(dtype, bytes).py().map(LaunchArg::Scalar);
     // Python scalars, as CuPy passes them. `bool` before `int`: it is one.
@@ -231,11 +230,6 @@ fn argument(py: Python<'_>, i: usize, arg: &Bound<'_, PyAny>) -> PyResult<Launch
         let dtype = crate::dtype::parse(Some(&arg.getattr("dtype")?), DType::F64)?;
         let bytes: Vec<u8> = arg.call_method0("tobytes")?.extract()?;
         return typed(dtype, &bytes);
-    }
-    // Any other array: imported without a copy (DLPack, the CUDA Array Interface).
-    if arg.hasattr("__dlpack__")? || arg.hasattr("__cuda_array_interface__")? {
-        let a = crate::creation::asarray(py, arg, None, None, Some(false))?;
-        return Ok(LaunchArg::Array(a.get().inner.clone()));
     }
     Err(PyTypeError::new_err(format!(
         "kernel argument {i} is a {}: pass an array (gpuport, DLPack or CUDA Array Interface) or a scalar (a NumPy scalar, int, float, bool or complex)",

@@ -7,8 +7,10 @@
 //! the array API standard and the interchange specs name (`errors.rs`; the table is in
 //! `docs/interop.md`).
 //!
-//! Built by maturin as one abi3 wheel (CPython ≥ 3.11); `cargo xtask test` builds it into
-//! a project-local virtual environment and runs `tests/python` with pytest.
+//! Built by maturin as abi3 wheels (CPython ≥ 3.11, and ≥ 3.12 with vectorcall): the native
+//! module `gpuport.gpuport` inside the package `python/gpuport`, which re-exports it and
+//! adds `gpuport.distributed` and the type stubs. `cargo xtask test` builds it into a
+//! project-local virtual environment and runs `tests/python` with pytest.
 
 use pyo3::prelude::*;
 
@@ -20,6 +22,7 @@ mod conversions;
 mod counters;
 mod creation;
 mod device;
+mod distributed;
 mod dlpack;
 mod dtype;
 mod errors;
@@ -57,6 +60,7 @@ fn gpuport_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // no exchange pays for it later. Plugins installed packages name are loaded first.
     let plugins = runtime::entry_point_plugins(py);
     register_site_packages(py);
+    distributed::register_prefix(py);
     py.detach(|| runtime::init(plugins));
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("BackendUnavailable", py.get_type::<errors::BackendUnavailable>())?;
@@ -83,6 +87,8 @@ fn gpuport_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cai::as_array, m)?)?;
     m.add_function(wrap_pyfunction!(cai::from_cuda_array_interface, m)?)?;
     m.add_function(wrap_pyfunction!(counters::exchange_counters, m)?)?;
+    // Private: the package's `gpuport.distributed` re-exports it (not in `__all__`).
+    m.setattr("_distributed", distributed::module(py)?)?;
     for (name, value) in mirrored::STATE_CONSTANTS {
         m.add(*name, *value)?;
     }

@@ -169,6 +169,9 @@ macro_rules! impl_queue_stream {
             ) -> $crate::__core::Result<()> {
                 $crate::QueueStreamPort::launch(self, kernel, config, args)
             }
+            fn run_if_idle(&self, f: &mut dyn FnMut()) -> bool {
+                self.$field.run_if_idle(f)
+            }
             #[inline]
             fn query(&self) -> $crate::__core::Result<bool> {
                 self.$field.query()

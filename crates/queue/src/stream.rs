@@ -251,6 +251,12 @@ impl QueueStream {
         }))
     }
 
+    /// `Stream::run_if_idle`: on this thread while the queue is idle and held (its claim
+    /// keeps drainers off until `f` returns; work queued meanwhile runs after it).
+    pub fn run_if_idle(&self, f: &mut dyn FnMut()) -> bool {
+        self.queue().run_inline_if_idle(f).is_some()
+    }
+
     /// `Stream::query`.
     #[inline]
     pub fn query(&self) -> Result<bool> {

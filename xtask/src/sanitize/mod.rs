@@ -151,6 +151,9 @@ pub fn ci() -> Result<(), String> {
     miri::miri_runs(miri::MIRI_CI_RUNS, &mut failed)?;
     let doubles: Vec<&Double> = DOUBLES.iter().filter(|d| d.name != "rocm5").collect();
     thread::thread_runs(thread::THREAD_CI_RUNS, &doubles, &mut failed)?;
+    // The collectives' ordering tests (the calling thread and the stream's worker sharing a
+    // call): the whole multi-rank matrix takes minutes under the sanitizer.
+    thread::thread_collectives(&host_triple()?, Some("collective"), &mut failed);
     failed.extend(bugs::bug_failures(&[bugs::Checker::Miri, bugs::Checker::Thread])?);
     finish("the sanitizers' CI run", failed)
 }

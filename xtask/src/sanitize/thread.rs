@@ -100,6 +100,53 @@ fn thread_on_doubles(triple: &str, doubles: &[&Double], failed: &mut Vec<String>
     }
 }
 
+/// The collectives' multi-rank tests under ThreadSanitizer, two ranks under the `mpich`
+/// wheel's `mpiexec`: a collective's call shared by the calling thread (started at once, or
+/// tested while it waits) and the stream's worker (carrying it on). `filter` picks tests
+/// (all when `None`); the consistency check's test runs in every case.
+pub(super) fn thread_collectives(triple: &str, filter: Option<&str>, failed: &mut Vec<String>) {
+    // The launcher and the library come with the pinned test packages.
+    let found = crate::python::ensure_venv().and_then(|()| crate::collectives::mpich());
+    let (mpiexec, library) = match found {
+        Ok(found) => found,
+        Err(e) => {
+            failed.push(format!("ThreadSanitizer: the collectives: {e}"));
+            return;
+        }
+    };
+    let mut build = tsan_cargo();
+    build.env_remove("TSAN_OPTIONS");
+    build.arg("test").args(tsan_args(triple)).args([
+        "-p",
+        "gpuport-collective",
+        "--tests",
+        "--no-run",
+        "--message-format=json",
+    ]);
+    let built = build.stderr(std::process::Stdio::inherit()).output();
+    let artifacts = match built {
+        Ok(out) if out.status.success() => crate::gpu_bundle::artifacts(&String::from_utf8_lossy(&out.stdout)),
+        _ => {
+            failed.push("ThreadSanitizer: building the collectives' tests".into());
+            return;
+        }
+    };
+    for (target, check, filter) in [("ranks", false, filter), ("check", true, None)] {
+        let Some(exe) = artifacts.iter().find(|a| a.target == target).map(|a| a.executable.clone()) else {
+            failed.push(format!("ThreadSanitizer: cargo gave no {target} test"));
+            continue;
+        };
+        let mut cmd = Command::new("timeout");
+        cmd.args(["--kill-after=10", "1800"]).arg(&mpiexec).args(["-n", "2"]).arg(exe);
+        cmd.args(["--include-ignored", "--test-threads=1"]).args(filter);
+        cmd.env("GPUPORT_MPI_LIBRARY", &library).env("GPUPORT_COLLECTIVE_CHECK", if check { "1" } else { "0" });
+        cmd.env("TSAN_OPTIONS", "halt_on_error=1 second_deadlock_stack=1").env_remove("GPUPORT_BACKENDS");
+        if !run(cmd) {
+            failed.push(format!("ThreadSanitizer: the collectives' {target} test under mpiexec -n 2"));
+        }
+    }
+}
+
 /// Runs `steps`, then the conformance suite on `doubles`, under ThreadSanitizer.
 pub(super) fn thread_runs(steps: &[Run], doubles: &[&Double], failed: &mut Vec<String>) -> Result<(), String> {
     ensure_nightly(&[RUST_SRC])?;
@@ -114,9 +161,10 @@ pub(super) fn thread_runs(steps: &[Run], doubles: &[&Double], failed: &mut Vec<S
 }
 
 /// `cargo xtask sanitize thread`: every threaded test crate, then the conformance suite on
-/// CUDA, ROCm 6 and ROCm 5.2 through their doubles.
+/// CUDA, ROCm 6 and ROCm 5.2 through their doubles, then the collectives with two ranks.
 pub fn thread() -> Result<(), String> {
     let mut failed = Vec::new();
     thread_runs(THREAD_RUNS, &DOUBLES.iter().collect::<Vec<_>>(), &mut failed)?;
+    thread_collectives(&host_triple()?, None, &mut failed);
     finish("ThreadSanitizer", failed)
 }

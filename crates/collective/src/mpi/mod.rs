@@ -144,15 +144,32 @@ pub(crate) struct Loaded {
     _lib: Library,
 }
 
-/// The names tried, in order: `GPUPORT_MPI_LIBRARY` alone when set, else the soname and the
-/// `lib/` of the active Python environment (where the `mpich` wheel puts it).
+/// Folders [`add_search_dir`] named, looked in after the soname.
+static SEARCH_DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Also looks for the standard-ABI library in `dir` (after the soname, before nothing
+/// else), when MPI is first loaded — a later call has no effect. The Python module names
+/// its interpreter's `lib/`, where the `mpich` wheel installs `libmpi_abi.so.1`, so a script
+/// run by that environment's `python` finds it without the environment being activated.
+pub fn add_search_dir(dir: impl Into<PathBuf>) {
+    SEARCH_DIRS.lock().unwrap_or_else(|p| p.into_inner()).push(dir.into());
+}
+
+/// The names tried, in order: `GPUPORT_MPI_LIBRARY` alone when set, else the soname, the
+/// `lib/` of the active Python environment (where the `mpich` wheel puts it), and the
+/// folders [`add_search_dir`] named.
 pub(crate) fn candidates() -> Vec<String> {
     if let Some(path) = std::env::var_os(LIBRARY_ENV) {
         return vec![path.to_string_lossy().into_owned()];
     }
+    let venv = std::env::var_os("VIRTUAL_ENV").map(|v| PathBuf::from(v).join("lib"));
+    let added = SEARCH_DIRS.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let mut out = vec![SONAME.to_owned()];
-    if let Some(venv) = std::env::var_os("VIRTUAL_ENV") {
-        out.push(PathBuf::from(venv).join("lib").join(SONAME).to_string_lossy().into_owned());
+    for dir in venv.into_iter().chain(added) {
+        let path = dir.join(SONAME).to_string_lossy().into_owned();
+        if !out.contains(&path) {
+            out.push(path);
+        }
     }
     out
 }
@@ -218,6 +235,61 @@ pub(crate) fn launch_problem(var: impl Fn(&str) -> Option<String>) -> Option<Str
     ))
 }
 
+/// How long a collective started on the calling thread is tested there before it is
+/// handed to its stream: about what a few-MiB collective takes between processes of one
+/// machine, so those complete without a hand-off, while a caller that queued a longer one
+/// to overlap it with other work is held at most this long.
+pub(crate) const SPIN: Duration = Duration::from_millis(1);
+
+/// The pause between two tests of a call in flight: none for the first 50 µs (a small
+/// collective between processes of one machine completes within a few microseconds, sooner
+/// than a trip through the scheduler; MPI's own waits test back to back), then a yield of
+/// the CPU to any other thread that can use it.
+///
+/// Without the spin where this machine runs more ranks than it has CPUs: a spinning rank
+/// would then hold a CPU the rank it waits for needs.
+pub(crate) struct Pace {
+    since: Instant,
+    /// Still in the spin: the clock is read every [`Pace::EVERY`] pauses, not every one.
+    spinning: bool,
+    pauses: u32,
+}
+
+impl Pace {
+    const SPIN: Duration = Duration::from_micros(50);
+    const EVERY: u32 = 32;
+
+    pub(crate) fn new(mpi: &Mpi) -> Pace {
+        Pace { since: Instant::now(), spinning: mpi.spin, pauses: 0 }
+    }
+
+    pub(crate) fn pause(&mut self) {
+        if self.spinning {
+            self.pauses += 1;
+            if self.pauses.is_multiple_of(Self::EVERY) && self.since.elapsed() >= Self::SPIN {
+                self.spinning = false;
+            }
+        } else {
+            std::thread::yield_now();
+        }
+    }
+
+    /// Time since the first pause was set out (read now).
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.since.elapsed()
+    }
+}
+
+/// A nonblocking call in flight: its request, when it started, and its MPI name.
+pub(crate) struct InFlight {
+    /// The `MPI_Request` handle, as an address (requests cross to stream workers).
+    request: usize,
+    started: Instant,
+    call: &'static str,
+    /// Tests so far (the watchdog reads the clock every so many).
+    tests: u32,
+}
+
 /// The process's MPI, initialised (or joined).
 pub struct Mpi {
     loaded: Arc<Loaded>,
@@ -227,6 +299,18 @@ pub struct Mpi {
     serial: Mutex<()>,
     /// gpuport called `MPI_Init_thread`, so it finalises at exit.
     owns_init: bool,
+    /// This machine has a CPU for each of its ranks: waiters may spin ([`Pace`]).
+    spin: bool,
+}
+
+/// The launchers' variables for the number of ranks on this machine: MPICH's Hydra, Open
+/// MPI, PMIx launchers.
+const LOCAL_SIZE_VARS: [&str; 3] = ["MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMIX_LOCAL_SIZE"];
+
+/// The ranks on this machine, as the launcher says — or `world` (all of them, the
+/// cautious guess) when it does not.
+fn local_ranks(world: usize, var: impl Fn(&str) -> Option<String>) -> usize {
+    LOCAL_SIZE_VARS.iter().find_map(|v| var(v)?.trim().parse().ok()).unwrap_or(world)
 }
 
 static LOADED: OnceLock<Result<Arc<Loaded>>> = OnceLock::new();
@@ -279,7 +363,12 @@ impl Mpi {
                 ),
             });
         }
-        Ok(Arc::new(Mpi { loaded, granted, serial: Mutex::new(()), owns_init }))
+        let mut world: c_int = 1;
+        // SAFETY: the world communicator and a valid out-pointer.
+        check(api, unsafe { (api.comm_size)(abi::predefined(abi::COMM_WORLD), &mut world) }, "MPI_Comm_size")?;
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let spin = local_ranks(world.max(1) as usize, |v| std::env::var(v).ok()) <= cpus;
+        Ok(Arc::new(Mpi { loaded, granted, serial: Mutex::new(()), owns_init, spin }))
     }
 
     /// The library's version line.
@@ -301,53 +390,78 @@ impl Mpi {
     }
 
     /// Starts a nonblocking call with `start` (given the request to fill) and waits for it
-    /// by testing — serialised as [`Mpi::call`] is — until it completes, or until
-    /// `GPUPORT_COLLECTIVE_TIMEOUT` seconds have passed: then a rank has not arrived (it
-    /// exited, or its program issued another collective), and the job is aborted
-    /// (`MPI_Abort`, which the launcher reports) rather than left waiting for ever.
+    /// ([`Mpi::finish`]).
     pub(crate) fn call_waiting(
         &self,
         call: &'static str,
-        what: impl FnOnce() -> String,
+        what: impl Fn() -> String,
         start: impl FnOnce(&Api, *mut abi::Request) -> c_int,
     ) -> Result<()> {
+        let flight = self.begin(call, start)?;
+        self.finish(flight, what)
+    }
+
+    /// Starts a nonblocking call with `start`, given the request to fill.
+    pub(crate) fn begin(
+        &self,
+        call: &'static str,
+        start: impl FnOnce(&Api, *mut abi::Request) -> c_int,
+    ) -> Result<InFlight> {
         let mut request: abi::Request = abi::predefined(abi::REQUEST_NULL);
         self.call(call, |api| start(api, &mut request))?;
-        let started = Instant::now();
-        let limit = timeout();
-        let mut pause = Duration::ZERO;
-        loop {
-            let mut done: c_int = 0;
-            // SAFETY: a live request (MPI sets it to MPI_REQUEST_NULL once complete, which
-            // ends this loop), a valid flag, and MPI_STATUS_IGNORE.
-            self.call("MPI_Test", |api| unsafe { (api.test)(&mut request, &mut done, std::ptr::null_mut()) })?;
-            if done != 0 {
-                return Ok(());
-            }
-            if started.elapsed() > limit {
-                let message = format!(
-                    "gpuport: {} did not complete within {} s ({TIMEOUT_ENV}): a rank did not arrive — it \
-                     exited, or issued another collective; aborting the job",
-                    what(),
-                    limit.as_secs()
-                );
-                log::error!("{message}");
-                // Straight to the process's stderr (a test harness captures `eprintln!`): the
-                // launcher's log is where a user looks.
-                let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{message}\n").as_bytes());
-                // SAFETY: the world communicator; the launcher ends every rank.
-                let _ = unsafe { (self.loaded.api.abort)(abi::predefined(abi::COMM_WORLD), 1) };
-                return Err(Error::Collective { engine: ENGINE, call, code: 1, message });
-            }
-            // Spin briefly (a collective of small arrays completes in microseconds), then
-            // sleep longer and longer, up to a millisecond, to leave the CPU to the ranks.
-            if pause.is_zero() && started.elapsed() < Duration::from_micros(100) {
-                std::thread::yield_now();
-            } else {
-                pause = (pause * 2).clamp(Duration::from_micros(10), Duration::from_millis(1));
-                std::thread::sleep(pause);
-            }
+        Ok(InFlight { request: request as usize, started: Instant::now(), call, tests: 0 })
+    }
+
+    /// Tests `flight` once (`MPI_Test`): whether it is complete.
+    pub(crate) fn test(&self, flight: &mut InFlight) -> Result<bool> {
+        let mut request = flight.request as abi::Request;
+        let mut done: c_int = 0;
+        // SAFETY: a live request (MPI sets it to MPI_REQUEST_NULL once complete, and a
+        // complete flight is never tested again), a valid flag, and MPI_STATUS_IGNORE.
+        self.call("MPI_Test", |api| unsafe { (api.test)(&mut request, &mut done, std::ptr::null_mut()) })?;
+        flight.request = request as usize;
+        Ok(done != 0)
+    }
+
+    /// Tests `flight` until it completes ([`Mpi::poll`]), back to back: MPI progresses a
+    /// nonblocking call only while it is tested (MPICH's own `MPI_Wait` polls too), so a
+    /// sleep between tests would stall a large collective's pipeline; the CPU is yielded
+    /// between tests to any other thread that can use it.
+    pub(crate) fn finish(&self, mut flight: InFlight, what: impl Fn() -> String) -> Result<()> {
+        let mut pace = Pace::new(self);
+        while !self.poll(&mut flight, &what)? {
+            pace.pause();
         }
+        Ok(())
+    }
+
+    /// Tests `flight` once: whether it is complete — or, once `GPUPORT_COLLECTIVE_TIMEOUT`
+    /// seconds have passed since it started, an error: a rank has not arrived (it exited,
+    /// or its program issued another collective), and the job is aborted (`MPI_Abort`,
+    /// which the launcher reports) rather than left waiting for ever.
+    pub(crate) fn poll(&self, flight: &mut InFlight, what: impl FnOnce() -> String) -> Result<bool> {
+        if self.test(flight)? {
+            return Ok(true);
+        }
+        // The clock is read every 64 tests: a test of a small call costs less than a read.
+        flight.tests = flight.tests.wrapping_add(1);
+        let limit = timeout();
+        if !flight.tests.is_multiple_of(64) || flight.started.elapsed() <= limit {
+            return Ok(false);
+        }
+        let message = format!(
+            "gpuport: {} did not complete within {} s ({TIMEOUT_ENV}): a rank did not arrive — it exited, or \
+             issued another collective; aborting the job",
+            what(),
+            limit.as_secs()
+        );
+        log::error!("{message}");
+        // Straight to the process's stderr (a test harness captures `eprintln!`): the
+        // launcher's log is where a user looks.
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{message}\n").as_bytes());
+        // SAFETY: the world communicator; the launcher ends every rank.
+        let _ = unsafe { (self.loaded.api.abort)(abi::predefined(abi::COMM_WORLD), 1) };
+        Err(Error::Collective { engine: ENGINE, call: flight.call, code: 1, message })
     }
 
     /// Whether MPI is finalised (communicators are then gone with it).
@@ -407,6 +521,16 @@ mod tests {
         let err = load(&["libm.so.6".into()]).err().expect("libm is not MPI");
         let text = err.to_string();
         assert!(text.contains("libm.so.6 has no `MPI_Initialized`"), "{text}");
+    }
+
+    #[test]
+    fn the_ranks_on_this_machine_come_from_the_launcher_or_are_all_of_them() {
+        let hydra = |v: &str| (v == "MPI_LOCALNRANKS").then(|| "2".to_owned());
+        assert_eq!(local_ranks(64, hydra), 2);
+        let open_mpi = |v: &str| (v == "OMPI_COMM_WORLD_LOCAL_SIZE").then(|| "8".to_owned());
+        assert_eq!(local_ranks(64, open_mpi), 8);
+        assert_eq!(local_ranks(64, |_: &str| None), 64);
+        assert_eq!(local_ranks(4, |_: &str| Some("many".to_owned())), 4);
     }
 
     #[test]

@@ -58,6 +58,7 @@ pub const CASES: &[Case] = &[
     Case { name: "ordering::without_wait_streams_overlap", run: ordering::without_wait_streams_overlap, needs: &[] },
     Case { name: "ordering::host_callbacks_in_order", run: ordering::host_callbacks_in_order, needs: &[] },
     Case { name: "ordering::stream_query", run: ordering::stream_query, needs: &[] },
+    Case { name: "ordering::run_if_idle", run: ordering::run_if_idle, needs: &[] },
     Case { name: "ordering::default_streams", run: ordering::default_streams, needs: &[] },
     Case {
         name: "implicit::blocking_stream_waits_for_legacy",

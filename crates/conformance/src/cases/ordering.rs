@@ -162,6 +162,45 @@ pub fn stream_query(t: &Target) -> Outcome {
     Ok(())
 }
 
+/// `Stream::run_if_idle`: never runs `f` while work is pending (held by a gate); where the
+/// stream runs it, it runs once, on the calling thread, and work `f` queues runs after it.
+/// A stream may always decline (the provided method does).
+pub fn run_if_idle(t: &Target) -> Outcome {
+    let dev = t.device();
+    let s = stream(dev)?;
+    let gate = Gate::default();
+    let _open = OpenOnDrop(gate.clone());
+    gate.block(&s)?;
+    let mut ran = 0;
+    ensure!(!s.run_if_idle(&mut || ran += 1) && ran == 0, "ran while a callback held the stream (ran {ran} times)");
+    gate.open();
+    s.synchronize()?;
+    let caller = std::thread::current().id();
+    let (mut calls, mut on, mut queued) = (0, None, Ok(()));
+    let f_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen_by_later = Arc::new(Mutex::new(None));
+    let ran = s.run_if_idle(&mut || {
+        calls += 1;
+        on = Some(std::thread::current().id());
+        let (done, seen) = (f_done.clone(), seen_by_later.clone());
+        queued = s.host_callback(Box::new(move || {
+            *seen.lock().unwrap() = Some(done.load(std::sync::atomic::Ordering::SeqCst));
+        }));
+        f_done.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    queued?;
+    s.synchronize()?;
+    if !ran {
+        ensure!(calls == 0, "declined, yet ran f {calls} times");
+        return Ok(());
+    }
+    ensure!(calls == 1, "ran f {calls} times");
+    ensure!(on == Some(caller), "ran f on another thread");
+    let seen = *seen_by_later.lock().unwrap();
+    ensure!(seen == Some(true), "work f queued ran before f returned (it saw f unfinished: {seen:?})");
+    Ok(())
+}
+
 /// Where the stream publishes its counters (`Stream::progress`), they must say what its
 /// query says: a plugin boundary answers queries from them alone.
 fn progress_says(s: &gpuport_runtime::AnyStream, expected: ProgressReading, what: &str) -> Outcome {

@@ -50,6 +50,8 @@ twin_trait! {
         @unsafe fn host_function(&self, func: HostFunction, user: *mut c_void) -> Result<()>;
         /// See [`Stream::launch`].
         fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()>;
+        /// See [`Stream::run_if_idle`].
+        fn run_if_idle(&self, f: &mut dyn FnMut()) -> bool;
         /// See [`Stream::query`].
         fn query(&self) -> Result<bool>;
         /// See [`Stream::progress`]. `None` for a loaded plugin's stream: its counters
@@ -108,6 +110,9 @@ impl<S: Stream> DynStream for S {
     }
     fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
         Stream::launch(self, kernel, config, args)
+    }
+    fn run_if_idle(&self, f: &mut dyn FnMut()) -> bool {
+        Stream::run_if_idle(self, f)
     }
     fn query(&self) -> Result<bool> {
         Stream::query(self)

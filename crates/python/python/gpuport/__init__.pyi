@@ -1,8 +1,10 @@
-"""Type stubs for the `gpuport` extension module (crates/python)."""
+"""Type stubs for the `gpuport` package (crates/python): the native module's API, as `gpuport` re-exports it."""
 
 from typing import Any, Final, Literal, Sequence, SupportsIndex, Union, final
 
 from typing_extensions import Self
+
+from . import distributed as distributed
 
 __version__: str
 

@@ -1,0 +1,69 @@
+"""Type stubs for `gpuport.distributed`: collectives across processes."""
+
+from typing import Any, Literal, final
+
+from . import Array, Event, Stream
+
+__all__ = ["Communicator", "Engine", "Work", "engines", "init"]
+
+ReduceOpName = Literal["sum", "prod", "min", "max", "avg"]
+
+@final
+class Engine:
+    @property
+    def name(self) -> str: ...
+    @property
+    def available(self) -> bool: ...
+    @property
+    def version(self) -> str | None: ...
+    @property
+    def reason(self) -> str | None: ...
+
+@final
+class Work:
+    def wait(self) -> Any:
+        """Waits until the collective is done; returns its result (None where this rank has none)."""
+    def is_done(self) -> bool: ...
+    @property
+    def event(self) -> Event: ...
+
+@final
+class Communicator:
+    @property
+    def rank(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def engine(self) -> str: ...
+    @property
+    def engine_version(self) -> str: ...
+    def dup(self) -> Communicator: ...
+    def split(self, color: int | None, key: int = 0) -> Communicator | None: ...
+    def barrier(self) -> None: ...
+    def all_reduce(
+        self, x: Any, op: ReduceOpName = "sum", out: Any | None = None, stream: Stream | None = None, *, async_op: bool = False
+    ) -> Any: ...
+    def broadcast(self, x: Any, root: int = 0, stream: Stream | None = None, *, async_op: bool = False) -> Any: ...
+    def reduce(
+        self,
+        x: Any,
+        root: int = 0,
+        op: ReduceOpName = "sum",
+        out: Any | None = None,
+        stream: Stream | None = None,
+        *,
+        async_op: bool = False,
+    ) -> Any: ...
+    def all_gather(self, x: Any, out: Any | None = None, stream: Stream | None = None, *, async_op: bool = False) -> Any: ...
+    def reduce_scatter(
+        self, x: Any, op: ReduceOpName = "sum", out: Any | None = None, stream: Stream | None = None, *, async_op: bool = False
+    ) -> Any: ...
+    def all_to_all(self, x: Any, out: Any | None = None, stream: Stream | None = None, *, async_op: bool = False) -> Any: ...
+    def send(self, x: Any, dst: int, tag: int = 0, stream: Stream | None = None, *, async_op: bool = False) -> Any: ...
+    def recv(self, x: Any, src: int, tag: int = 0, stream: Stream | None = None, *, async_op: bool = False) -> Any: ...
+
+def engines() -> list[Engine]:
+    """Every collectives engine gpuport knows, with its version or why it is unavailable."""
+
+def init(engine: Literal["mpi"] | None = None) -> Communicator:
+    """The world communicator (every rank of the job), its engine started."""

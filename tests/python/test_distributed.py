@@ -23,11 +23,12 @@ EXAMPLE = HERE.parent.parent / "crates" / "python" / "examples" / "allreduce.py"
 MPIEXEC = pathlib.Path(sys.prefix) / "bin" / "mpiexec"
 HAS_MPI = MPIEXEC.exists() and (pathlib.Path(sys.prefix) / "lib" / "libmpi_abi.so.1").exists()
 requires_mpi = pytest.mark.skipif(not HAS_MPI, reason=f"no mpich wheel in {sys.prefix} (pip install mpich)")
-LAUNCHER_VARS = ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK")
+# What makes a process a rank, or names its MPI: the runs below set their own.
+LEFT_OUT = ("PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "GPUPORT_MPI_LIBRARY", "GPUPORT_MPI_SINGLETON")
 
 
 def environment(**extra):
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS and not k.startswith("GPUPORT_MPI")}
+    env = {k: v for k, v in os.environ.items() if k not in LEFT_OUT}
     # A job whose ranks fall out of step fails in a minute, not after the default ten.
     env.update(GPUPORT_COLLECTIVE_TIMEOUT="60", GPUPORT_EXT="1", **extra)
     return env

@@ -148,10 +148,25 @@ fn index(value: i64, what: &str) -> PyResult<usize> {
     usize::try_from(value).map_err(|_| PyValueError::new_err(format!("{what} must be ≥ 0, not {value}")))
 }
 
-/// A new array on `like`'s device, of `like`'s dtype.
-fn allocate(py: Python<'_>, like: &Array, shape: &[usize]) -> PyResult<Py<PyAny>> {
-    let a = py.detach(|| Array::empty(like.device(), shape, like.dtype())).py()?;
-    Ok(PyArray::wrap(py, a)?.into_any())
+/// The result array: `out` when given, else a new array of `shape()` on `like`'s device
+/// and of its dtype — as gpuport's array and as the Python object to return.
+fn out_or_new(
+    py: Python<'_>,
+    out: Option<&Bound<'_, PyAny>>,
+    like: &Array,
+    shape: impl FnOnce() -> PyResult<Vec<usize>>,
+) -> PyResult<(Array, Py<PyAny>)> {
+    if let Some(out) = out.filter(|o| !o.is_none()) {
+        return Ok((operand(py, out, "out")?, out.clone().unbind()));
+    }
+    let shape = shape()?;
+    let made = py.detach(|| Array::empty(like.device(), &shape, like.dtype())).py()?;
+    Ok((made.clone(), PyArray::wrap(py, made)?.into_any()))
+}
+
+/// What an in-place-or-`out` collective returns: `out` when given, else `x`.
+fn out_or_x(x: &Bound<'_, PyAny>, out: Option<&Bound<'_, PyAny>>) -> Py<PyAny> {
+    out.filter(|o| !o.is_none()).unwrap_or(x).clone().unbind()
 }
 
 /// The stream argument.
@@ -245,9 +260,8 @@ impl PyCommunicator {
         async_op: bool,
     ) -> PyResult<Py<PyAny>> {
         let (op, a, o) = (reduce_op(op)?, operand(py, x, "x")?, optional(py, out, "out")?);
-        let result = out.filter(|o| !o.is_none()).unwrap_or(x).clone().unbind();
         let stream = stream_of(stream.as_ref());
-        self.run(py, async_op, result, |c| c.all_reduce(&a, op, o.as_ref(), stream))
+        self.run(py, async_op, out_or_x(x, out), |c| c.all_reduce(&a, op, o.as_ref(), stream))
     }
 
     /// `x` of rank `root` into `x` on every rank. Returns `x`.
@@ -281,7 +295,7 @@ impl PyCommunicator {
     ) -> PyResult<Py<PyAny>> {
         let (op, a, o, root) = (reduce_op(op)?, operand(py, x, "x")?, optional(py, out, "out")?, index(root, "root")?);
         let result = match root == self.inner.rank() {
-            true => out.filter(|o| !o.is_none()).unwrap_or(x).clone().unbind(),
+            true => out_or_x(x, out),
             false => py.None(),
         };
         let stream = stream_of(stream.as_ref());
@@ -300,14 +314,9 @@ impl PyCommunicator {
         async_op: bool,
     ) -> PyResult<Py<PyAny>> {
         let a = operand(py, x, "x")?;
-        let (o, result) = match out.filter(|o| !o.is_none()) {
-            Some(out) => (operand(py, out, "out")?, out.clone().unbind()),
-            None => {
-                let shape: Vec<usize> = std::iter::once(self.inner.size()).chain(a.shape().iter().copied()).collect();
-                let made = allocate(py, &a, &shape)?;
-                (made.bind(py).cast::<PyArray>()?.get().inner.clone(), made)
-            }
-        };
+        let (o, result) = out_or_new(py, out, &a, || {
+            Ok(std::iter::once(self.inner.size()).chain(a.shape().iter().copied()).collect())
+        })?;
         let stream = stream_of(stream.as_ref());
         self.run(py, async_op, result, |c| c.all_gather(&a, &o, stream))
     }
@@ -326,26 +335,16 @@ impl PyCommunicator {
         async_op: bool,
     ) -> PyResult<Py<PyAny>> {
         let (op, a) = (reduce_op(op)?, operand(py, x, "x")?);
-        let (o, result) = match out.filter(|o| !o.is_none()) {
-            Some(out) => (operand(py, out, "out")?, out.clone().unbind()),
-            None => {
-                let size = self.inner.size();
-                let shape = match a.shape().split_first() {
-                    Some((&first, rest)) if first % size == 0 => {
-                        std::iter::once(first / size).chain(rest.iter().copied()).collect::<Vec<_>>()
-                    }
-                    _ => {
-                        return Err(PyValueError::new_err(format!(
-                            "reduce_scatter: x has shape {:?}, whose first axis does not split into {size} equal \
-                             blocks; pass out=",
-                            a.shape()
-                        )))
-                    }
-                };
-                let made = allocate(py, &a, &shape)?;
-                (made.bind(py).cast::<PyArray>()?.get().inner.clone(), made)
+        let size = self.inner.size();
+        let (o, result) = out_or_new(py, out, &a, || match a.shape().split_first() {
+            Some((&first, rest)) if first % size == 0 => {
+                Ok(std::iter::once(first / size).chain(rest.iter().copied()).collect())
             }
-        };
+            _ => Err(PyValueError::new_err(format!(
+                "reduce_scatter: x has shape {:?}, whose first axis does not split into {size} equal blocks; pass out=",
+                a.shape()
+            ))),
+        })?;
         let stream = stream_of(stream.as_ref());
         self.run(py, async_op, result, |c| c.reduce_scatter(&a, op, &o, stream))
     }
@@ -362,13 +361,7 @@ impl PyCommunicator {
         async_op: bool,
     ) -> PyResult<Py<PyAny>> {
         let a = operand(py, x, "x")?;
-        let (o, result) = match out.filter(|o| !o.is_none()) {
-            Some(out) => (operand(py, out, "out")?, out.clone().unbind()),
-            None => {
-                let made = allocate(py, &a, a.shape())?;
-                (made.bind(py).cast::<PyArray>()?.get().inner.clone(), made)
-            }
-        };
+        let (o, result) = out_or_new(py, out, &a, || Ok(a.shape().to_vec()))?;
         let stream = stream_of(stream.as_ref());
         self.run(py, async_op, result, |c| c.all_to_all(&a, &o, stream))
     }

@@ -258,6 +258,11 @@ pub const MUTANTS: &[Mutant] = &[
         breaks: "allocations of 4 KiB or less come from 256 slots that wrap: past 256 live ones, a new one shares a live one's bytes",
         caught_by: "memory::many_live_allocations",
     },
+    Mutant {
+        name: "mut-run-if-idle-while-busy",
+        breaks: "Stream::run_if_idle runs its closure at once even while the stream has work pending",
+        caught_by: "ordering::run_if_idle",
+    },
 ];
 
 /// A flaw of the driver doubles (`GPUPORT_DOUBLE_MUTANT=name`) and the conformance case
@@ -337,6 +342,7 @@ pub(crate) mod flaw {
     pub const LEGACY_STREAM_OF_FIRST_DEVICE: u8 = 43;
     pub const LARGE_2D_PACKED: u8 = 44;
     pub const SLAB_WRAPS: u8 = 45;
+    pub const RUN_IF_IDLE_WHILE_BUSY: u8 = 46;
 }
 
 /// The backend of mutant `F`.
@@ -378,7 +384,7 @@ impl<const F: u8> Backend for MutantBackend<F> {
 macro_rules! with_mutant {
     ($index:expr, |$b:ident| $body:expr) => {
         $crate::with_mutant!(@each $index, $b, $body;
-            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45)
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46)
     };
     (@each $index:expr, $b:ident, $body:expr; $($n:literal)*) => {
         match $index {

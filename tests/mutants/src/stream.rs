@@ -221,6 +221,14 @@ impl<const F: u8> Stream for MutantStream<F> {
         }
         self.0.next().launch(kernel, config, args, host_translator("launch"))
     }
+    fn run_if_idle(&self, f: &mut dyn FnMut()) -> bool {
+        if F == flaw::RUN_IF_IDLE_WHILE_BUSY {
+            f();
+            return true;
+        }
+        // Work split over two queues cannot be held as one: decline.
+        self.0.second.is_none() && self.0.main().run_if_idle(f)
+    }
     fn query(&self) -> Result<bool> {
         if F == flaw::QUERY_ALWAYS_DONE {
             return Ok(true);

@@ -218,6 +218,35 @@ else
   rm -rf "$site"
 fi
 
+# The collectives with several ranks: the mpich wheel (mpi/) installed with pip into a
+# scratch prefix for its launcher and its MPI standard-ABI library; the multi-rank tests
+# (cuda:0's arrays, staged through pinned memory, among the host's and ext's) with 2 and 4
+# ranks, then all_reduce beside MPI_Allreduce_c called directly with 2 and 4 ranks.
+mpi_py="${GPUPORT_BUNDLE_PYTHON:-$(command -v python3 || true)}"
+mpi_prefix="$(mktemp -d "${TMPDIR:-/tmp}/gpuport-mpi.XXXXXX")"
+if [ -z "$mpi_py" ]; then
+  skip_part collectives "no python3 here (pip installs the mpich wheel)"
+elif ! "$mpi_py" -m pip install --quiet --ignore-installed --no-index --no-deps --no-warn-script-location \
+    --prefix "$mpi_prefix" "$here"/mpi/mpich-*.whl >"$logdir/mpich-install.log" 2>&1 || [ ! -x "$mpi_prefix/bin/mpiexec" ]; then
+  skip_part collectives "the mpich wheel did not install (mpich-install.log)"
+else
+  mpilib="$mpi_prefix/lib/libmpi_abi.so.1"
+  for n in 2 4; do
+    run_part "collectives-$n" env GPUPORT_MPI_LIBRARY="$mpilib" "$mpi_prefix/bin/mpiexec" -n "$n" \
+      "$bin/collective-ranks" --include-ignored --test-threads=1
+  done
+  for n in 2 4; do
+    run_part "bench-collectives-$n" env GPUPORT_MPI_LIBRARY="$mpilib" "$mpi_prefix/bin/mpiexec" -n "$n" "$bin/bench-allreduce"
+  done
+  if "$bin/xtask" bench-collectives-table "$logdir/bench-collectives-2.log" "$logdir/bench-collectives-4.log" \
+      >"$logdir/bench-collectives-table.md" 2>&1; then
+    { echo; echo "all_reduce beside MPI_Allreduce_c called directly (host memory, 2 and 4 ranks)"; cat "$logdir/bench-collectives-table.md"; } >>"$summary"
+  else
+    skip_part bench-collectives-table "$(cat "$logdir/bench-collectives-table.md")"
+  fi
+fi
+rm -rf "$mpi_prefix"
+
 # Benchmarks (ratios against floors measured in the same run; they assert nothing).
 run_part bench-staged-copy "$bin/bench-staged-copy"
 # CUDA bandwidth and latency through gpuport, and the same through CuPy in the same run.

@@ -122,6 +122,19 @@ pub fn bench_collectives() -> Result<(), String> {
     Ok(())
 }
 
+/// The table from the benchmark's logs (`bench-collectives-table LOG…`, for the GPU bundle's
+/// logs, where there is no cargo).
+pub fn table_from(logs: &[&str]) -> Result<String, String> {
+    let mut rows = Vec::new();
+    for log in logs {
+        rows.extend(parse(&std::fs::read_to_string(log).map_err(|e| format!("{log}: {e}"))?));
+    }
+    if rows.is_empty() {
+        return Err(format!("no figures in {}", logs.join(", ")));
+    }
+    Ok(render(&rows))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,8 +4,10 @@
 //! `tests/rank_exits.rs`, whose rank 1 exits, with 2 — that job must be ended by gpuport's
 //! watchdog through the launcher, with both their messages, well within the time limit.
 //! Each run has a time limit, so a rank that never arrives fails the run rather than
-//! hanging it. Rank 0's output is counted; the other ranks' goes to `target/collectives/`,
-//! printed when the run fails.
+//! hanging it. With the driver doubles, `tests/ranks.rs` runs again with 2 ranks on each
+//! (`on_double`, from the doubles' step), their devices' arrays among the host's and ext's.
+//! Rank 0's output is counted; the other ranks' goes to `target/collectives/`, printed when
+//! the run fails.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -51,19 +53,8 @@ pub(crate) fn run(tally: &mut Tally) -> bool {
             return false;
         }
     };
-    let logs = std::path::absolute(crate::doubles::target_dir().join("collectives")).unwrap_or_default();
-    let _ = std::fs::create_dir_all(&logs);
-    let launch = |exe: &Path, ranks: u32, check: bool| {
-        let mut cmd = Command::new("timeout");
-        cmd.args(["--kill-after=10", &LIMIT_S.to_string()]).arg(&mpiexec).args(["-n", &ranks.to_string()]);
-        // Every rank runs the tests one at a time, so all call the same collectives in the
-        // same order; ranks other than 0 write to a file of their own.
-        cmd.args(["sh", "-c", QUIET_OTHER_RANKS, "sh"]).arg(&logs);
-        cmd.arg(exe).args(["--include-ignored", "--test-threads=1"]);
-        cmd.env("GPUPORT_MPI_LIBRARY", &library).env("GPUPORT_COLLECTIVE_CHECK", if check { "1" } else { "0" });
-        cmd.env_remove("GPUPORT_BACKENDS");
-        cmd
-    };
+    let logs = logs_dir();
+    let launch = |exe: &Path, ranks: u32, check: bool| launch(&mpiexec, &library, &logs, exe, ranks, check);
     let mut ok = true;
     for (exe, check) in [(&ranks_exe, false), (&check_exe, true)] {
         for ranks in RANKS {
@@ -76,6 +67,51 @@ pub(crate) fn run(tally: &mut Tally) -> bool {
     }
     ok &= a_rank_that_exits_ends_the_job(launch(&exits_exe, 2, false), tally);
     ok & the_example_verifies_on_every_rank(&mpiexec, &library, tally)
+}
+
+/// Where ranks other than 0 write their output.
+fn logs_dir() -> PathBuf {
+    let logs = std::path::absolute(crate::doubles::target_dir().join("collectives")).unwrap_or_default();
+    let _ = std::fs::create_dir_all(&logs);
+    logs
+}
+
+/// `exe` (a test binary) under `mpiexec -n ranks`, with a time limit, the consistency check
+/// on or off. Every rank runs the tests one at a time, so all call the same collectives in
+/// the same order; ranks other than 0 write to a file of their own in `logs`.
+fn launch(mpiexec: &Path, library: &Path, logs: &Path, exe: &Path, ranks: u32, check: bool) -> Command {
+    let mut cmd = Command::new("timeout");
+    cmd.args(["--kill-after=10", &LIMIT_S.to_string()]).arg(mpiexec).args(["-n", &ranks.to_string()]);
+    cmd.args(["sh", "-c", QUIET_OTHER_RANKS, "sh"]).arg(logs);
+    cmd.arg(exe).args(["--include-ignored", "--test-threads=1"]);
+    cmd.env("GPUPORT_MPI_LIBRARY", library).env("GPUPORT_COLLECTIVE_CHECK", if check { "1" } else { "0" });
+    cmd.env_remove("GPUPORT_BACKENDS");
+    cmd
+}
+
+/// `tests/ranks.rs` with 2 ranks with a driver double's device among the arrays' (`env`
+/// loads the double): device memory staged through pinned memory, as on a GPU.
+pub(crate) fn on_double(name: &str, env: &[(&str, std::ffi::OsString)], tally: &mut Tally) -> bool {
+    let what = format!("the collectives with 2 ranks on the {name} double");
+    let built = mpich().and_then(|found| {
+        let exe = crate::rocm_sid::test_binary(&["test", "-p", "gpuport-collective", "--test", "ranks"], "ranks")?;
+        Ok((found, exe))
+    });
+    let ((mpiexec, library), exe) = match built {
+        Ok(found) => found,
+        Err(e) => {
+            tally.note_failure(what, vec![e]);
+            return false;
+        }
+    };
+    let logs = logs_dir();
+    let mut cmd = launch(&mpiexec, &library, &logs, &exe, 2, false);
+    cmd.envs(env.iter().map(|(k, v)| (*k, v.as_os_str())));
+    let passed = crate::run_tests(cmd, tally);
+    if !passed {
+        print_other_ranks(&logs, 2);
+    }
+    passed
 }
 
 /// `examples/allreduce.rs` under `mpiexec -n 4`: one verified line from each rank.

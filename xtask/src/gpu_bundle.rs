@@ -36,6 +36,10 @@ const PARTS: &[(&str, &str, &str)] = &[
     ("gpuport-dlpack", "vendor_devices", "dlpack-devices"),
     ("gpuport-cai", "vendor_devices", "cai-devices"),
     ("gpuport-runtime", "copy_kernels", "copy-kernels"),
+    // The collectives with several ranks (cuda:0's arrays among the host's and ext's) and
+    // their benchmark, under the `mpich` wheel's `mpiexec` (the wheel is in `mpi/`).
+    ("gpuport-collective", "ranks", "collective-ranks"),
+    ("gpuport-collective", "allreduce", "bench-allreduce"),
     ("gpuport", "demo", "demo"),
     ("gpuport-runtime", "staged_copy", "bench-staged-copy"),
     ("gpuport-runtime", "cuda_bandwidth", "bench-cuda"),
@@ -102,9 +106,12 @@ fn build() -> Result<Vec<Artifact>, String> {
         "-p",
         "gpuport-runtime",
         "-p",
+        "gpuport-collective",
+        "-p",
         "xtask",
     ]);
     cmd.args(["--tests", "--example", "demo", "--bench", "staged_copy", "--bench", "cuda_bandwidth", "--bench", "hal"]);
+    cmd.args(["--bench", "allreduce"]);
     cmd.args(["--bin", "xtask"]);
     // A bundle must not depend on anything outside it: no -C target-cpu=native.
     cmd.env_remove("RUSTFLAGS");
@@ -151,6 +158,7 @@ pub fn gpu_bundle(out: &Path) -> Result<(), String> {
     for floor in [crate::python::Floor::Py311, crate::python::Floor::Py312] {
         crate::python::build_wheel(Some("bundle"), &out.join("python"), floor)?;
     }
+    mpich_wheel(&out.join("mpi"))?;
     for entry in fs::read_dir("tests/python").map_err(|e| format!("tests/python: {e}"))?.flatten() {
         let path = entry.path();
         if path.extension().is_some_and(|x| x == "py" || x == "txt" || x == "cu") {
@@ -176,6 +184,28 @@ pub fn gpu_bundle(out: &Path) -> Result<(), String> {
         size as f64 / (1 << 20) as f64
     );
     Ok(())
+}
+
+/// The `mpich` wheel the test packages pin, downloaded into `dir`: `run.sh` installs it into
+/// a scratch environment for its launcher and its standard-ABI library (the GPU machine has
+/// no network).
+fn mpich_wheel(dir: &Path) -> Result<(), String> {
+    let pins =
+        fs::read_to_string(crate::python::REQUIREMENTS).map_err(|e| format!("{}: {e}", crate::python::REQUIREMENTS))?;
+    let pin = pins
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("mpich=="))
+        .ok_or_else(|| format!("{} pins no mpich", crate::python::REQUIREMENTS))?;
+    crate::python::ensure_venv()?;
+    let mut download = Command::new(crate::python::venv_bin("python"));
+    download.args(["-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps"]);
+    download.args(["--only-binary=:all:", "--dest"]).arg(dir).arg(pin);
+    eprintln!("xtask: running {download:?}");
+    match download.status() {
+        Ok(s) if s.success() => Ok(()),
+        _ => Err(format!("pip could not download {pin}")),
+    }
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {

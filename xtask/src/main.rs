@@ -85,6 +85,7 @@ fn usage() -> ExitCode {
            bench [--quick]       benchmarks: ratios against floors measured in the same run, one table\n  \
            bench --interchange   the interchange figures only (Rust and Python), full rounds\n  \
            bench --collectives   all_reduce beside MPI_Allreduce called directly, 2 and 4 ranks under mpiexec\n  \
+           bench-collectives-table LOG... the collectives' table from the benchmark's logs\n  \
            bench-table [--prefix P] PLACEMENT=DIR... the HAL figures' table from criterion folders already written\n  \
            ci                    lint, then test --backend all (what .ci/run runs)\n  \
            python-test           build the wheel into .venv and run tests/python only\n  \
@@ -321,6 +322,9 @@ fn main() -> ExitCode {
                 Some(homes) => report(bench::table_from(prefix, &homes).map(|table| println!("{table}"))),
                 None => return usage(),
             }
+        }
+        ["bench-collectives-table", logs @ ..] if !logs.is_empty() => {
+            report(bench_collectives::table_from(logs).map(|table| println!("{table}")))
         }
         ["ci"] => lint() && test(plan::Request { backend: "all", double: false, no_python: false }, false),
         ["python-test"] => python::test().0,

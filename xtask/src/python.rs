@@ -14,12 +14,12 @@ use std::process::Command;
 
 /// The virtual environment, relative to the repository root.
 pub const VENV: &str = ".venv";
-const REQUIREMENTS: &str = "tests/python/requirements.txt";
+pub(crate) const REQUIREMENTS: &str = "tests/python/requirements.txt";
 /// A copy of the requirements the environment was made with.
 const STAMP: &str = ".venv/gpuport-requirements.txt";
 const MANIFEST: &str = "crates/python/Cargo.toml";
 
-fn venv_bin(name: &str) -> PathBuf {
+pub(crate) fn venv_bin(name: &str) -> PathBuf {
     Path::new(VENV).join("bin").join(name)
 }
 

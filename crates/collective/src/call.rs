@@ -125,6 +125,11 @@ impl Call {
         Some(done)
     }
 
+    /// Whether the call has not started yet (its stream has not reached it).
+    pub(crate) fn is_queued(&self) -> bool {
+        matches!(*self.stage(), Stage::Queued)
+    }
+
     /// Whether the call is done (without testing it).
     pub(crate) fn is_done(&self) -> bool {
         matches!(*self.stage(), Stage::Done(_))

@@ -32,6 +32,11 @@ impl Work {
     /// Blocks until the collective (and the work queued before it on its stream) is done
     /// and its stream has passed it; the engine's error if its call failed.
     pub fn wait(&self) -> Result<()> {
+        if self.call.is_queued() {
+            // Behind other work: the stream's own wait, which refuses a wait from the
+            // stream's own work (it would never end), and after which the call is done.
+            self.event.synchronize()?;
+        }
         self.call.wait(&self.event)?;
         // The stream's worker still has to pass the collective: the CPU is yielded to it
         // (woken as the call completed, it may need this one) before this thread sleeps.

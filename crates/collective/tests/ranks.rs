@@ -13,7 +13,10 @@ fn world() -> Communicator {
     Communicator::world().expect("run under mpiexec (cargo xtask test does)")
 }
 
-/// The devices whose arrays the collectives take here: the host and the ext device.
+/// The devices whose arrays the collectives take here: the host, the ext device, and the
+/// first device of CUDA and of ROCm where there is one (a GPU, or a driver double:
+/// `cargo xtask test` runs these tests again on each double) — staged through pinned
+/// memory.
 fn devices() -> Vec<AnyDevice> {
     static EXT: std::sync::Once = std::sync::Once::new();
     EXT.call_once(|| {
@@ -21,7 +24,9 @@ fn devices() -> Vec<AnyDevice> {
         Runtime::register_plugin(ext).expect("the ext device registers");
     });
     let rt = Runtime::discover();
-    vec![rt.device("host").unwrap(), rt.device("ext:0").unwrap()]
+    let mut found = vec![rt.device("host").unwrap(), rt.device("ext:0").unwrap()];
+    found.extend(["cuda:0", "rocm:0"].into_iter().filter_map(|name| rt.device(name).ok()));
+    found
 }
 
 /// Sizes: empty, one element, odd, and past 4 MiB of `f64` (past any internal chunk).
@@ -227,6 +232,21 @@ fn a_collective_runs_after_the_work_before_it_and_before_the_work_after() {
     work.wait().unwrap();
     assert_eq!(values(&z), vec![2.0; 4096]);
     dev.default_stream(DefaultStream::Legacy).unwrap().synchronize().unwrap();
+    // A wait from the stream's own earlier work would never end: refused, not a hang.
+    let (hand, handed) = std::sync::mpsc::channel::<gpuport_collective::Work>();
+    let (tell, told) = std::sync::mpsc::channel();
+    stream
+        .host_callback(Box::new(move || {
+            if let Ok(work) = handed.recv() {
+                let _ = tell.send(work.wait());
+            }
+        }))
+        .unwrap();
+    hand.send(comm.all_reduce(&x, ReduceOp::Sum, None, Some(&stream)).unwrap()).unwrap();
+    let answer = told.recv_timeout(std::time::Duration::from_secs(60)).expect("the wait returned");
+    assert!(matches!(answer, Err(Error::WouldDeadlock { .. })), "{answer:?}");
+    stream.synchronize().unwrap();
+    assert_eq!(values(&x), vec![(size * size) as f64; 4096], "the collective ran once the callback returned");
 }
 
 #[test]

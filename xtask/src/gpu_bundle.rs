@@ -166,9 +166,15 @@ pub fn gpu_bundle(out: &Path) -> Result<(), String> {
             fs::copy(&path, &dest).map_err(|e| format!("copying {}: {e}", path.display()))?;
         }
     }
-    // The C plugin's source and the plugin ABI's header, at their paths in the repository:
-    // the plugin tests build it with the machine's C compiler.
-    for file in ["examples/c-plugin/c_plugin.c", "crates/plugin-abi/include/gpuport_plugin.h"] {
+    // At their paths in the repository: the C plugin's source and the plugin ABI's header
+    // (the plugin tests build it with the machine's C compiler), and the Python
+    // collectives' example (the distributed tests run it).
+    let files = [
+        "examples/c-plugin/c_plugin.c",
+        "crates/plugin-abi/include/gpuport_plugin.h",
+        "crates/python/examples/allreduce.py",
+    ];
+    for file in files {
         let dest = out.join(file);
         fs::create_dir_all(dest.parent().unwrap_or(out)).map_err(|e| format!("creating {}: {e}", dest.display()))?;
         fs::copy(file, &dest).map_err(|e| format!("copying {file}: {e}"))?;

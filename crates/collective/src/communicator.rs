@@ -581,7 +581,7 @@ impl Communicator {
     /// (its exchange may wait for ranks that are busy elsewhere) — and so spares
     /// it the hand-off to the stream's worker and back, which costs more than a small
     /// collective between processes of one machine. The call is started and tested for up
-    /// to [`SPIN`](crate::mpi::SPIN), the stream held meanwhile (work queued on it waits);
+    /// to [`AT_ONCE_LIMIT`](crate::mpi::AT_ONCE_LIMIT), the stream held meanwhile (work queued on it waits);
     /// one still in flight then is handed to the stream, where it completes like any
     /// other. `None` (`call` left in place) when the stream would not run it at once.
     fn run_at_once<C>(
@@ -639,7 +639,7 @@ impl Communicator {
         let mut pace = crate::mpi::Pace::new(mpi);
         loop {
             match mpi.poll(&mut flight, || state.describe()) {
-                Ok(false) if pace.elapsed() < crate::mpi::SPIN => pace.pause(),
+                Ok(false) if pace.elapsed() < crate::mpi::AT_ONCE_LIMIT => pace.pause(),
                 Ok(false) => break,
                 done => {
                     state.finished(done.map(|_| ()));

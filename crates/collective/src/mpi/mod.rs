@@ -239,7 +239,7 @@ pub(crate) fn launch_problem(var: impl Fn(&str) -> Option<String>) -> Option<Str
 /// handed to its stream: about what a few-MiB collective takes between processes of one
 /// machine, so those complete without a hand-off, while a caller that queued a longer one
 /// to overlap it with other work is held at most this long.
-pub(crate) const SPIN: Duration = Duration::from_millis(1);
+pub(crate) const AT_ONCE_LIMIT: Duration = Duration::from_millis(1);
 
 /// The pause between two tests of a call in flight: none for the first 50 µs (a small
 /// collective between processes of one machine completes within a few microseconds, sooner

@@ -99,10 +99,11 @@ pub fn nvrtc() -> Result<Arc<Nvrtc>> {
 fn supported_archs(rtc: &Rtc) -> Option<Vec<i32>> {
     type NumFn = unsafe extern "C" fn(*mut std::ffi::c_int) -> std::ffi::c_int;
     type ListFn = unsafe extern "C" fn(*mut std::ffi::c_int) -> std::ffi::c_int;
-    // SAFETY: reopening the loaded file only adds a reference; looked-up functions are
-    // called with their documented signatures and a buffer of the size NVRTC gave.
+    // SAFETY: reopening the loaded (resident) file only adds a reference; looked-up
+    // functions are called with their documented signatures and a buffer of the size NVRTC
+    // gave.
     unsafe {
-        let lib = libloading::Library::new(&rtc.library).ok()?;
+        let lib = gpuport_vendor_kit::loading::open_resident(&rtc.library).ok()?;
         let num = *lib.get::<NumFn>(b"nvrtcGetNumSupportedArchs\0").ok()?;
         let list = *lib.get::<ListFn>(b"nvrtcGetSupportedArchs\0").ok()?;
         let mut n = 0;

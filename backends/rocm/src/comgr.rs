@@ -50,8 +50,8 @@ fn names_in(path: &str) -> Option<Vec<String>> {
 /// The processors comgr `name` lists.
 fn processors_of(name: &str) -> Option<Vec<String>> {
     // SAFETY: comgr's initialisers only; hiprtc loads this same library to compile. It
-    // stays loaded (forgotten below), as it would once hiprtc had compiled.
-    let library = unsafe { libloading::Library::new(name) }.ok()?;
+    // stays resident, as it would once hiprtc had compiled.
+    let library = unsafe { gpuport_vendor_kit::loading::open_resident(name) }.ok()?;
     // SAFETY: the two functions' C types, as comgr's header declares them.
     let (count, isa_name) = unsafe {
         (
@@ -59,7 +59,6 @@ fn processors_of(name: &str) -> Option<Vec<String>> {
             *library.get::<IsaNameFn>(b"amd_comgr_get_isa_name\0").ok()?,
         )
     };
-    std::mem::forget(library);
     let mut n = 0usize;
     // SAFETY: a valid out-pointer.
     if unsafe { count(&mut n) } != 0 {

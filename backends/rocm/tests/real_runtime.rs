@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use gpuport_core::{Backend, Error, LoadOptions};
 use gpuport_rocm::{inspect_library, RocmBackend};
+use gpuport_vendor_kit::loading::open_resident;
 
 fn library() -> PathBuf {
     PathBuf::from(std::env::var_os("GPUPORT_REAL_HIP").expect("GPUPORT_REAL_HIP names a real libamdhip64"))
@@ -72,8 +73,10 @@ fn without_a_gpu_the_runtime_says_no_device_and_its_version() {
 #[test]
 #[ignore = "needs GPUPORT_REAL_HIP (set by .ci/run and cargo xtask rocm-sid-check)"]
 fn the_compiler_and_rccl_are_where_this_version_puts_them() {
-    // SAFETY: the HIP runtime under test; loading it runs its initialisers only.
-    let runtime = unsafe { libloading::Library::new(library()) }.expect("the runtime opens");
+    // SAFETY: the HIP runtime under test; loading it runs its initialisers only. Opened as
+    // gpuport opens it (resident): ROCm 6.4's runtime loaded again after an unload crashes
+    // the loading thread at its exit.
+    let runtime = unsafe { open_resident(library()) }.expect("the runtime opens");
     // SAFETY: only looked up, never called.
     let has_hiprtc = unsafe { runtime.get::<*const ()>(b"hiprtcCreateProgram\0") }.is_ok();
     // ROCm 5.2's runtime carries the compiler; HIP 7's does not (it is libhiprtc.so.7).
@@ -92,7 +95,7 @@ fn the_compiler_and_rccl_are_where_this_version_puts_them() {
         candidates
             .iter()
             // SAFETY: ROCm's own libraries, as installed beside the runtime.
-            .find_map(|c| unsafe { libloading::Library::new(c) }.ok().map(|lib| (c.clone(), lib)))
+            .find_map(|c| unsafe { open_resident(c) }.ok().map(|lib| (c.clone(), lib)))
             .unwrap_or_else(|| panic!("none of {candidates:?} loads"))
     };
     let (name, hiprtc) = open(gpuport_rocm::HIPRTC_NAMES);
@@ -154,5 +157,28 @@ fn this_versions_hiprtc_compiles_for_current_targets_without_a_gpu() {
             assert!(what.contains("comgr") && what.contains("gfx90a"), "{unknown}: {what}")
         }
         other => panic!("runtime {}: compiling for {unknown} gave {:?}", major(), other.map(|i| i.len())),
+    }
+}
+
+#[test]
+#[ignore = "needs GPUPORT_REAL_HIP (set by .ci/run and cargo xtask rocm-sid-check)"]
+fn asking_again_for_an_absent_device_leaves_every_thread_able_to_exit() {
+    // A program that asks for ROCm on one thread, then opens it on another (a second
+    // library's loader, a retry): each opens the runtime and drops it. Were the runtime
+    // unloaded and loaded again, ROCm 6.4's would leave a thread-exit destructor in unmapped
+    // code and the second thread would crash the process as it ends.
+    let on_a_thread = |f: fn()| std::thread::spawn(f).join().expect("the thread ends normally");
+    for _ in 0..3 {
+        on_a_thread(|| {
+            inspect_library(Some(&library())).expect("the runtime opens");
+        });
+        on_a_thread(|| {
+            let err = RocmBackend::load(&LoadOptions { library_path: Some(library()) }).err();
+            assert!(matches!(err, Some(Error::NoDevice { .. })), "{err:?}");
+        });
+        on_a_thread(|| {
+            // SAFETY: the runtime under test; its initialisers only.
+            drop(unsafe { open_resident(library()) }.expect("the runtime opens"));
+        });
     }
 }

@@ -1,5 +1,13 @@
 //! Opening a vendor runtime library: the first of several candidate names that loads, with
 //! every failed attempt and the loader's own message recorded for `LibraryNotFound`.
+//!
+//! Every library opened here stays loaded until the process exits ([`open_resident`]):
+//! vendor runtimes are not written to be unloaded and loaded again. ROCm 6.4's HIP runtime
+//! (Debian's `libamdhip64.so.6`), opened, closed and opened again on a machine without an
+//! AMD GPU, leaves a thread-exit destructor pointing into the unmapped first copy, and the
+//! thread that loaded it crashes when it ends. A process that asks twice for a backend
+//! whose device is absent does exactly that; CUDA's and MPI's libraries document no
+//! unloading either, and the frameworks (PyTorch, CuPy) never close them.
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +20,29 @@ pub fn loader_message(e: &libloading::Error) -> String {
     match std::error::Error::source(e) {
         Some(src) => src.to_string(),
         None => e.to_string(),
+    }
+}
+
+/// Opens the library `name` (a path, or a name the dynamic loader searches for) so that it
+/// stays loaded until the process exits, whatever handles are dropped (`RTLD_NODELETE`; see
+/// the module documentation). The handle is an ordinary [`Library`]: dropping it only
+/// releases the reference.
+///
+/// # Safety
+/// As for [`Library::new`]: loading a library runs its initialisers.
+pub unsafe fn open_resident(name: impl AsRef<std::ffi::OsStr>) -> std::result::Result<Library, libloading::Error> {
+    #[cfg(unix)]
+    {
+        use libloading::os::unix;
+        // SAFETY: forwarded; the flags are `Library::new`'s (`RTLD_LAZY | RTLD_LOCAL`) with
+        // `RTLD_NODELETE` added.
+        unsafe { unix::Library::open(Some(name.as_ref()), unix::RTLD_LAZY | unix::RTLD_LOCAL | libc::RTLD_NODELETE) }
+            .map(Library::from)
+    }
+    #[cfg(not(unix))]
+    {
+        // SAFETY: forwarded.
+        unsafe { Library::new(name) }
     }
 }
 
@@ -30,8 +61,9 @@ pub unsafe fn open_library(
 }
 
 /// Opens the first of `candidates` that loads and that `accept` takes: a library `accept`
-/// refuses (a runtime reporting a version the backend does not know) is closed again and
-/// recorded with `accept`'s reason, and the next candidate is tried.
+/// refuses (a runtime reporting a version the backend does not know) is recorded with
+/// `accept`'s reason (its handle dropped; it stays resident, as every library opened here
+/// does) and the next candidate is tried.
 ///
 /// # Safety
 /// As for [`open_library`]; `accept` may call the library's version getters.
@@ -55,7 +87,7 @@ pub unsafe fn open_accepted_library(
     }
     for name in candidates {
         // SAFETY: the caller vouches for the candidates.
-        match unsafe { Library::new(name) } {
+        match unsafe { open_resident(name) } {
             Ok(lib) => match accept(&lib) {
                 Ok(()) => return Ok((lib, name.clone())),
                 Err(why) => tried.push(LoadAttempt { name: name.clone(), error: why }),

@@ -180,8 +180,9 @@ pub(crate) fn load(candidates: &[String]) -> Result<Loaded> {
     let mut tried = Vec::new();
     for name in candidates {
         // SAFETY: loading an MPI library runs its initialisers, which MPI implementations
-        // keep free of side effects before MPI_Init.
-        let lib = match unsafe { Library::new(name) } {
+        // keep free of side effects before MPI_Init. It stays resident: a library refused
+        // below, or released after MPI_Finalize, is never unmapped under a thread of it.
+        let lib = match unsafe { gpuport_vendor_kit::loading::open_resident(name) } {
             Ok(lib) => lib,
             Err(e) => {
                 tried.push(format!("{name} ({})", gpuport_vendor_kit::loading::loader_message(&e)));

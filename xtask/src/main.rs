@@ -29,11 +29,11 @@
 //! - `rocm-sid-check [--runtime 6|7] [--root DIR] [--prepare]` — the ROCm loader against Debian
 //!   sid's HIP 6.4 and experimental's HIP 7.2 runtimes, each in a debootstrapped sid root, and
 //!   the declarations against HIP 7.2's headers (see `rocm_sid`).
-//! - `mutants [--template queue|vendor] [--shard K/N]` — cargo-mutants over the port
-//!   templates with the conformance suite as their test; every survivor must be explained
-//!   in `docs/conformance-rules.md`, and a full run records every mutant's outcome (see
-//!   `mutants`); `mutants --sample N [--seed S]` re-runs N recorded caught mutants of each
-//!   template without cargo-mutants (CI's run).
+//! - `mutants [--target queue|vendor|queue-kit|vendor-kit] [--shard K/N]` — cargo-mutants
+//!   over the port templates and the two kits with the conformance suite as their test;
+//!   every survivor must be explained in `docs/conformance-rules.md`, and each run records
+//!   its mutants' outcomes (see `mutants`); `mutants --sample N [--seed S] [--target T]`
+//!   re-runs N recorded caught mutants of each target without cargo-mutants (CI's run).
 //! - `stress [--runs N]` — every mutation check N times (default 20) on one CPU another
 //!   process keeps busy; each must be caught every time (see `stress`).
 //! - `sanitize miri|thread|address` — the tests of the unsafe and threaded code under Miri
@@ -93,8 +93,8 @@ fn usage() -> ExitCode {
            python312-check [--prepare] the 3.12 wheel (vectorcall) with sid's python3 in a debootstrapped root; writes target/python312\n  \
            gpu-bundle [--out DIR] release test binaries, demo, benches and run.sh for a CUDA machine\n  \
            rocm-sid-check [--runtime 6|7] [--root DIR] [--prepare] the ROCm loader against sid's HIP 6.4 and experimental's 7.2, in debootstrapped roots\n  \
-           mutants [--template queue|vendor] [--shard K/N] cargo-mutants over the port templates, the suite as their test\n  \
-           mutants --sample N [--seed S] N recorded caught mutants of each template, re-run without cargo-mutants\n  \
+           mutants [--target queue|vendor|queue-kit|vendor-kit] [--shard K/N] cargo-mutants over the templates and kits, the suite as their test\n  \
+           mutants --sample N [--seed S] [--target T] N recorded caught mutants of each target, re-run without cargo-mutants\n  \
            stress [--runs N]     every mutation check N times (20) on one busy CPU: each caught every time\n  \
            sanitize miri|thread  the unsafe and threaded code's tests under Miri or ThreadSanitizer (nightly)\n  \
            sanitize address      the Python module built with AddressSanitizer, its tests run with leak detection\n  \
@@ -344,9 +344,9 @@ fn main() -> ExitCode {
         ["mutants", rest @ ..] => {
             let value = |flag: &str| rest.windows(2).find(|w| w[0] == flag).map(|w| w[1]);
             match (value("--sample").map(str::parse::<usize>), value("--seed").map(str::parse::<u64>)) {
-                (Some(Ok(count)), Some(Ok(seed))) => report(mutants::sample(value("--template"), count, Some(seed))),
-                (Some(Ok(count)), None) => report(mutants::sample(value("--template"), count, None)),
-                (None, None) => report(mutants::mutants(value("--template"), value("--shard"))),
+                (Some(Ok(count)), Some(Ok(seed))) => report(mutants::sample(value("--target"), count, Some(seed))),
+                (Some(Ok(count)), None) => report(mutants::sample(value("--target"), count, None)),
+                (None, None) => report(mutants::mutants(value("--target"), value("--shard"))),
                 _ => return usage(),
             }
         }

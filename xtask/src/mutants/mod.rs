@@ -1,20 +1,28 @@
-//! `cargo xtask mutants [--template queue|vendor] [--shard K/N]`: automatic mutation
-//! testing of the port templates, with the conformance suite as their test. cargo-mutants
-//! (installed with `cargo install` where it is missing) changes the template's code one
-//! small way at a time — a function returning a default, an operator or a condition
-//! flipped — builds it and runs the template's tests, which run the whole suite through
-//! `run_port`. A mutant the suite does not catch either gets a case, or is listed in
+//! `cargo xtask mutants [--target NAME] [--shard K/N]`: automatic mutation testing, with
+//! the conformance suite as the test. cargo-mutants (installed with `cargo install` where it
+//! is missing) changes the code one small way at a time — a function returning a default,
+//! an operator or a condition flipped — builds it and runs the tests that judge it. A mutant
+//! the suite does not catch either gets a case, or is listed in
 //! `docs/conformance-rules.md` ("Surviving mutants") with why no user could tell it apart;
 //! the command fails on any other survivor.
 //!
-//! Each template's mutants are built in place, in a target folder of their own shared
-//! between mutants, so that only the template itself is rebuilt each time. `--shard K/N` runs the
+//! Four targets ([`TARGETS`]): the two port templates (`queue`, `vendor`; each its own
+//! workspace, whose tests run the whole suite through `run_port`) and the two kits the
+//! templates delegate to (`queue-kit`: `crates/queue`, judged by the host and ext suites;
+//! `vendor-kit`: `crates/vendor-kit`, judged by the CUDA and ROCm backends' suites on the
+//! driver doubles, where a validation report fails the run as a failed case does, and by
+//! the loaded plugins').
+//!
+//! Mutants are built in place, in a target folder of each target's own shared between its
+//! mutants, so that only what the mutated crate reaches is rebuilt. `--shard K/N` runs the
 //! K-th of N slices (cargo-mutants' sharding), for a run split over time or machines.
 //!
-//! A full run (no `--shard`) also writes the template's record (`record`): every mutant
-//! with its outcome, checked in, from which `--sample N` (`sample`) re-runs N caught
-//! mutants of each template without cargo-mutants — CI's run — and which tells when a
-//! template changed after its last full run.
+//! Every run writes the target's record (`record`): every mutant with its outcome, checked
+//! in. A sharded run fills in its slice's outcomes and keeps the others' from the record
+//! (while the sources are the ones recorded), so a kit's several hundred mutants are
+//! recorded over several runs; mutants not yet run are `untested`. From the record
+//! `--sample N` (`sample`) re-runs N caught mutants of each target without cargo-mutants —
+//! CI's run — and it tells when a target changed after its last run.
 
 mod record;
 mod sample;
@@ -23,13 +31,134 @@ pub use sample::sample;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use crate::{cargo, run};
 
-/// The templates, by the name `--template` takes: (name, folder).
-const TEMPLATES: [(&str, &str); 2] = [("queue", "examples/port-template"), ("vendor", "examples/vendor-port-template")];
+/// What `cargo xtask mutants` mutates.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Target {
+    /// The name `--target` takes, the record's and the survivors table's.
+    pub name: &'static str,
+    /// The folder whose `src/` is mutated.
+    pub dir: &'static str,
+    /// `None` for a template (its own workspace, its own tests); a kit's workspace crate
+    /// and what judges it otherwise.
+    pub kit: Option<Kit>,
+}
 
-/// Where each template's survivors are explained.
+/// A kit: a crate of gpuport's workspace, judged through the backends built on it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Kit {
+    pub package: &'static str,
+    /// The packages whose tests run against each mutant.
+    pub tests: &'static [&'static str],
+    /// The suite's backends (`GPUPORT_CONFORMANCE_BACKENDS`).
+    pub backends: &'static str,
+    /// Whether the backends run on the driver doubles (built first).
+    pub doubles: bool,
+}
+
+/// Every target.
+pub(crate) const TARGETS: [Target; 4] = [
+    Target { name: "queue", dir: "examples/port-template", kit: None },
+    Target { name: "vendor", dir: "examples/vendor-port-template", kit: None },
+    Target {
+        name: "queue-kit",
+        dir: "crates/queue",
+        kit: Some(Kit {
+            package: "gpuport-queue",
+            tests: &["gpuport-queue", "gpuport-host", "gpuport-ext", "gpuport-conformance"],
+            backends: "host,ext",
+            doubles: false,
+        }),
+    },
+    Target {
+        name: "vendor-kit",
+        dir: "crates/vendor-kit",
+        kit: Some(Kit {
+            package: "gpuport-vendor-kit",
+            // The loaded plugins share one set of types between libraries: only their tests
+            // see a kind check that a type check does not already make.
+            tests: &[
+                "gpuport-vendor-kit",
+                "gpuport-cuda",
+                "gpuport-rocm",
+                "gpuport-conformance",
+                "gpuport-loaded",
+                "gpuport-c-plugin-test",
+                "gpuport-ext-plugin",
+            ],
+            backends: "cuda,rocm",
+            doubles: true,
+        }),
+    },
+];
+
+impl Target {
+    /// Where cargo-mutants runs and its file names start: the template's folder, or the
+    /// workspace's root for a kit.
+    pub fn root(&self) -> &'static str {
+        if self.kit.is_some() {
+            "."
+        } else {
+            self.dir
+        }
+    }
+
+    /// The environment every build and test of a mutant runs in.
+    pub fn env(&self) -> Vec<(&'static str, std::ffi::OsString)> {
+        let Some(kit) = self.kit else { return Vec::new() };
+        let mut env = Vec::new();
+        if kit.doubles {
+            // The CUDA double and HIP 7's, with the validation layer's reports ending the
+            // process with a failing status: a mutant that misuses the driver is caught
+            // even where every case passes.
+            let place = crate::doubles::Place::plain();
+            env = place.env(&crate::doubles::DOUBLES[0]);
+            env.retain(|(k, _)| *k != "GPUPORT_HIP_LIBRARY" && *k != "GPUPORT_DOUBLE_REPORT");
+            env.push(("GPUPORT_HIP_LIBRARY", place.library(&crate::doubles::DOUBLES[2]).into_os_string()));
+            env.push(("GPUPORT_DOUBLE_FAIL_EXIT", "86".into()));
+        }
+        env.retain(|(k, _)| *k != "GPUPORT_CONFORMANCE_BACKENDS");
+        env.push(("GPUPORT_CONFORMANCE_BACKENDS", kit.backends.into()));
+        env
+    }
+
+    /// Builds what the target's tests load (the doubles, for the vendor kit).
+    fn prepare(&self) -> Result<(), String> {
+        match self.kit {
+            Some(kit) if kit.doubles => crate::doubles::build(),
+            _ => Ok(()),
+        }
+    }
+
+    /// The cargo-mutants arguments that choose what is mutated and what judges it.
+    fn selection(&self) -> Vec<&'static str> {
+        match self.kit {
+            None => vec!["--dir", self.dir],
+            Some(kit) => {
+                let mut args = vec!["--package", kit.package];
+                for t in kit.tests {
+                    args.extend(["--test-package", t]);
+                }
+                args
+            }
+        }
+    }
+}
+
+/// The targets `--target` names (every one when `None`).
+pub(crate) fn chosen(name: Option<&str>) -> Result<Vec<Target>, String> {
+    let chosen: Vec<Target> = TARGETS.iter().copied().filter(|t| name.is_none_or(|n| n == t.name)).collect();
+    if chosen.is_empty() {
+        let names: Vec<&str> = TARGETS.iter().map(|t| t.name).collect();
+        return Err(format!("no target named {name:?} ({})", names.join(", ")));
+    }
+    Ok(chosen)
+}
+
+/// Where each target's survivors are explained.
 const RULES: &str = "docs/conformance-rules.md";
 
 /// One mutant, as cargo-mutants lists it without its line and column (which move as the
@@ -47,15 +176,15 @@ fn listed(out: &Path, file: &str) -> Result<Vec<String>, String> {
     Ok(text.lines().filter_map(key).collect())
 }
 
-/// The survivors `docs/conformance-rules.md` explains for `template`: rows of its
-/// "Surviving mutants" table, `| template | \`mutant\` | why |` (a `|` inside the mutant
+/// The survivors `docs/conformance-rules.md` explains for `target`: rows of its
+/// "Surviving mutants" table, `| target | \`mutant\` | why |` (a `|` inside the mutant
 /// written `\|`, as tables need).
-fn explained(template: &str) -> Result<BTreeSet<String>, String> {
+fn explained(target: &str) -> Result<BTreeSet<String>, String> {
     let page = std::fs::read_to_string(RULES).map_err(|e| format!("reading {RULES}: {e}"))?;
-    explained_in(&page, template)
+    explained_in(&page, target)
 }
 
-fn explained_in(page: &str, template: &str) -> Result<BTreeSet<String>, String> {
+fn explained_in(page: &str, target: &str) -> Result<BTreeSet<String>, String> {
     let Some(section) = page.split("\n## Surviving mutants").nth(1) else {
         return Err(format!("{RULES} has no \"Surviving mutants\" section"));
     };
@@ -65,7 +194,7 @@ fn explained_in(page: &str, template: &str) -> Result<BTreeSet<String>, String> 
         .filter_map(|l| {
             let (name, rest) = l.trim().strip_prefix('|')?.split_once('|')?;
             let (mutant, _why) = rest.trim().strip_prefix('`')?.split_once("` |")?;
-            (name.trim() == template).then(|| mutant.replace("\\|", "|"))
+            (name.trim() == target).then(|| mutant.replace("\\|", "|"))
         })
         .collect())
 }
@@ -86,7 +215,7 @@ fn ensure_tool() -> Result<(), String> {
     }
 }
 
-/// Counts of one template's run.
+/// Counts of one target's run.
 struct Tally {
     caught: usize,
     missed: usize,
@@ -102,71 +231,100 @@ fn tool_version() -> String {
     probe.output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned()).unwrap_or_default()
 }
 
-/// Writes the template's record from the finished full run whose output is `out`.
-fn write_record(name: &str, dir: &str, out: &Path) -> Result<(), String> {
-    let record = record::from_run(Path::new(dir), out)?;
-    let path = Path::new(record::DIR).join(format!("{name}.txt"));
-    std::fs::create_dir_all(record::DIR).map_err(|e| format!("creating {}: {e}", record::DIR))?;
-    std::fs::write(&path, record.to_text(name, &tool_version()))
-        .map_err(|e| format!("writing {}: {e}", path.display()))?;
-    eprintln!("xtask: recorded {} mutants of the {name} template in {}", record.mutants.len(), path.display());
-    Ok(())
+/// `cargo mutants --in-place` over `target`, its environment set, its selection made.
+fn mutants_command(target: &Target, build: &Path) -> Command {
+    let mut cmd = cargo();
+    cmd.args(["mutants", "--in-place", "--no-shuffle"]).args(target.selection());
+    // Every mutant's build shares one target folder: only what the mutant reaches is
+    // rebuilt.
+    cmd.env("CARGO_TARGET_DIR", build).env_remove("GPUPORT_BACKENDS").envs(target.env());
+    cmd
 }
 
-/// Runs cargo-mutants over one template; returns its counts and the survivors nobody
-/// explained.
-fn mutate(name: &str, dir: &str, shard: Option<&str>) -> Result<(Tally, Vec<String>), String> {
+/// Writes the target's record from the finished run whose output is `out`, keeping the
+/// outcomes of mutants another slice ran (see the module documentation).
+fn write_record(target: &Target, build: &Path, out: &Path) -> Result<record::Record, String> {
+    let mut list = mutants_command(target, build);
+    list.args(["--list", "--json"]);
+    let listed = list.output().map_err(|e| format!("could not start cargo mutants --list: {e}"))?;
+    if !listed.status.success() {
+        return Err(format!("cargo mutants --list failed: {}", String::from_utf8_lossy(&listed.stderr)));
+    }
+    let path = Path::new(record::DIR).join(format!("{}.txt", target.name));
+    let previous = std::fs::read_to_string(&path).ok().and_then(|t| record::Record::parse(&t).ok());
+    let record = record::from_run(target, &String::from_utf8_lossy(&listed.stdout), out, previous.as_ref())?;
+    std::fs::create_dir_all(record::DIR).map_err(|e| format!("creating {}: {e}", record::DIR))?;
+    std::fs::write(&path, record.to_text(target.name, &tool_version()))
+        .map_err(|e| format!("writing {}: {e}", path.display()))?;
+    let untested = record.mutants.iter().filter(|m| m.outcome == record::Outcome::Untested).count();
+    eprintln!(
+        "xtask: recorded {} mutants of {} in {} ({untested} not yet run)",
+        record.mutants.len(),
+        target.name,
+        path.display()
+    );
+    Ok(record)
+}
+
+/// Runs cargo-mutants over one target; returns its counts and the survivors nobody
+/// explained, in this run and in the record's earlier slices.
+fn mutate(target: &Target, shard: Option<&str>) -> Result<(Tally, Vec<String>), String> {
+    let name = target.name;
     let out = std::path::absolute(PathBuf::from("target/mutants").join(name)).map_err(|e| e.to_string())?;
     let build = std::path::absolute(PathBuf::from("target/mutants").join(format!("{name}-build")))
         .map_err(|e| e.to_string())?;
     std::fs::create_dir_all(&out).map_err(|e| format!("creating {}: {e}", out.display()))?;
-    // In place: a copy elsewhere would lose the template's relative path dependencies on
+    target.prepare()?;
+    // In place: a copy elsewhere would lose the templates' relative path dependencies on
     // gpuport's crates. cargo-mutants puts each file back after each mutant; do not edit
-    // the template while it runs.
-    let mut cmd = cargo();
-    cmd.args(["mutants", "--in-place", "--no-shuffle", "--dir", dir, "--output"]).arg(&out);
+    // the target while it runs.
+    let mut cmd = mutants_command(target, &build);
+    cmd.arg("--output").arg(&out);
+    if target.kit.is_some() {
+        // Hours of runs share the machine with other work: a slow test must not pass for a
+        // hang (cargo-mutants' own limit is twenty seconds here); a real hang still ends.
+        cmd.args(["--timeout", "300"]);
+    }
     if let Some(shard) = shard {
         cmd.args(["--shard", shard]);
     }
-    // Every mutant's build shares one target folder: only the template is rebuilt.
-    cmd.env("CARGO_TARGET_DIR", &build).env_remove("GPUPORT_BACKENDS");
     // cargo-mutants exits non-zero when a mutant survives or times out: the lists decide.
     let _ = run(cmd);
     let missed = listed(&out, "missed.txt")?;
     if listed(&out, "caught.txt")?.is_empty() && missed.is_empty() {
-        return Err(format!("no mutant of the {name} template was tested (did the unmutated template fail?)"));
+        return Err(format!("no mutant of {name} was tested (did the unmutated code fail its tests?)"));
     }
+    let record = write_record(target, &build, &out)?;
     let known = explained(name)?;
-    let unexplained: Vec<String> = missed.iter().filter(|m| !known.contains(*m)).cloned().collect();
+    let all_missed: BTreeSet<String> = record
+        .mutants
+        .iter()
+        .filter(|m| m.outcome == record::Outcome::Missed)
+        .filter_map(|m| key(&m.name))
+        .chain(missed.iter().cloned())
+        .collect();
+    let unexplained: Vec<String> = all_missed.iter().filter(|m| !known.contains(*m)).cloned().collect();
     let tally = Tally {
         caught: listed(&out, "caught.txt")?.len(),
         missed: missed.len(),
-        explained: missed.len() - unexplained.len(),
+        explained: missed.iter().filter(|m| known.contains(*m)).count(),
         timeout: listed(&out, "timeout.txt")?.len(),
         unviable: listed(&out, "unviable.txt")?.len(),
     };
-    if shard.is_none() {
-        write_record(name, dir, &out)?;
-    }
     Ok((tally, unexplained))
 }
 
-/// `cargo xtask mutants [--template queue|vendor] [--shard K/N]`.
-pub fn mutants(template: Option<&str>, shard: Option<&str>) -> Result<(), String> {
-    let chosen: Vec<(&str, &str)> = match template {
-        None => TEMPLATES.to_vec(),
-        Some(t) => TEMPLATES.iter().copied().filter(|(name, _)| *name == t).collect(),
-    };
-    if chosen.is_empty() {
-        return Err(format!("no template named {template:?} (queue or vendor)"));
-    }
+/// `cargo xtask mutants [--target NAME] [--shard K/N]`.
+pub fn mutants(target: Option<&str>, shard: Option<&str>) -> Result<(), String> {
+    let chosen = chosen(target)?;
     ensure_tool()?;
     let mut failures = Vec::new();
-    for (name, dir) in chosen {
-        let (t, unexplained) = mutate(name, dir, shard)?;
+    for target in chosen {
+        let (t, unexplained) = mutate(&target, shard)?;
         eprintln!(
-            "xtask: mutants of the {name} template: {} tested — {} caught, {} timed out (caught), {} survived \
+            "xtask: mutants of {}: {} tested — {} caught, {} timed out (caught), {} survived \
              ({} explained in {RULES}), {} unviable (did not build)",
+            target.name,
             t.caught + t.missed + t.timeout,
             t.caught,
             t.timeout,
@@ -175,7 +333,7 @@ pub fn mutants(template: Option<&str>, shard: Option<&str>) -> Result<(), String
             t.unviable
         );
         for m in unexplained {
-            failures.push(format!("{name}: {m}"));
+            failures.push(format!("{}: {m}", target.name));
         }
     }
     if failures.is_empty() {

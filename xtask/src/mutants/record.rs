@@ -1,10 +1,10 @@
-//! The record of a template's mutants: every mutant cargo-mutants generated in the last
-//! full run of `cargo xtask mutants`, with where it changes the template, what it writes
-//! there and how the suite did against it. It is checked in
-//! (`tests/mutants/recorded/<template>.txt`) so that CI can re-run a sample of the caught
-//! mutants without cargo-mutants (`--sample`), and so that a change to a template that
-//! was not followed by a fresh full run is noticed: the record names a hash of the
-//! template's sources, and each mutant a hash of the text it replaces.
+//! The record of a target's mutants: every mutant cargo-mutants generates for it, with
+//! where it changes the code, what it writes there and how the suite did against it in the
+//! last run that ran it (`untested` until one has). It is checked in
+//! (`tests/mutants/recorded/<target>.txt`) so that CI can re-run a sample of the caught
+//! mutants without cargo-mutants (`--sample`), and so that a change to a target that was
+//! not followed by a fresh run is noticed: the record names a hash of the target's
+//! sources, and each mutant a hash of the text it replaces.
 //!
 //! One line per mutant, tab-separated: outcome, file, `line:col-line:col` (cargo-mutants'
 //! span: lines and columns counted from 1, in characters, end exclusive), the hash of the
@@ -22,16 +22,19 @@ pub enum Outcome {
     Timeout,
     Missed,
     Unviable,
+    /// Not run yet: its slice of a sharded run is still to come.
+    Untested,
 }
 
 impl Outcome {
     /// Every outcome with the name cargo-mutants gives its list (`caught.txt`, …) and the
     /// record uses.
-    pub const ALL: [(Outcome, &'static str); 4] = [
+    pub const ALL: [(Outcome, &'static str); 5] = [
         (Outcome::Caught, "caught"),
         (Outcome::Timeout, "timeout"),
         (Outcome::Missed, "missed"),
         (Outcome::Unviable, "unviable"),
+        (Outcome::Untested, "untested"),
     ];
 
     fn name(self) -> &'static str {
@@ -54,7 +57,7 @@ pub struct Pos {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mutant {
     pub outcome: Outcome,
-    /// The file, relative to the template's folder.
+    /// The file, relative to the target's root (`Target::root`).
     pub file: String,
     pub start: Pos,
     /// Exclusive.
@@ -66,10 +69,10 @@ pub struct Mutant {
     pub name: String,
 }
 
-/// A template's record.
+/// A target's record.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Record {
-    /// Hash of the template's sources (every `.rs` file under `src/`) when recorded.
+    /// Hash of the target's sources (every `.rs` file under `src/`) when recorded.
     pub sources: u64,
     pub mutants: Vec<Mutant>,
 }
@@ -80,7 +83,7 @@ pub fn hash(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
 }
 
-/// The hash of a template's sources: every `.rs` file under `src/`, by relative path, in
+/// The hash of a target's sources: every `.rs` file under `src/`, by relative path, in
 /// path order.
 pub fn hash_sources(dir: &Path) -> Result<u64, String> {
     let mut files = Vec::new();
@@ -152,10 +155,10 @@ fn pos(s: &str) -> Option<Pos> {
 
 impl Record {
     /// The record as its file holds it.
-    pub fn to_text(&self, template: &str, tool: &str) -> String {
+    pub fn to_text(&self, target: &str, tool: &str) -> String {
         let mut text = format!(
-            "# The mutants of the {template} template, as {tool} generated them, and the outcome of\n\
-             # each in the last full run of `cargo xtask mutants`. Written by that command; CI re-runs\n\
+            "# The mutants of {target}, as {tool} generated them, and the outcome of each in\n\
+             # the last run of `cargo xtask mutants` that ran it. Written by that command; CI re-runs\n\
              # a sample of the caught ones from here (`cargo xtask mutants --sample N`).\n\
              sources\t{:016x}\n",
             self.sources
@@ -205,14 +208,20 @@ impl Record {
     }
 }
 
-/// Builds a template's record from a finished cargo-mutants run: its list of mutants
-/// (`mutants.json`, with spans) and its outcome lists.
-pub fn from_run(dir: &Path, out: &Path) -> Result<Record, String> {
-    let list_path = out.join("mutants.out").join("mutants.json");
-    let list = std::fs::read_to_string(&list_path).map_err(|e| format!("reading {}: {e}", list_path.display()))?;
+/// Builds a target's record: every mutant in `list` (cargo-mutants' `--list --json`, with
+/// spans), each with its outcome in the finished run whose output is `out`, else the one
+/// `previous` holds for it while the sources are the ones `previous` was made from, else
+/// `untested`.
+pub fn from_run(target: &super::Target, list: &str, out: &Path, previous: Option<&Record>) -> Result<Record, String> {
     let list: serde_json::Value =
-        serde_json::from_str(&list).map_err(|e| format!("reading {}: {e}", list_path.display()))?;
+        serde_json::from_str(list).map_err(|e| format!("reading cargo mutants --list --json: {e}"))?;
+    let sources = hash_sources(Path::new(target.dir))?;
     let mut outcomes = std::collections::HashMap::new();
+    if let Some(previous) = previous.filter(|p| p.sources == sources) {
+        for m in &previous.mutants {
+            outcomes.insert(m.name.clone(), m.outcome);
+        }
+    }
     for (outcome, name) in Outcome::ALL {
         let path = out.join("mutants.out").join(format!("{name}.txt"));
         let text = std::fs::read_to_string(&path).unwrap_or_default();
@@ -220,8 +229,9 @@ pub fn from_run(dir: &Path, out: &Path) -> Result<Record, String> {
             outcomes.insert(line.to_owned(), outcome);
         }
     }
+    let root = Path::new(target.root());
     let mut mutants = Vec::new();
-    for m in list.as_array().ok_or("mutants.json is not a list")? {
+    for m in list.as_array().ok_or("cargo mutants --list --json gave no list")? {
         let text = |key: &str| m[key].as_str().map(str::to_owned).ok_or(format!("a mutant without `{key}`: {m}"));
         let at = |end: &str| -> Result<Pos, String> {
             let p = &m["span"][end];
@@ -230,11 +240,10 @@ pub fn from_run(dir: &Path, out: &Path) -> Result<Record, String> {
         };
         let (file, name) = (text("file")?, text("name")?);
         let (start, end) = (at("start")?, at("end")?);
-        let source = std::fs::read_to_string(dir.join(&file)).map_err(|e| format!("reading {file}: {e}"))?;
+        let source = std::fs::read_to_string(root.join(&file)).map_err(|e| format!("reading {file}: {e}"))?;
         let range = byte_range(&source, start, end).ok_or(format!("{name}: its span is not in {file}"))?;
-        let outcome = *outcomes.get(&name).ok_or(format!("{name}: no outcome (was the run complete?)"))?;
         mutants.push(Mutant {
-            outcome,
+            outcome: outcomes.get(&name).copied().unwrap_or(Outcome::Untested),
             file,
             start,
             end,
@@ -243,7 +252,7 @@ pub fn from_run(dir: &Path, out: &Path) -> Result<Record, String> {
             name,
         });
     }
-    Ok(Record { sources: hash_sources(dir)?, mutants })
+    Ok(Record { sources, mutants })
 }
 
 #[cfg(test)]
@@ -262,6 +271,38 @@ mod tests {
         assert_eq!(&text[r], "{}");
         assert_eq!(byte_range(text, Pos { line: 9, column: 1 }, Pos { line: 9, column: 2 }), None);
         assert_eq!(byte_range(text, Pos { line: 1, column: 40 }, Pos { line: 1, column: 41 }), None);
+    }
+
+    #[test]
+    fn a_slice_keeps_the_other_slices_outcomes_while_the_sources_are_unchanged() {
+        let dir = std::env::temp_dir().join(format!("xtask-record-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("src/lib.rs"), "fn a() -> u8 { 1 }\nfn b() -> u8 { 2 }\n").unwrap();
+        let path: &'static str = Box::leak(dir.to_string_lossy().into_owned().into_boxed_str());
+        let target = super::super::Target { name: "t", dir: path, kit: None };
+        let list = r#"[
+            {"file": "src/lib.rs", "name": "src/lib.rs:1:16: replace a -> u8 with 0", "replacement": "0",
+             "span": {"start": {"line": 1, "column": 16}, "end": {"line": 1, "column": 17}}},
+            {"file": "src/lib.rs", "name": "src/lib.rs:2:16: replace b -> u8 with 0", "replacement": "0",
+             "span": {"start": {"line": 2, "column": 16}, "end": {"line": 2, "column": 17}}}
+        ]"#;
+        // This slice ran `a` only.
+        let out = dir.join("out");
+        std::fs::create_dir_all(out.join("mutants.out")).unwrap();
+        std::fs::write(out.join("mutants.out/caught.txt"), "src/lib.rs:1:16: replace a -> u8 with 0\n").unwrap();
+        let first = from_run(&target, list, &out, None).unwrap();
+        let outcomes = |r: &Record| r.mutants.iter().map(|m| m.outcome).collect::<Vec<_>>();
+        assert_eq!(outcomes(&first), [Outcome::Caught, Outcome::Untested]);
+        // The next slice ran `b`; `a`'s outcome is kept.
+        std::fs::write(out.join("mutants.out/caught.txt"), "").unwrap();
+        std::fs::write(out.join("mutants.out/missed.txt"), "src/lib.rs:2:16: replace b -> u8 with 0\n").unwrap();
+        let second = from_run(&target, list, &out, Some(&first)).unwrap();
+        assert_eq!(outcomes(&second), [Outcome::Caught, Outcome::Missed]);
+        // Once the sources change, what earlier slices found no longer stands.
+        std::fs::write(dir.join("src/lib.rs"), "fn a() -> u8 { 3 }\nfn b() -> u8 { 2 }\n").unwrap();
+        let third = from_run(&target, list, &out, Some(&second)).unwrap();
+        assert_eq!(outcomes(&third), [Outcome::Untested, Outcome::Missed]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

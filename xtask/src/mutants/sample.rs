@@ -1,8 +1,10 @@
-//! `cargo xtask mutants --sample N [--seed S]`: re-runs N of each template's recorded
-//! caught mutants (see `record`) without cargo-mutants, and fails when the suite no longer
-//! catches one, or when a template changed since its record was written (its mutants
-//! would no longer be the ones recorded). Fast enough for every CI run; the full run
-//! stays `cargo xtask mutants`.
+//! `cargo xtask mutants --sample N [--seed S] [--target NAME]`: re-runs N of each target's
+//! recorded caught mutants (see `record`) without cargo-mutants, and fails when the suite
+//! no longer catches one. A template changed since its record was written fails too (its
+//! mutants would no longer be the ones recorded; its full run takes minutes). A kit's full
+//! run takes hours, so a changed kit is sampled among the recorded mutants whose text is
+//! still where the record says, and the run says how many no longer are. Fast enough for
+//! every CI run; the full run stays `cargo xtask mutants`.
 //!
 //! Which mutants run is decided by the seed (by default from the checked-out commit), so a
 //! failure is reproduced with the seed the run printed.
@@ -12,8 +14,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::record::{self, byte_range, hash, Outcome, Record};
-use super::TEMPLATES;
-use crate::template_cargo;
+use super::Target;
+use crate::{cargo, template_cargo};
 
 /// Longer than any caught mutant took in the full run: a mutant that makes the suite hang
 /// is caught by this timeout (the suite's own timeouts fail it well before).
@@ -47,7 +49,7 @@ fn draw(seed: u64, len: usize, count: usize) -> Vec<usize> {
 }
 
 /// Puts a file's text back when dropped, so a failed or interrupted step never leaves a
-/// mutant in the template.
+/// mutant in the target.
 struct Restore {
     path: PathBuf,
     text: String,
@@ -88,32 +90,52 @@ fn run_with_timeout(mut cmd: Command, limit: Duration) -> Result<Option<bool>, S
     }
 }
 
-/// The template's tests, as `cargo xtask test` runs them (same target folder, so only the
-/// template is rebuilt).
-fn template_test(dir: &str, args: &[&str]) -> Command {
-    let manifest = format!("{dir}/Cargo.toml");
-    let mut cmd = template_cargo(&manifest, "test", &[&["--workspace"], args].concat());
-    cmd.env_remove("GPUPORT_BACKENDS");
+/// The tests that judge the target, as `cargo xtask test` runs them (same target folder,
+/// so only what the mutant reaches is rebuilt): a template's own, or the packages that
+/// judge a kit, in the kit's environment.
+fn target_test(target: &Target, args: &[&str]) -> Command {
+    let mut cmd = match target.kit {
+        None => template_cargo(&format!("{}/Cargo.toml", target.dir), "test", &[&["--workspace"], args].concat()),
+        Some(kit) => {
+            let mut cmd = cargo();
+            cmd.arg("test");
+            for t in kit.tests {
+                cmd.args(["-p", t]);
+            }
+            cmd.args(args);
+            cmd
+        }
+    };
+    cmd.env_remove("GPUPORT_BACKENDS").envs(target.env());
     cmd
 }
 
-/// Applies one mutant, builds it, runs the suite; `Ok(())` when the suite fails it.
-fn check(dir: &str, mutant: &record::Mutant) -> Result<(), String> {
-    let path = Path::new(dir).join(&mutant.file);
+/// Where `mutant`'s text is in the target's file today, if it is still the text recorded.
+fn located(
+    target: &Target,
+    mutant: &record::Mutant,
+) -> Result<Option<(PathBuf, String, std::ops::Range<usize>)>, String> {
+    let path = Path::new(target.root()).join(&mutant.file);
     let text = std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    let range = byte_range(&text, mutant.start, mutant.end)
-        .filter(|r| hash(text[r.clone()].as_bytes()) == mutant.replaced)
-        .ok_or_else(|| format!("{}: the template no longer has the text this mutant replaces", mutant.name))?;
+    let range =
+        byte_range(&text, mutant.start, mutant.end).filter(|r| hash(text[r.clone()].as_bytes()) == mutant.replaced);
+    Ok(range.map(|r| (path, text, r)))
+}
+
+/// Applies one mutant, builds it, runs the suite; `Ok(())` when the suite fails it.
+fn check(target: &Target, mutant: &record::Mutant) -> Result<(), String> {
+    let (path, text, range) = located(target, mutant)?
+        .ok_or_else(|| format!("{}: {} no longer has the text this mutant replaces", mutant.name, target.name))?;
     let mutated = format!("{}{}{}", &text[..range.start], mutant.replacement, &text[range.end..]);
     let _restore = Restore { path: path.clone(), text };
     std::fs::write(&path, mutated).map_err(|e| format!("writing {}: {e}", path.display()))?;
     // Built first, apart: a mutant that no longer builds must not count as caught.
-    if run_with_timeout(template_test(dir, &["--no-run"]), TIMEOUT)? != Some(true) {
+    if run_with_timeout(target_test(target, &["--no-run"]), TIMEOUT)? != Some(true) {
         let log = std::fs::read_to_string(LOG).unwrap_or_default();
         let errors: Vec<&str> = log.lines().filter(|l| l.starts_with("error")).take(5).collect();
         return Err(format!("{}: recorded as caught, but it no longer builds: {}", mutant.name, errors.join("; ")));
     }
-    match run_with_timeout(template_test(dir, &["-q"]), TIMEOUT)? {
+    match run_with_timeout(target_test(target, &["-q"]), TIMEOUT)? {
         Some(false) => {
             let log = std::fs::read_to_string(LOG).unwrap_or_default();
             let cases: Vec<&str> = log.lines().filter(|l| l.contains(" ... FAILED")).take(3).collect();
@@ -135,32 +157,56 @@ fn check(dir: &str, mutant: &record::Mutant) -> Result<(), String> {
     }
 }
 
-/// `cargo xtask mutants --sample N [--seed S] [--template T]`.
-pub fn sample(template: Option<&str>, count: usize, seed: Option<u64>) -> Result<(), String> {
+/// `cargo xtask mutants --sample N [--seed S] [--target NAME]`.
+pub fn sample(target: Option<&str>, count: usize, seed: Option<u64>) -> Result<(), String> {
     let seed = seed.unwrap_or_else(default_seed);
     let mut failures = Vec::new();
-    for (name, dir) in TEMPLATES.iter().filter(|(n, _)| template.is_none_or(|t| t == *n)) {
+    for target in super::chosen(target)? {
+        let name = target.name;
         let path = Path::new(record::DIR).join(format!("{name}.txt"));
         let text = std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
         let record = Record::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        if record::hash_sources(Path::new(dir))? != record.sources {
+        let changed = record::hash_sources(Path::new(target.dir))? != record.sources;
+        if changed && target.kit.is_none() {
             failures.push(format!(
-                "{name}: {dir} changed since its mutants were recorded; run `cargo xtask mutants --template {name}` \
+                "{name}: {} changed since its mutants were recorded; run `cargo xtask mutants --target {name}` \
                  (cargo-mutants, the full run) and commit {}",
+                target.dir,
                 path.display()
             ));
             continue;
         }
-        let caught: Vec<&record::Mutant> = record.mutants.iter().filter(|m| m.outcome == Outcome::Caught).collect();
+        let mut caught = Vec::new();
+        let mut moved = 0;
+        for m in record.mutants.iter().filter(|m| m.outcome == Outcome::Caught) {
+            if !changed || located(&target, m)?.is_some() {
+                caught.push(m);
+            } else {
+                moved += 1;
+            }
+        }
+        let untested = record.mutants.iter().filter(|m| m.outcome == Outcome::Untested).count();
+        if changed || untested > 0 {
+            eprintln!(
+                "xtask: {name}: of {} recorded mutants, {untested} not yet run{}; `cargo xtask mutants --target \
+                 {name} --shard K/N` runs them",
+                record.mutants.len(),
+                if changed { format!(", and {moved} caught ones whose code changed since") } else { String::new() },
+            );
+        }
         let picked = draw(seed ^ hash(name.as_bytes()), caught.len(), count);
         eprintln!(
-            "xtask: {count} of the {} caught mutants of the {name} template, seed {seed:#018x} (`--seed {seed}`)",
+            "xtask: {} of the {} caught mutants of {name}, seed {seed:#018x} (`--seed {seed}`)",
+            picked.len(),
             caught.len()
         );
+        if !picked.is_empty() {
+            target.prepare()?;
+        }
         for i in picked {
             let mutant = caught[i];
             eprintln!("xtask: mutant {}", mutant.name);
-            match check(dir, mutant) {
+            match check(&target, mutant) {
                 Ok(()) => eprintln!("xtask: caught, as recorded"),
                 Err(e) => failures.push(format!("{name}: {e}")),
             }

@@ -17,6 +17,10 @@ pub const FAULTS_ENV: &str = "GPUPORT_DOUBLE_FAULTS";
 pub const LEAK_CHECK_ENV: &str = "GPUPORT_DOUBLE_LEAK_CHECK";
 /// A deliberate flaw to run with (see [`crate::mutation`]); unset: none.
 pub const MUTANT_ENV: &str = "GPUPORT_DOUBLE_MUTANT";
+/// An exit status (1–255) the process ends with when any report was made, for a harness
+/// that judges a run by its status alone (cargo-mutants over the vendor kit); unset: the
+/// process's own status stands, and the report file tells.
+pub const FAIL_EXIT_ENV: &str = "GPUPORT_DOUBLE_FAIL_EXIT";
 
 /// The settings.
 #[derive(Debug, Clone)]
@@ -33,6 +37,8 @@ pub struct Config {
     pub faults: String,
     /// The mutant's name, unparsed (empty: none).
     pub mutant: String,
+    /// The status to end a process that made reports with.
+    pub fail_exit: Option<i32>,
 }
 
 fn number(name: &str, default: u64) -> u64 {
@@ -49,6 +55,10 @@ impl Config {
             leak_check: std::env::var(LEAK_CHECK_ENV).map_or(true, |v| v.trim() != "0"),
             faults: std::env::var(FAULTS_ENV).unwrap_or_default(),
             mutant: std::env::var(MUTANT_ENV).unwrap_or_default(),
+            fail_exit: std::env::var(FAIL_EXIT_ENV)
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .filter(|status| (1..=255).contains(status)),
         }
     }
 }

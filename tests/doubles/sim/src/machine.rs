@@ -344,6 +344,11 @@ extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
         if let Some(m) = MACHINE.get() {
             m.exit_check();
+            if let Some(status) = m.config.fail_exit.filter(|_| crate::report::count() > 0) {
+                // SAFETY: ends the process at once, as asked, with the status that says
+                // reports were made; nothing after this handler needs to run.
+                unsafe { libc::_exit(status) };
+            }
         }
     });
 }

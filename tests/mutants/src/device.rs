@@ -129,6 +129,9 @@ impl<const F: u8> Device for MutantDevice<F> {
         declared
     }
     fn alloc(&self, bytes: usize) -> Result<Buffer> {
+        if F == flaw::ALLOC_ZERO_REFUSED && bytes == 0 {
+            return Err(Error::invalid_argument("an allocation of 0 bytes"));
+        }
         if F == flaw::OVERSIZE_INVALID_ARGUMENT && bytes as u64 > CAPACITY {
             return Err(Error::invalid_argument(format!("{bytes} bytes is more than the device holds")));
         }
@@ -139,6 +142,9 @@ impl<const F: u8> Device for MutantDevice<F> {
     }
     fn alloc_async(&self, bytes: usize, stream: &MutantStream<F>) -> Result<Buffer> {
         self.0.queue.check_stream(gpuport_core::Stream::device_id(stream))?;
+        if F == flaw::ALLOC_ASYNC_ROUNDED {
+            return self.alloc(bytes.next_multiple_of(256));
+        }
         self.alloc(bytes)
     }
     fn alloc_pinned(&self, bytes: usize, _flags: HostAllocFlags) -> Result<Buffer> {

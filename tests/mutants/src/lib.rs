@@ -263,6 +263,46 @@ pub const MUTANTS: &[Mutant] = &[
         breaks: "Stream::run_if_idle runs its closure at once even while the stream has work pending",
         caught_by: "ordering::run_if_idle",
     },
+    Mutant {
+        name: "mut-memset-even-length",
+        breaks: "Stream::memset sets an even number of bytes (16-bit stores): an odd length loses its last byte",
+        caught_by: "copies::memset_odd_ranges",
+    },
+    Mutant {
+        name: "mut-large-copy-truncated",
+        breaks: "Stream::copy moves at most 32 MiB: a longer copy stops after its first chunk",
+        caught_by: "copies::large_copy",
+    },
+    Mutant {
+        name: "mut-host-functions-at-synchronize",
+        breaks: "Stream::host_function (the C form) runs its function when the stream is next synchronized, after everything queued, not in stream order",
+        caught_by: "ordering::host_callbacks_in_order",
+    },
+    Mutant {
+        name: "mut-alloc-zero-refused",
+        breaks: "Device::alloc(0) is refused as an invalid argument instead of giving an empty buffer",
+        caught_by: "memory::alloc_sizes",
+    },
+    Mutant {
+        name: "mut-alloc-async-rounded",
+        breaks: "Device::alloc_async gives a buffer rounded up to 256 bytes instead of the size asked for",
+        caught_by: "memory::alloc_async",
+    },
+    Mutant {
+        name: "mut-launch-args-reused",
+        breaks: "Stream::launch reuses the argument block of the stream's first launch for every later one",
+        caught_by: "kernels::launch_fill",
+    },
+    Mutant {
+        name: "mut-own-callback-sync-passes",
+        breaks: "Stream::synchronize from the stream's own host callback returns at once, as if done, instead of WouldDeadlock",
+        caught_by: "device::synchronize_from_own_callback_is_refused",
+    },
+    Mutant {
+        name: "mut-stale-event-answers",
+        breaks: "Event::query of an event wrapped from a handle whose owner destroyed it answers done instead of InvalidHandle",
+        caught_by: "errors::destroyed_event_is_refused",
+    },
 ];
 
 /// A flaw of the driver doubles (`GPUPORT_DOUBLE_MUTANT=name`) and the conformance case
@@ -343,6 +383,14 @@ pub(crate) mod flaw {
     pub const LARGE_2D_PACKED: u8 = 44;
     pub const SLAB_WRAPS: u8 = 45;
     pub const RUN_IF_IDLE_WHILE_BUSY: u8 = 46;
+    pub const MEMSET_EVEN_LENGTH: u8 = 47;
+    pub const LARGE_COPY_TRUNCATED: u8 = 48;
+    pub const HOST_FUNCTIONS_AT_SYNCHRONIZE: u8 = 49;
+    pub const ALLOC_ZERO_REFUSED: u8 = 50;
+    pub const ALLOC_ASYNC_ROUNDED: u8 = 51;
+    pub const LAUNCH_ARGS_REUSED: u8 = 52;
+    pub const OWN_CALLBACK_SYNC_PASSES: u8 = 53;
+    pub const STALE_EVENT_ANSWERS: u8 = 54;
 }
 
 /// The backend of mutant `F`.
@@ -384,7 +432,7 @@ impl<const F: u8> Backend for MutantBackend<F> {
 macro_rules! with_mutant {
     ($index:expr, |$b:ident| $body:expr) => {
         $crate::with_mutant!(@each $index, $b, $body;
-            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46)
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54)
     };
     (@each $index:expr, $b:ident, $body:expr; $($n:literal)*) => {
         match $index {

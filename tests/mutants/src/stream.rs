@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use gpuport_core::{
-    Buffer, DeviceId, Error, Event, EventFlags, HostCallback, Kernel, KernelArg, LaunchConfig, Ownership, Result,
-    Stream, StreamFlags,
+    Buffer, DeviceId, Error, Event, EventFlags, HostCallback, HostFunction, Kernel, KernelArg, LaunchConfig, Ownership,
+    Result, Stream, StreamFlags,
 };
 use gpuport_queue::{host_translator, EventState, QueueEvent, QueueStream, WorkQueue};
 
@@ -26,6 +26,10 @@ pub(crate) struct StreamInner {
     /// The queue of its own (a pool thread while it has work) that the late-telling port
     /// completes its events on.
     notifier: OnceLock<WorkQueue>,
+    /// The C host functions the deferring port runs at its next synchronize.
+    deferred: Mutex<Vec<HostCallback>>,
+    /// The arguments of the first launch, which the reusing port passes to every launch.
+    launch_args: OnceLock<Vec<KernelArg>>,
 }
 
 impl StreamInner {
@@ -37,6 +41,8 @@ impl StreamInner {
             destroy_on_drop,
             kept_error: Mutex::default(),
             notifier: OnceLock::new(),
+            deferred: Mutex::default(),
+            launch_args: OnceLock::new(),
         }
     }
 
@@ -130,6 +136,8 @@ impl<const F: u8> Stream for MutantStream<F> {
             return Ok(());
         }
         let src_offset = if F == flaw::COPY_IGNORES_OFFSET { 0 } else { src_offset };
+        // Only the first chunk of a long copy is queued.
+        let len = if F == flaw::LARGE_COPY_TRUNCATED { len.min(32 << 20) } else { len };
         if F == flaw::PEER_COPY_ON_LEGACY_STREAM && src.device() != dst.device() {
             // Queued on the destination device's legacy default stream instead.
             let device = MutantDevice::<F>::shared(dst.device().ordinal)
@@ -157,6 +165,8 @@ impl<const F: u8> Stream for MutantStream<F> {
     fn memset(&self, dst: &Buffer, offset: usize, len: usize, value: u8) -> Result<()> {
         // Rounds an odd length up to even where the buffer has room: one byte too many.
         let len = if F == flaw::FILL_OVERRUNS && len % 2 == 1 && offset + len < dst.len() { len + 1 } else { len };
+        // Sets whole 16-bit words only: an odd length loses its last byte.
+        let len = if F == flaw::MEMSET_EVEN_LENGTH { len & !1 } else { len };
         self.0.next().memset(dst, offset, len, value, host_translator("memset"))
     }
     fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize) -> Result<()> {
@@ -215,9 +225,23 @@ impl<const F: u8> Stream for MutantStream<F> {
         }
         self.0.next().host_callback(f)
     }
+    unsafe fn host_function(&self, func: HostFunction, user: *mut std::ffi::c_void) -> Result<()> {
+        // SAFETY: forwarded: the caller's contract is the closure's.
+        let f = unsafe { gpuport_core::host_function_callback(func, user) };
+        if F == flaw::HOST_FUNCTIONS_AT_SYNCHRONIZE {
+            self.0.deferred.lock().unwrap_or_else(|p| p.into_inner()).push(f);
+            return Ok(());
+        }
+        self.host_callback(f)
+    }
     fn launch(&self, kernel: &Kernel, config: &LaunchConfig, args: &[KernelArg]) -> Result<()> {
         if F == flaw::ZERO_GRID_NOOP && (config.grid.contains(&0) || config.block.contains(&0)) {
             return Ok(());
+        }
+        if F == flaw::LAUNCH_ARGS_REUSED {
+            // The argument block is packed once, at the first launch, and kept.
+            let kept = self.0.launch_args.get_or_init(|| args.to_vec());
+            return self.0.next().launch(kernel, config, kept, host_translator("launch"));
         }
         self.0.next().launch(kernel, config, args, host_translator("launch"))
     }
@@ -241,6 +265,13 @@ impl<const F: u8> Stream for MutantStream<F> {
             return Err(error);
         }
         let result = self.0.all().try_for_each(QueueStream::synchronize);
+        // Told it is on its own worker, returns as if done.
+        let result = match result {
+            Err(Error::WouldDeadlock { .. }) if F == flaw::OWN_CALLBACK_SYNC_PASSES => Ok(()),
+            result => result,
+        };
+        let deferred = std::mem::take(&mut *self.0.deferred.lock().unwrap_or_else(|p| p.into_inner()));
+        deferred.into_iter().for_each(|f| f());
         if let (Err(error), flaw::STREAM_ERROR_KEPT) = (&result, F) {
             // Reported, and kept: every later synchronize reports it again.
             *self.0.kept_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(error.clone());
@@ -294,7 +325,11 @@ impl<const F: u8> Event for MutantEvent<F> {
         if F == flaw::UNRECORDED_EVENT_PENDING && self.queue.state().recorded_generation() == 0 {
             return Ok(false);
         }
-        self.queue.query()
+        match self.queue.query() {
+            // The object behind the handle is kept and asked, its owner's destroy unseen.
+            Err(Error::InvalidHandle { .. }) if F == flaw::STALE_EVENT_ANSWERS => Ok(true),
+            result => result,
+        }
     }
     fn synchronize(&self) -> Result<()> {
         self.queue.synchronize()

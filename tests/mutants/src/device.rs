@@ -68,6 +68,7 @@ impl<const F: u8> MutantDevice<F> {
     fn new_stream(&self, flags: StreamFlags, legacy: bool) -> Result<Arc<StreamInner>> {
         let role = match F {
             flaw::NO_IMPLICIT_SYNC => ImplicitRole::Independent,
+            flaw::LEGACY_OUTSIDE_IMPLICIT_SYNC if legacy => ImplicitRole::Independent,
             _ if legacy => self.0.queue.legacy_role(),
             flaw::ALL_STREAMS_BLOCKING => self.0.queue.stream_role(StreamFlags::empty()),
             _ => self.0.queue.stream_role(flags),
@@ -183,6 +184,9 @@ impl<const F: u8> Device for MutantDevice<F> {
     }
     unsafe fn wrap_stream(&self, raw: usize) -> Result<MutantStream<F>> {
         let wrapped = QueueStream::from_raw(self.0.queue.id(), raw)?;
+        if F == flaw::WRAPPED_STREAM_FRESH {
+            return Ok(MutantStream::new(self.new_stream(wrapped.flags(), false)?));
+        }
         // The flawed wrapper destroys the stream it borrows when it drops.
         Ok(MutantStream::new(Arc::new(StreamInner::new(wrapped, None, F == flaw::WRAPPED_STREAM_DESTROYED))))
     }

@@ -303,6 +303,31 @@ pub const MUTANTS: &[Mutant] = &[
         breaks: "Event::query of an event wrapped from a handle whose owner destroyed it answers done instead of InvalidHandle",
         caught_by: "errors::destroyed_event_is_refused",
     },
+    Mutant {
+        name: "mut-wrapped-stream-fresh",
+        breaks: "Device::wrap_stream checks the handle, then gives a new stream of its own instead of the one the handle names",
+        caught_by: "handles::ordering_through_wrapped_handles",
+    },
+    Mutant {
+        name: "mut-pinned-copy-at-synchronize",
+        breaks: "a copy into pinned host memory lands at the stream's next synchronize, not before the work queued after it",
+        caught_by: "handles::pinned_visible_after_event",
+    },
+    Mutant {
+        name: "mut-foreign-memset-ignored",
+        breaks: "Stream::memset of another backend's memory does nothing instead of failing with BackendMismatch",
+        caught_by: "errors::backend_mismatch",
+    },
+    Mutant {
+        name: "mut-blocking-read-at-once",
+        breaks: "a blocking stream's host read runs at once when the stream itself is idle, without waiting for the legacy default stream",
+        caught_by: "implicit::blocking_host_reads_and_writes_wait_for_legacy",
+    },
+    Mutant {
+        name: "mut-legacy-outside-implicit-sync",
+        breaks: "the legacy default stream takes no part in implicit synchronisation: it waits for no blocking stream",
+        caught_by: "implicit::legacy_waits_for_blocking_streams",
+    },
 ];
 
 /// A flaw of the driver doubles (`GPUPORT_DOUBLE_MUTANT=name`) and the conformance case
@@ -391,6 +416,11 @@ pub(crate) mod flaw {
     pub const LAUNCH_ARGS_REUSED: u8 = 52;
     pub const OWN_CALLBACK_SYNC_PASSES: u8 = 53;
     pub const STALE_EVENT_ANSWERS: u8 = 54;
+    pub const WRAPPED_STREAM_FRESH: u8 = 55;
+    pub const PINNED_COPY_AT_SYNCHRONIZE: u8 = 56;
+    pub const FOREIGN_MEMSET_IGNORED: u8 = 57;
+    pub const BLOCKING_READ_AT_ONCE: u8 = 58;
+    pub const LEGACY_OUTSIDE_IMPLICIT_SYNC: u8 = 59;
 }
 
 /// The backend of mutant `F`.
@@ -432,7 +462,7 @@ impl<const F: u8> Backend for MutantBackend<F> {
 macro_rules! with_mutant {
     ($index:expr, |$b:ident| $body:expr) => {
         $crate::with_mutant!(@each $index, $b, $body;
-            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54)
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59)
     };
     (@each $index:expr, $b:ident, $body:expr; $($n:literal)*) => {
         match $index {

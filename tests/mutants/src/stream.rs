@@ -135,6 +135,16 @@ impl<const F: u8> Stream for MutantStream<F> {
             unsafe { std::ptr::copy(s, d, len) };
             return Ok(());
         }
+        if F == flaw::PINNED_COPY_AT_SYNCHRONIZE && dst.memory() == gpuport_core::MemoryKind::PinnedHost {
+            // Staged, and flushed when the stream is next synchronized.
+            gpuport_core::check_copy(src, src_offset, dst, dst_offset, len)?;
+            let (inner, src, dst) = (self.0.clone(), src.clone(), dst.clone());
+            let flush = move || {
+                let _ = inner.main().copy(&src, src_offset, &dst, dst_offset, len, host_translator("copy"));
+            };
+            self.0.deferred.lock().unwrap_or_else(|p| p.into_inner()).push(Box::new(flush));
+            return Ok(());
+        }
         let src_offset = if F == flaw::COPY_IGNORES_OFFSET { 0 } else { src_offset };
         // Only the first chunk of a long copy is queued.
         let len = if F == flaw::LARGE_COPY_TRUNCATED { len.min(32 << 20) } else { len };
@@ -167,6 +177,9 @@ impl<const F: u8> Stream for MutantStream<F> {
         let len = if F == flaw::FILL_OVERRUNS && len % 2 == 1 && offset + len < dst.len() { len + 1 } else { len };
         // Sets whole 16-bit words only: an odd length loses its last byte.
         let len = if F == flaw::MEMSET_EVEN_LENGTH { len & !1 } else { len };
+        if F == flaw::FOREIGN_MEMSET_IGNORED && dst.device() != self.device_id() {
+            return Ok(());
+        }
         self.0.next().memset(dst, offset, len, value, host_translator("memset"))
     }
     fn write(&self, src: &[u8], dst: &Buffer, dst_offset: usize) -> Result<()> {
@@ -175,6 +188,14 @@ impl<const F: u8> Stream for MutantStream<F> {
         self.0.next().write(src, dst, dst_offset, host_translator("write"))
     }
     fn read(&self, src: &Buffer, src_offset: usize, mut dst: &mut [u8]) -> Result<()> {
+        if F == flaw::BLOCKING_READ_AT_ONCE && !self.flags().contains(StreamFlags::NON_BLOCKING) && self.query()? {
+            // Idle, so read on the calling thread now: the legacy stream is not asked.
+            let from = host_translator("read")(src, src_offset, dst.len())?;
+            // SAFETY: `from` is `dst.len()` readable bytes of the live buffer `src`, which
+            // the caller holds for the call; `dst` is the caller's own slice.
+            unsafe { std::ptr::copy_nonoverlapping(from.cast_const(), dst.as_mut_ptr(), dst.len()) };
+            return Ok(());
+        }
         if F == flaw::READ_PAST_END_CLAMPED {
             // Reads what there is instead of refusing a range past the end.
             let there = src.len().saturating_sub(src_offset).min(dst.len());
@@ -264,14 +285,18 @@ impl<const F: u8> Stream for MutantStream<F> {
         if let Some(error) = kept {
             return Err(error);
         }
-        let result = self.0.all().try_for_each(QueueStream::synchronize);
+        let mut result = self.0.all().try_for_each(QueueStream::synchronize);
+        // What the deferring ports held back runs now (and what it queued is waited for).
+        let deferred = std::mem::take(&mut *self.0.deferred.lock().unwrap_or_else(|p| p.into_inner()));
+        if !deferred.is_empty() {
+            deferred.into_iter().for_each(|f| f());
+            result = result.and_then(|()| self.0.all().try_for_each(QueueStream::synchronize));
+        }
         // Told it is on its own worker, returns as if done.
         let result = match result {
             Err(Error::WouldDeadlock { .. }) if F == flaw::OWN_CALLBACK_SYNC_PASSES => Ok(()),
             result => result,
         };
-        let deferred = std::mem::take(&mut *self.0.deferred.lock().unwrap_or_else(|p| p.into_inner()));
-        deferred.into_iter().for_each(|f| f());
         if let (Err(error), flaw::STREAM_ERROR_KEPT) = (&result, F) {
             // Reported, and kept: every later synchronize reports it again.
             *self.0.kept_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(error.clone());

@@ -148,6 +148,8 @@ impl<const F: u8> Stream for MutantStream<F> {
         let src_offset = if F == flaw::COPY_IGNORES_OFFSET { 0 } else { src_offset };
         // Only the first chunk of a long copy is queued.
         let len = if F == flaw::LARGE_COPY_TRUNCATED { len.min(32 << 20) } else { len };
+        // A copy between the devices moves one 4 KiB page.
+        let len = if F == flaw::PEER_COPY_TRUNCATED && src.device() != dst.device() { len.min(4096) } else { len };
         if F == flaw::PEER_COPY_ON_LEGACY_STREAM && src.device() != dst.device() {
             // Queued on the destination device's legacy default stream instead.
             let device = MutantDevice::<F>::shared(dst.device().ordinal)
@@ -221,7 +223,8 @@ impl<const F: u8> Stream for MutantStream<F> {
         self.0.next().record(&event.queue)
     }
     fn wait(&self, event: &MutantEvent<F>) -> Result<()> {
-        if F == flaw::NOOP_WAIT {
+        if F == flaw::NOOP_WAIT || (F == flaw::UNTIMED_WAIT_IGNORED && event.flags.contains(EventFlags::DISABLE_TIMING))
+        {
             return Ok(());
         }
         // Ignores an event of another device.

@@ -338,6 +338,11 @@ pub const MUTANTS: &[Mutant] = &[
         breaks: "a copy between the port's two devices moves at most 4 KiB",
         caught_by: "arrays::copy_engine_across_devices",
     },
+    Mutant {
+        name: "mut-any-module-loads",
+        breaks: "Device::load_module of an image it cannot read gives an empty module instead of an error",
+        caught_by: "errors::bad_arguments",
+    },
 ];
 
 /// A flaw of the driver doubles (`GPUPORT_DOUBLE_MUTANT=name`) and the conformance case
@@ -433,6 +438,7 @@ pub(crate) mod flaw {
     pub const LEGACY_OUTSIDE_IMPLICIT_SYNC: u8 = 59;
     pub const UNTIMED_WAIT_IGNORED: u8 = 60;
     pub const PEER_COPY_TRUNCATED: u8 = 61;
+    pub const ANY_MODULE_LOADS: u8 = 62;
 }
 
 /// The backend of mutant `F`.
@@ -474,7 +480,7 @@ impl<const F: u8> Backend for MutantBackend<F> {
 macro_rules! with_mutant {
     ($index:expr, |$b:ident| $body:expr) => {
         $crate::with_mutant!(@each $index, $b, $body;
-            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61)
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62)
     };
     (@each $index:expr, $b:ident, $body:expr; $($n:literal)*) => {
         match $index {

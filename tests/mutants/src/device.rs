@@ -1,5 +1,6 @@
 //! The mutants' device: the port template's device, with the device-level flaws.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use gpuport_core::{
@@ -22,6 +23,9 @@ pub(crate) const DEVICE_COUNT: u32 = 2;
 
 /// Every live allocation of every mutant device, for `pointer_attributes`.
 static MEMORY: PointerRegistry = PointerRegistry::new();
+
+/// The allocations the stale-table port noted when it made them, never removed.
+static NOTED: Mutex<BTreeMap<u64, (usize, DeviceId)>> = Mutex::new(BTreeMap::new());
 
 pub(crate) fn kind<const F: u8>() -> BackendKind {
     BackendKind::Plugin(MUTANTS[F as usize].name)
@@ -139,7 +143,11 @@ impl<const F: u8> Device for MutantDevice<F> {
         if F == flaw::SLAB_WRAPS && (1..=slab::SLOT_BYTES).contains(&bytes) {
             return slab::alloc(self.0.queue.id(), bytes);
         }
-        host_buffer(&MEMORY, self.0.queue.id(), bytes, MemoryKind::Device, CAPACITY)
+        let b = host_buffer(&MEMORY, self.0.queue.id(), bytes, MemoryKind::Device, CAPACITY)?;
+        if F == flaw::ATTRIBUTES_OUTLIVE_FREE {
+            NOTED.lock().unwrap_or_else(|p| p.into_inner()).insert(b.addr(), (bytes, self.id()));
+        }
+        Ok(b)
     }
     fn alloc_async(&self, bytes: usize, stream: &MutantStream<F>) -> Result<Buffer> {
         self.0.queue.check_stream(gpuport_core::Stream::device_id(stream))?;
@@ -225,6 +233,21 @@ impl<const F: u8> Device for MutantDevice<F> {
         let attributes = MEMORY.attributes(addr);
         if F == flaw::ATTRIBUTES_OWN_DEVICE_ONLY && attributes.device != Some(self.id()) {
             return Ok(PointerAttributes::unregistered());
+        }
+        if F == flaw::ATTRIBUTES_OUTLIVE_FREE && attributes.memory == MemoryKind::Unregistered {
+            let noted = NOTED.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((&base, &(len, device))) =
+                noted.range(..=addr).next_back().filter(|(&b, &(l, _))| addr < b + l as u64)
+            {
+                return Ok(PointerAttributes {
+                    device: Some(device),
+                    memory: MemoryKind::Device,
+                    host_accessible: true,
+                    device_accessible: true,
+                    managed: false,
+                    allocation: Some((base, len)),
+                });
+            }
         }
         Ok(attributes)
     }

@@ -348,6 +348,11 @@ pub const MUTANTS: &[Mutant] = &[
         breaks: "Device::pointer_attributes answers from a table of allocations that freeing never updates",
         caught_by: "memory::explicit_free",
     },
+    Mutant {
+        name: "mut-peer-2d-packed",
+        breaks: "Stream::copy_2d between the devices moves the rows as one block, ignoring the pitches",
+        caught_by: "copies::copy_2d",
+    },
 ];
 
 /// A flaw of the driver doubles (`GPUPORT_DOUBLE_MUTANT=name`) and the conformance case
@@ -445,6 +450,7 @@ pub(crate) mod flaw {
     pub const PEER_COPY_TRUNCATED: u8 = 61;
     pub const ANY_MODULE_LOADS: u8 = 62;
     pub const ATTRIBUTES_OUTLIVE_FREE: u8 = 63;
+    pub const PEER_2D_PACKED: u8 = 64;
 }
 
 /// The backend of mutant `F`.
@@ -486,7 +492,7 @@ impl<const F: u8> Backend for MutantBackend<F> {
 macro_rules! with_mutant {
     ($index:expr, |$b:ident| $body:expr) => {
         $crate::with_mutant!(@each $index, $b, $body;
-            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63)
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64)
     };
     (@each $index:expr, $b:ident, $body:expr; $($n:literal)*) => {
         match $index {

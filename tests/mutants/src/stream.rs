@@ -160,7 +160,9 @@ impl<const F: u8> Stream for MutantStream<F> {
     }
     fn copy_2d(&self, src: &Buffer, dst: &Buffer, copy: &gpuport_core::Copy2d) -> Result<()> {
         gpuport_core::check_copy_2d(src, dst, copy)?;
-        if F == flaw::LARGE_2D_PACKED && copy.width.saturating_mul(copy.height) >= 16 << 20 {
+        let packed = (F == flaw::LARGE_2D_PACKED && copy.width.saturating_mul(copy.height) >= 16 << 20)
+            || (F == flaw::PEER_2D_PACKED && src.device() != dst.device() && !copy.is_empty());
+        if packed {
             // A large 2D copy (a fast path of its own, say) moves the rows as one block,
             // ignoring both pitches.
             return self.copy(src, copy.src_offset, dst, copy.dst_offset, copy.width * copy.height);

@@ -136,6 +136,28 @@ pub fn copy_2d(t: &Target) -> Outcome {
     apply_2d(&mut model, &src_data, &large);
     ensure!(read_all(&s, &big_dst)? == model, "a 2D copy of 17 rows of {width} bytes differs from the model");
 
+    // Between the port's devices, both ways: a path of its own where a vendor copies row
+    // by row between devices.
+    if let Some(other) = t.devices.get(1) {
+        let (there, s1) = (other.alloc(n)?, stream(other)?);
+        // Each buffer written and read through its own device's stream; the copies queued
+        // on the source's.
+        let sides = [(a, &s, &there, &s1, "device 0 -> device 1"), (&there, &s1, a, &s, "device 1 -> device 0")];
+        for (from, from_stream, to, to_stream, what) in sides {
+            let src_data = pattern(n, 71);
+            let mut model = pattern(n, 72);
+            from_stream.write(&src_data, from, 0)?;
+            to_stream.write(&model, to, 0)?;
+            to_stream.synchronize()?;
+            for copy in &SHAPES_2D {
+                from_stream.copy_2d(from, to, copy)?;
+                apply_2d(&mut model, &src_data, copy);
+            }
+            from_stream.synchronize()?;
+            ensure!(read_all(to_stream, to)? == model, "2D copies {what} differ from the model");
+        }
+    }
+
     // Refused before anything is queued: the destination keeps its bytes.
     let before = read_all(&s, b)?;
     let rows = |width, height, pitch| Copy2d { src_pitch: pitch, dst_pitch: pitch, width, height, ..Copy2d::default() };

@@ -275,6 +275,16 @@ fn mutate(target: &Target, shard: Option<&str>) -> Result<(Tally, Vec<String>), 
         .map_err(|e| e.to_string())?;
     std::fs::create_dir_all(&out).map_err(|e| format!("creating {}: {e}", out.display()))?;
     target.prepare()?;
+    if target.kit.is_some() {
+        // cargo-mutants' unmutated baseline runs the mutated crate's own tests only: the
+        // packages that judge a kit must pass unmutated too, or every mutant would count
+        // as caught.
+        let mut baseline = sample::target_test(target, &["-q"]);
+        baseline.env("CARGO_TARGET_DIR", &build);
+        if !run(baseline) {
+            return Err(format!("the tests that judge {name} fail without a mutant; fix them first"));
+        }
+    }
     // In place: a copy elsewhere would lose the templates' relative path dependencies on
     // gpuport's crates. cargo-mutants puts each file back after each mutant; do not edit
     // the target while it runs.

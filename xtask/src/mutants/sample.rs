@@ -93,7 +93,7 @@ fn run_with_timeout(mut cmd: Command, limit: Duration) -> Result<Option<bool>, S
 /// The tests that judge the target, as `cargo xtask test` runs them (same target folder,
 /// so only what the mutant reaches is rebuilt): a template's own, or the packages that
 /// judge a kit, in the kit's environment.
-fn target_test(target: &Target, args: &[&str]) -> Command {
+pub(super) fn target_test(target: &Target, args: &[&str]) -> Command {
     let mut cmd = match target.kit {
         None => template_cargo(&format!("{}/Cargo.toml", target.dir), "test", &[&["--workspace"], args].concat()),
         Some(kit) => {

@@ -44,6 +44,8 @@ pub(crate) struct Shared {
     /// The device's streams, for the mutant whose synchronize sees only live ones.
     streams: Mutex<Vec<Weak<StreamInner>>>,
     legacy: LazyStream<Arc<StreamInner>>,
+    /// The one queue every created stream shares, for the mutant whose streams never overlap.
+    one_queue: LazyStream<Arc<StreamInner>>,
 }
 
 /// The device of mutant `F` (`mut-…:0`).
@@ -62,6 +64,7 @@ impl<const F: u8> MutantDevice<F> {
                 queue: QueueDevice::new(id::<F>(ordinal)),
                 streams: Mutex::default(),
                 legacy: LazyStream::new(),
+                one_queue: LazyStream::new(),
             })
         });
         Some(MutantDevice(shared.clone()))
@@ -174,6 +177,10 @@ impl<const F: u8> Device for MutantDevice<F> {
         self.legacy()?.main().memset_blocking(dst, offset, len, value, host_translator("memset"))
     }
     fn create_stream(&self, flags: StreamFlags, _priority: i32) -> Result<MutantStream<F>> {
+        if F == flaw::STREAMS_SHARE_A_QUEUE {
+            let one = self.0.one_queue.get_or_create(|| self.new_stream(StreamFlags::NON_BLOCKING, false))?;
+            return Ok(MutantStream::new(Arc::new(one.to_borrowed())));
+        }
         Ok(MutantStream::new(self.new_stream(flags, false)?))
     }
     fn stream_priority_range(&self) -> Result<(i32, i32)> {

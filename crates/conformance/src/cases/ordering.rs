@@ -2,7 +2,7 @@ use std::sync::{Arc, Mutex};
 
 use gpuport_runtime::{DefaultStream, Error, EventFlags, ProgressReading};
 
-use super::{pattern, read_all, stream, Gate, OpenOnDrop};
+use super::{finishes_within, pattern, read_all, stream, Gate, OpenOnDrop, FINISHES_WITHIN};
 use crate::{ensure, Outcome, Target};
 
 /// A copy this large takes the queue kit's parallel path (`PARALLEL_MIN`, 16 MiB), a
@@ -89,8 +89,10 @@ pub fn without_wait_streams_overlap(t: &Target) -> Outcome {
     gate.block(&a)?;
     a.copy(&src, 0, &mid, 0, n)?;
     // B's work touches nothing A's does (sharing memory without ordering would be a data
-    // race): it must complete while A is still held.
+    // race): it must complete while A is still held — seen within `FINISHES_WITHIN`, so a
+    // port whose streams share one queue fails there rather than when the gate gives up.
     b.copy(&other, 0, &dst, 0, n)?;
+    ensure!(finishes_within(&b, FINISHES_WITHIN)?, "stream B's work waited for the held stream A");
     b.synchronize()?;
     ensure!(read_all(&b, &dst)? == unrelated, "stream B's copy did not complete while A was held");
     ensure!(!a.query()?, "stream A finished while blocked");

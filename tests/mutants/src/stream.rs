@@ -205,6 +205,7 @@ impl<const F: u8> Stream for MutantStream<F> {
             let there = src.len().saturating_sub(src_offset).min(dst.len());
             dst = &mut dst[..there];
         }
+        let src_offset = if F == flaw::READ_OFFSET_IGNORED { 0 } else { src_offset };
         self.0.next().read(src, src_offset, dst, host_translator("read"))
     }
     fn record(&self, event: &MutantEvent<F>) -> Result<()> {

@@ -234,6 +234,19 @@ impl<const F: u8> Stream for MutantStream<F> {
         if F == flaw::NO_WAIT_ACROSS_DEVICES && event.queue.device_id() != self.0.main().device_id() {
             return Ok(());
         }
+        if F == flaw::UNRECORDED_WAIT_BLOCKS && event.queue.state().recorded_generation() == 0 {
+            // Treated as pending until recorded: the stream is held until a record has
+            // completed (given up after 30 s, so a run ends).
+            let event = event.queue.clone();
+            return self.0.next().host_callback(Box::new(move || {
+                let deadline = std::time::Instant::now() + Duration::from_secs(30);
+                while std::time::Instant::now() < deadline
+                    && !(event.state().recorded_generation() > 0 && event.query().unwrap_or(true))
+                {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }));
+        }
         if F == flaw::WAIT_FOR_LATEST_RECORD {
             // Looks at the event only when the wait runs: whatever record is latest then.
             event.queue.query()?; // a destroyed event is still refused

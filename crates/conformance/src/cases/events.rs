@@ -2,7 +2,7 @@ use std::time::{Duration, Instant};
 
 use gpuport_runtime::{Error, EventFlags};
 
-use super::{finishes_within, pattern, read_all, stream, Gate, OpenOnDrop, FINISHES_WITHIN};
+use super::{finishes_within, pattern, read_all, stream, Gate, OpenOnDrop, FINISHES_WITHIN, HELD_FOR};
 use crate::{ensure, ensure_err, Outcome, Target};
 
 pub fn query_before_and_after(t: &Target) -> Outcome {
@@ -105,6 +105,36 @@ pub fn rerecord(t: &Target) -> Outcome {
     ensure!(!ev.query()?, "the re-recorded event completed early");
     gate.open();
     ev.synchronize()?;
+    Ok(())
+}
+
+/// A wait queued after an event was recorded again waits for that latest record, not an
+/// earlier one that has completed; a wait on an event never recorded waits for nothing.
+pub fn wait_follows_the_latest_record(t: &Target) -> Outcome {
+    let dev = t.device();
+    let (a, b, c) = (stream(dev)?, stream(dev)?, stream(dev)?);
+    // One buffer per stream: B and C are not ordered with each other.
+    let (for_b, for_c) = (dev.alloc(16)?, dev.alloc(16)?);
+    let ev = dev.create_event(EventFlags::DISABLE_TIMING)?;
+    a.record(&ev)?;
+    ev.synchronize()?; // the first record has completed
+    let gate = Gate::default();
+    let _open = OpenOnDrop(gate.clone());
+    gate.block(&a)?;
+    a.record(&ev)?; // the second, held
+    b.wait(&ev)?;
+    b.memset(&for_b, 0, 16, 1)?;
+    ensure!(
+        !finishes_within(&b, HELD_FOR)?,
+        "a wait queued after the event was recorded again ran ahead of that record (it waited for an earlier one)"
+    );
+    let never = dev.create_event(EventFlags::DISABLE_TIMING)?;
+    c.wait(&never)?;
+    c.memset(&for_c, 0, 16, 2)?;
+    ensure!(finishes_within(&c, FINISHES_WITHIN)?, "a wait on an event never recorded held its stream");
+    gate.open();
+    b.synchronize()?;
+    ensure!(ev.query()?, "the event is not complete after the stream that waited on it finished");
     Ok(())
 }
 

@@ -84,6 +84,7 @@ pub const CASES: &[Case] = &[
     Case { name: "events::elapsed_time", run: events::elapsed_time, needs: &[] },
     Case { name: "events::timing_disabled", run: events::timing_disabled, needs: &[] },
     Case { name: "events::rerecord_waits_for_earlier_record", run: events::rerecord, needs: &[] },
+    Case { name: "events::wait_follows_the_latest_record", run: events::wait_follows_the_latest_record, needs: &[] },
     Case { name: "events::stream_and_event_agree", run: events::stream_and_event_agree, needs: &[] },
     Case { name: "concurrency::many_threads", run: concurrency::many_threads, needs: &[] },
     Case { name: "handles::foreign_stream_not_destroyed", run: handles::foreign_stream, needs: &[] },

@@ -1,8 +1,14 @@
 //! Thread placement: `GPUPORT_WORKER_CPUS`'s list, as `parse_cpu_list` reads it (single
-//! CPUs, ranges one CPU wide included, and what is refused rather than half-read), and
-//! `pin_current_thread`, checked against the affinity the system then reports.
+//! CPUs, ranges one CPU wide included, and what is refused rather than half-read),
+//! `pin_current_thread`, checked against the affinity the system then reports, and the
+//! pool's threads running where the list places them. The variable is read once per
+//! process, before the pool's first thread starts: only the last test here sets it, and no
+//! other test here starts a pool thread or reads it.
 
-use gpuport_queue::affinity::{parse_cpu_list, pin_current_thread};
+use std::time::Duration;
+
+use gpuport_queue::affinity::{parse_cpu_list, pin_current_thread, WORKER_CPUS_ENV};
+use gpuport_queue::WorkQueue;
 
 #[test]
 fn cpus_and_ranges_are_read_in_order() {
@@ -50,4 +56,26 @@ fn a_pinned_thread_runs_only_where_it_was_pinned() {
     })
     .join()
     .expect("the pinned thread's checks");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn the_pools_threads_run_on_the_cpus_the_list_names() {
+    let all = allowed_cpus();
+    // The list names every CPU this process may use; the thread that queues the work is
+    // confined to the first, and the pool's threads it starts would inherit that. With
+    // one CPU the two are the same and only the pin itself is seen.
+    let list = all.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+    // Set before the pool's first thread reads it; no other thread runs in this process.
+    std::env::set_var(WORKER_CPUS_ENV, &list);
+    assert!(pin_current_thread(&all[..1]));
+    let q = WorkQueue::new("placed".into()).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    q.callback(Box::new(move || {
+        let _ = tx.send(allowed_cpus());
+    }))
+    .unwrap();
+    let seen = rx.recv_timeout(Duration::from_secs(30)).expect("the work ran");
+    q.synchronize().unwrap();
+    assert_eq!(seen, all, "the worker runs where {WORKER_CPUS_ENV}={list} says, not where its creator ran");
 }

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use gpuport_core::{
-    BackendKind, Buffer, DefaultStream, Device, DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags, Kernel,
-    MemoryKind, Module, ModuleImage, PointerAttributes, Result, StreamFlags,
+    BackendKind, Buffer, BufferDesc, DefaultStream, Device, DeviceId, DeviceInfo, Error, EventFlags, HostAllocFlags,
+    Kernel, MemoryKind, Module, ModuleImage, PointerAttributes, Result, StreamFlags,
 };
 use gpuport_queue::kernels::{self, HostKernel};
 use gpuport_queue::memory::{host_buffer, PointerRegistry};
@@ -46,6 +46,8 @@ pub(crate) struct Shared {
     legacy: LazyStream<Arc<StreamInner>>,
     /// The one queue every created stream shares, for the mutant whose streams never overlap.
     one_queue: LazyStream<Arc<StreamInner>>,
+    /// The streams `create_stream` made, for the mutant with a table of sixteen.
+    created: Mutex<Vec<Weak<StreamInner>>>,
 }
 
 /// The device of mutant `F` (`mut-…:0`).
@@ -65,6 +67,7 @@ impl<const F: u8> MutantDevice<F> {
                 streams: Mutex::default(),
                 legacy: LazyStream::new(),
                 one_queue: LazyStream::new(),
+                created: Mutex::default(),
             })
         });
         Some(MutantDevice(shared.clone()))
@@ -163,6 +166,38 @@ impl<const F: u8> Device for MutantDevice<F> {
         let memory = if F == flaw::PINNED_AS_DEVICE_MEMORY { MemoryKind::Device } else { MemoryKind::PinnedHost };
         host_buffer(&MEMORY, self.0.queue.id(), bytes, memory, CAPACITY)
     }
+    fn register_host(&self, host: &Buffer) -> Result<Buffer> {
+        if !host.is_host_accessible() || host.memory() == MemoryKind::Device {
+            return Err(Error::invalid_argument(format!(
+                "registering {:?} memory of {}: only host memory can be registered",
+                host.memory(),
+                host.device()
+            )));
+        }
+        if host.is_empty() || host.device().kind == kind::<F>() {
+            return Ok(host.clone());
+        }
+        if F == flaw::REGISTER_COPIES {
+            // The flawed port has no way to lock pages: it hands back pinned memory of its
+            // own holding a copy of the bytes.
+            let copy = self.alloc_pinned(host.len(), HostAllocFlags::empty())?;
+            let (from, to) = (host.host_ptr(0, host.len())?, copy.host_ptr(0, copy.len())?);
+            // SAFETY: both ranges are `host.len()` host-accessible bytes of two live,
+            // distinct allocations.
+            unsafe { std::ptr::copy_nonoverlapping(from.cast_const(), to, host.len()) };
+            return Ok(copy);
+        }
+        let desc = BufferDesc {
+            addr: host.addr(),
+            len: host.len(),
+            device: self.id(),
+            memory: MemoryKind::PinnedHost,
+            host_accessible: true,
+        };
+        // SAFETY: the bytes are `host`'s, host-accessible, and stay allocated while the new
+        // buffer lives: it holds a clone of `host`.
+        unsafe { Buffer::from_borrowed_owned_by(desc, host.clone()) }
+    }
     fn alloc_managed(&self, _bytes: usize) -> Result<Buffer> {
         Err(Error::unsupported(kind::<F>(), "managed memory"))
     }
@@ -180,6 +215,17 @@ impl<const F: u8> Device for MutantDevice<F> {
         if F == flaw::STREAMS_SHARE_A_QUEUE {
             let one = self.0.one_queue.get_or_create(|| self.new_stream(StreamFlags::NON_BLOCKING, false))?;
             return Ok(MutantStream::new(Arc::new(one.to_borrowed())));
+        }
+        if F == flaw::STREAM_TABLE_OF_16 {
+            // A fixed table of sixteen slots, a slot free again when its stream drops.
+            let mut created = self.0.created.lock().unwrap_or_else(|p| p.into_inner());
+            created.retain(|s| s.strong_count() > 0);
+            if created.len() >= 16 {
+                return Err(Error::OutOfMemory { device: self.id(), bytes: 0 });
+            }
+            let stream = self.new_stream(flags, false)?;
+            created.push(Arc::downgrade(&stream));
+            return Ok(MutantStream::new(stream));
         }
         Ok(MutantStream::new(self.new_stream(flags, false)?))
     }

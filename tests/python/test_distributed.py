@@ -55,7 +55,7 @@ def rank_lines(run, ranks, mode):
 
 
 def test_engines_list_mpi_with_its_version_or_its_reason():
-    (mpi,) = distributed.engines()
+    mpi, nccl, rccl = distributed.engines()
     assert mpi.name == "MPI" and not mpi.available and mpi.version is None
     # pytest is not an MPI rank: the library is found (when the wheel is installed), but the
     # launcher is missing, and the reason says what to do.
@@ -64,6 +64,24 @@ def test_engines_list_mpi_with_its_version_or_its_reason():
     else:
         assert "libmpi_abi.so.1" in mpi.reason, mpi.reason
     assert "MPI unavailable" in repr(mpi)
+    # NCCL and RCCL are listed, found or not, and never available to the communicators.
+    assert (nccl.name, rccl.name) == ("NCCL", "RCCL")
+    for gpu in (nccl, rccl):
+        assert not gpu.available and gpu.version is None and isinstance(gpu.lacks, list), gpu
+        assert "do not run on it" in gpu.reason or f"no {gpu.name} library loaded" in gpu.reason, gpu.reason
+
+
+def test_nccl_from_the_wheel_is_found_in_the_environment():
+    # The pinned nvidia-nccl-cu13 wheel puts libnccl.so.2 where no loader path names it.
+    try:
+        wheel = importlib.util.find_spec("nvidia.nccl") is not None
+    except ModuleNotFoundError:
+        wheel = False
+    if "GPUPORT_NCCL_LIBRARY" in os.environ or not wheel:
+        pytest.skip("no NCCL wheel here (tests/python/requirements.txt pins one), or another NCCL named")
+    nccl = next(e for e in distributed.engines() if e.name == "NCCL")
+    assert re.match(r"NCCL 2\.\d+\.\d+ found at .*/site-packages/nvidia/nccl/lib/libnccl\.so\.2", nccl.reason), nccl.reason
+    assert nccl.lacks == [], nccl.lacks
 
 
 def test_init_without_a_launcher_says_how_to_launch():

@@ -7,7 +7,8 @@
 //! Each run has a time limit, so a rank that never arrives fails the run rather than
 //! hanging it. With the driver doubles, `tests/ranks.rs` runs again with 2 ranks on each
 //! (`on_double`, from the doubles' step), their devices' arrays among the host's and ext's.
-//! Rank 0's output is counted; the other ranks' goes to `target/collectives/`, printed when
+//! The NCCL loader is checked against the real `libnccl.so.2` of the pinned wheel (no GPU
+//! needed: found, version read, every call present). Rank 0's output is counted; the other ranks' goes to `target/collectives/`, printed when
 //! the run fails.
 
 use std::path::{Path, PathBuf};
@@ -67,8 +68,32 @@ pub(crate) fn run(tally: &mut Tally) -> bool {
         }
     }
     ok &= a_rank_that_exits_ends_the_job(launch(&exits_exe, 2, false), tally);
+    ok &= nccl_from_the_wheel(tally);
     ok & the_example_verifies_on_every_rank(&mpiexec, &library, tally)
 }
+
+/// Where the `nvidia-nccl-cu13` wheel of tests/python/requirements.txt puts NCCL in `.venv`.
+const NCCL_IN_WHEEL: &str = "nvidia/nccl/lib/libnccl.so.2";
+
+/// NCCL from the pinned wheel, without a GPU: found, its version read, every call gpuport
+/// resolves present (`crates/collective/tests/real_engines.rs`).
+fn nccl_from_the_wheel(tally: &mut Tally) -> bool {
+    let Some(nccl) = crate::python::site_packages_file(NCCL_IN_WHEEL) else {
+        tally.note_failure(
+            "the NCCL loader against the real library",
+            vec![format!("no {NCCL_IN_WHEEL} in .venv (the nvidia-nccl-cu13 wheel of tests/python/requirements.txt)")],
+        );
+        return false;
+    };
+    let mut cmd = crate::cargo();
+    cmd.args(["test", "-p", "gpuport-collective", "--test", "real_engines", "--"]);
+    cmd.args(["--ignored", "--exact", "nccl_is_found_read_and_has_every_call", "--nocapture"]);
+    cmd.env(NCCL_LIBRARY_ENV, nccl);
+    crate::run_tests(cmd, tally)
+}
+
+/// The variable that names NCCL to gpuport.
+const NCCL_LIBRARY_ENV: &str = "GPUPORT_NCCL_LIBRARY";
 
 /// Where ranks other than 0 write their output.
 fn logs_dir() -> PathBuf {

@@ -172,15 +172,8 @@ impl Place {
 /// Debian's ROCm 5.2 runtime (both compile on the CPU; the doubles run the images).
 pub(crate) fn compilers() -> Vec<(&'static str, OsString)> {
     let mut found = Vec::new();
-    let venv_lib = Path::new(".venv/lib");
-    if let Ok(entries) = std::fs::read_dir(venv_lib) {
-        for e in entries.flatten() {
-            let nvrtc = e.path().join("site-packages/nvidia/cuda_nvrtc/lib/libnvrtc.so.12");
-            if nvrtc.is_file() {
-                found.push(("GPUPORT_NVRTC_LIBRARY", absolute(nvrtc).into_os_string()));
-                break;
-            }
-        }
+    if let Some(nvrtc) = crate::python::site_packages_file("nvidia/cuda_nvrtc/lib/libnvrtc.so.12") {
+        found.push(("GPUPORT_NVRTC_LIBRARY", nvrtc.into_os_string()));
     }
     let hiprtc = Path::new("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5");
     if hiprtc.is_file() {

@@ -19,6 +19,14 @@ pub(crate) const REQUIREMENTS: &str = "tests/python/requirements.txt";
 const STAMP: &str = ".venv/gpuport-requirements.txt";
 const MANIFEST: &str = "crates/python/Cargo.toml";
 
+/// A file a pinned wheel installed in `.venv`: `relative` under its `site-packages`
+/// (absolute), if there.
+pub(crate) fn site_packages_file(relative: &str) -> Option<PathBuf> {
+    let entries = std::fs::read_dir(Path::new(VENV).join("lib")).ok()?;
+    let found = entries.flatten().map(|e| e.path().join("site-packages").join(relative)).find(|p| p.is_file())?;
+    Some(std::path::absolute(&found).unwrap_or(found))
+}
+
 pub(crate) fn venv_bin(name: &str) -> PathBuf {
     Path::new(VENV).join("bin").join(name)
 }

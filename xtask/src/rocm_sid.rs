@@ -13,7 +13,8 @@
 //! glibc runs older binaries): every required symbol resolves, the version's paths are
 //! taken, discovery says `no device (… runtime 6.4/7.2 …)`, and — on 7 — `libhiprtc.so.7`
 //! and `librccl.so.1` are found where gpuport looks for them and the runtime carries no
-//! compiler; each version's hiprtc compiles gpuport's test kernels for the targets of its
+//! compiler, and gpuport's NCCL/RCCL loader reads RCCL (`gpuport-collective`'s
+//! `real_engines`: version, every call it resolves); each version's hiprtc compiles gpuport's test kernels for the targets of its
 //! time (gfx90a and gfx1030; gfx942 and gfx1100 from 6; gfx950 and gfx1201 from 7). On 7 gpuport's declarations are also checked against HIP 7.2's headers
 //! (experimental's `libamdhip64-dev`), compiled into a probe with the host's C compiler.
 //! Needs root, `debootstrap` and the package mirrors.
@@ -133,8 +134,14 @@ pub(crate) fn test_binary(args: &[&str], target: &str) -> Result<PathBuf, String
         .ok_or_else(|| format!("cargo gave no {target} executable"))
 }
 
-/// The check of one runtime; see the module documentation.
-fn check(rt: &SidRuntime, root: &Path, test: &Path) -> Result<(), String> {
+/// Builds the `real_engines` test binary (gpuport's NCCL and RCCL loader) and returns its path.
+fn build_engines_test() -> Result<PathBuf, String> {
+    test_binary(&["test", "-p", "gpuport-collective", "--test", "real_engines"], "real_engines")
+}
+
+/// The check of one runtime; see the module documentation. `engines` is the loader's test,
+/// run where the root has RCCL.
+fn check(rt: &SidRuntime, root: &Path, test: &Path, engines: Option<&Path>) -> Result<(), String> {
     let inside = root.join("opt/gpuport");
     std::fs::create_dir_all(&inside).map_err(|e| format!("creating {}: {e}", inside.display()))?;
     std::fs::copy(test, inside.join("real_runtime")).map_err(|e| format!("copying the test into the root: {e}"))?;
@@ -149,6 +156,19 @@ fn check(rt: &SidRuntime, root: &Path, test: &Path) -> Result<(), String> {
         "--ignored",
         "--nocapture",
     ]))?;
+    if let Some(engines) = engines.filter(|_| rt.major >= 7) {
+        std::fs::copy(engines, inside.join("real_engines"))
+            .map_err(|e| format!("copying the test into the root: {e}"))?;
+        run(Command::new("chroot").arg(root).args([
+            "env",
+            "RUST_BACKTRACE=1",
+            "/opt/gpuport/real_engines",
+            "--ignored",
+            "--exact",
+            "rccl_is_found_read_and_has_every_call",
+            "--nocapture",
+        ]))?;
+    }
     if rt.major >= 7 {
         // Absolute: the test runs in its crate's folder.
         let facts = std::path::absolute(crate::doubles::target_dir().join(format!("hip{}-header-facts.txt", rt.major)))
@@ -163,7 +183,11 @@ fn check(rt: &SidRuntime, root: &Path, test: &Path) -> Result<(), String> {
         "xtask: HIP {} runtime in {}: every required symbol resolves, its version's paths are taken, no device reported{}",
         rt.major,
         root.display(),
-        if rt.major >= 7 { "; hiprtc and RCCL found; declarations match its headers" } else { "" }
+        if rt.major >= 7 {
+            "; hiprtc and RCCL found, RCCL read by gpuport's loader with every call it resolves; declarations match its headers"
+        } else {
+            ""
+        }
     );
     Ok(())
 }
@@ -190,5 +214,6 @@ pub fn rocm_sid_check(major: Option<u32>, root: Option<&Path>, prepare_only: boo
         return Ok(());
     }
     let test = build_test()?;
-    chosen.iter().zip(&roots).try_for_each(|(rt, root)| check(rt, root, &test))
+    let engines = if chosen.iter().any(|rt| rt.major >= 7) { Some(build_engines_test()?) } else { None };
+    chosen.iter().zip(&roots).try_for_each(|(rt, root)| check(rt, root, &test, engines.as_deref()))
 }

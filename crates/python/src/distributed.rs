@@ -20,7 +20,7 @@ use crate::errors::IntoPy;
 /// One collectives engine as this process finds it.
 #[pyclass(module = "gpuport.distributed", name = "Engine", frozen)]
 pub struct PyEngine {
-    /// `"MPI"`.
+    /// `"MPI"`, `"NCCL"` or `"RCCL"`.
     #[pyo3(get)]
     name: String,
     /// Whether it can be used here.
@@ -32,6 +32,9 @@ pub struct PyEngine {
     /// Why it is unavailable; `None` when available.
     #[pyo3(get)]
     reason: Option<String>,
+    /// What the library found lacks, each feature with the version that has it.
+    #[pyo3(get)]
+    lacks: Vec<String>,
 }
 
 #[pymethods]
@@ -57,6 +60,7 @@ pub fn engines(py: Python<'_>) -> Vec<PyEngine> {
             available: e.status.is_ok(),
             version: e.status.as_ref().ok().cloned(),
             reason: e.status.err(),
+            lacks: e.lacks,
         })
         .collect()
 }

@@ -144,26 +144,15 @@ pub(crate) struct Loaded {
     _lib: Library,
 }
 
-/// Folders [`add_search_dir`] named, looked in after the soname.
-static SEARCH_DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-
-/// Also looks for the standard-ABI library in `dir` (after the soname, before nothing
-/// else), when MPI is first loaded — a later call has no effect. The Python module names
-/// its interpreter's `lib/`, where the `mpich` wheel installs `libmpi_abi.so.1`, so a script
-/// run by that environment's `python` finds it without the environment being activated.
-pub fn add_search_dir(dir: impl Into<PathBuf>) {
-    SEARCH_DIRS.lock().unwrap_or_else(|p| p.into_inner()).push(dir.into());
-}
-
 /// The names tried, in order: `GPUPORT_MPI_LIBRARY` alone when set, else the soname, the
 /// `lib/` of the active Python environment (where the `mpich` wheel puts it), and the
-/// folders [`add_search_dir`] named.
+/// folders [`add_search_dir`](crate::add_search_dir) named.
 pub(crate) fn candidates() -> Vec<String> {
     if let Some(path) = std::env::var_os(LIBRARY_ENV) {
         return vec![path.to_string_lossy().into_owned()];
     }
     let venv = std::env::var_os("VIRTUAL_ENV").map(|v| PathBuf::from(v).join("lib"));
-    let added = SEARCH_DIRS.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let added = crate::search::dirs();
     let mut out = vec![SONAME.to_owned()];
     for dir in venv.into_iter().chain(added) {
         let path = dir.join(SONAME).to_string_lossy().into_owned();

@@ -1,0 +1,46 @@
+//! gpuport's NCCL and RCCL loader against the real libraries, on a machine without a GPU:
+//! found where users have them, the version read, every call gpuport resolves present.
+//! Ignored by default: `cargo xtask test` runs the NCCL check with
+//! `GPUPORT_NCCL_LIBRARY` naming the PyPI wheel's `libnccl.so.2` (installed in the Python
+//! test environment), and `cargo xtask rocm-sid-check --runtime 7` runs the RCCL check
+//! inside the root that holds Debian's `librccl1`, where RCCL is found by its soname.
+
+use gpuport_collective::{engines, EngineReport, NCCL_LIBRARY_ENV};
+
+fn report(name: &str) -> EngineReport {
+    engines().into_iter().find(|e| e.name == name).unwrap_or_else(|| panic!("{name} is not listed"))
+}
+
+/// The version in a found engine's reason (`NAME X.Y.Z found at PATH, …`).
+fn found(report: &EngineReport) -> ((u32, u32, u32), String) {
+    let reason = report.status.clone().expect_err("found, and not driven by the communicators");
+    let rest = reason
+        .strip_prefix(&format!("{} ", report.name))
+        .unwrap_or_else(|| panic!("{} was not found: {reason}", report.name));
+    let (version, rest) = rest.split_once(" found at ").unwrap_or_else(|| panic!("no version: {reason}"));
+    let numbers: Vec<u32> = version.split('.').map(|n| n.parse().expect("a version number")).collect();
+    let path = rest.split_once(", but ").map_or(rest, |(p, _)| p).to_owned();
+    ((numbers[0], numbers[1], numbers[2]), path)
+}
+
+#[test]
+#[ignore = "needs NCCL: GPUPORT_NCCL_LIBRARY naming libnccl.so.2 (cargo xtask test sets it to the wheel's)"]
+fn nccl_is_found_read_and_has_every_call() {
+    let chosen = std::env::var(NCCL_LIBRARY_ENV).expect("GPUPORT_NCCL_LIBRARY names the library to check");
+    let nccl = report("NCCL");
+    let (version, path) = found(&nccl);
+    assert_eq!(path, chosen);
+    // The pinned wheel is 2.32; every call gpuport resolves is there from 2.28.
+    assert!(version >= (2, 28, 0), "NCCL {version:?}");
+    assert_eq!(nccl.lacks, Vec::<String>::new(), "NCCL {version:?} lacks calls gpuport resolves");
+}
+
+#[test]
+#[ignore = "needs RCCL where ROCm installs it (run inside the HIP 7 root by cargo xtask rocm-sid-check)"]
+fn rccl_is_found_read_and_has_every_call() {
+    let rccl = report("RCCL");
+    let (version, path) = found(&rccl);
+    assert_eq!(path, "librccl.so.1", "found by its soname");
+    assert!(version >= (2, 18, 0), "RCCL for NCCL's API {version:?}");
+    assert_eq!(rccl.lacks, Vec::<String>::new(), "RCCL {version:?} lacks calls gpuport resolves");
+}

@@ -236,3 +236,41 @@ impl QueueEvent {
         Ok(ms as f32)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use gpuport_core::{BackendKind, DeviceId, EventFlags};
+
+    use super::EventState;
+
+    /// Waits (observing the state, with a generous bound) until `n` threads are blocked
+    /// in `wait_for` on `ev`.
+    fn until_waiting(ev: &EventState, n: usize) {
+        let since = Instant::now();
+        while ev.marks().waiters != n {
+            assert!(since.elapsed() < Duration::from_secs(60), "{} waiters, not {n}", ev.marks().waiters);
+            std::thread::yield_now();
+        }
+    }
+
+    #[test]
+    fn a_waiter_leaves_the_count_when_its_record_completes() {
+        let ev = EventState::new(DeviceId::new(BackendKind::Host, 0), EventFlags::empty());
+        for round in 1..=2u64 {
+            let generation = ev.begin_record(0).expect("a live event");
+            assert_eq!(generation, round);
+            let waiter = {
+                let ev = ev.clone();
+                std::thread::spawn(move || ev.wait_for(generation))
+            };
+            until_waiting(&ev, 1);
+            ev.complete(generation);
+            waiter.join().expect("the waiter returns");
+            // Nobody waits now: a completion must not count a thread that left (it would
+            // wake the condition variable for nobody on every later completion).
+            assert_eq!(ev.marks().waiters, 0, "round {round}");
+        }
+    }
+}

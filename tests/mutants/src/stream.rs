@@ -1,6 +1,7 @@
 //! The mutants' streams and events: `gpuport-queue`'s, with the stream- and event-level
 //! flaws.
 
+use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -384,6 +385,21 @@ impl<const F: u8> Event for MutantEvent<F> {
         }
         if F == flaw::ELAPSED_IN_MICROSECONDS {
             return self.queue.elapsed_ms(&end.queue).map(|ms| ms * 1000.0);
+        }
+        if F == flaw::ELAPSED_FROM_EARLIER_RECORD {
+            // The flawed port keeps the last figure it gave for a pair of events and gives
+            // it again while a newer record of either is pending.
+            static GIVEN: Mutex<BTreeMap<(usize, usize), f32>> = Mutex::new(BTreeMap::new());
+            let key = (self.raw_handle(), end.raw_handle());
+            let mut given = GIVEN.lock().unwrap_or_else(|p| p.into_inner());
+            return match self.queue.elapsed_ms(&end.queue) {
+                Ok(ms) => {
+                    given.insert(key, ms);
+                    Ok(ms)
+                }
+                Err(Error::NotReady { what }) => given.get(&key).copied().ok_or(Error::NotReady { what }),
+                Err(e) => Err(e),
+            };
         }
         match self.queue.elapsed_ms(&end.queue) {
             Err(Error::NotReady { .. }) if F == flaw::ELAPSED_ZERO_BEFORE_DONE => Ok(0.0),

@@ -56,6 +56,21 @@ pub fn elapsed_time(t: &Target) -> Outcome {
         "{t01} ms between two events around a 5 ms sleep, {t02} ms in all, within a host window of {window_ms:.3} ms"
     );
     ensure!(evs[0].elapsed_ms(&evs[0])? == 0.0, "an event is 0 ms from itself");
+    // A re-recorded event answers for its latest record: while that is held back, the time
+    // to it is not ready — not the figure of the record before it.
+    let again = Gate::default();
+    let _open_again = OpenOnDrop(again.clone());
+    again.block(&s)?;
+    s.record(&evs[2])?;
+    ensure_err!(
+        evs[0].elapsed_ms(&evs[2]),
+        Error::NotReady { .. },
+        "elapsed time to an event re-recorded behind held work (its earlier record is complete)"
+    );
+    again.open();
+    s.synchronize()?;
+    let later = evs[0].elapsed_ms(&evs[2])?;
+    ensure!(later >= t02, "the re-recorded event is {later} ms after the start, less than its first record's {t02} ms");
     Ok(())
 }
 

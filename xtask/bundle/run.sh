@@ -247,6 +247,30 @@ else
 fi
 rm -rf "$mpi_prefix"
 
+# NCCL as this machine's Python has it (the nvidia-nccl wheel PyTorch brings): gpuport's
+# loader finds it, reads its version and resolves every call that version has.
+nccl_lib=""
+if [ -n "$mpi_py" ]; then
+  nccl_lib="$("$mpi_py" -c '
+import importlib.util, pathlib
+try:
+    spec = importlib.util.find_spec("nvidia.nccl")
+except ModuleNotFoundError:
+    spec = None
+for d in (spec.submodule_search_locations or []) if spec else []:
+    lib = pathlib.Path(d) / "lib" / "libnccl.so.2"
+    if lib.is_file():
+        print(lib)
+        break
+' 2>/dev/null || true)"
+fi
+if [ -n "$nccl_lib" ]; then
+  run_part nccl-loader env GPUPORT_NCCL_LIBRARY="$nccl_lib" "$bin/collective-real-engines" --ignored --exact \
+    nccl_is_found_read_and_lacks_only_what_its_version_lacks --nocapture
+else
+  skip_part nccl-loader "no nvidia-nccl wheel (nvidia/nccl/lib/libnccl.so.2) in ${mpi_py:-python3}'s environment"
+fi
+
 # Benchmarks (ratios against floors measured in the same run; they assert nothing).
 run_part bench-staged-copy "$bin/bench-staged-copy"
 # CUDA bandwidth and latency through gpuport, and the same through CuPy in the same run.

@@ -87,10 +87,22 @@ fn nccl_from_the_wheel(tally: &mut Tally) -> bool {
     };
     let mut cmd = crate::cargo();
     cmd.args(["test", "-p", "gpuport-collective", "--test", "real_engines", "--"]);
-    cmd.args(["--ignored", "--exact", "nccl_is_found_read_and_lacks_only_what_its_version_lacks", "--nocapture"]);
+    cmd.args(["--ignored", "--exact", NCCL_CHECK, "--nocapture"]);
     cmd.env(NCCL_LIBRARY_ENV, nccl);
-    crate::run_tests(cmd, tally)
+    let before = tally.passed;
+    if !crate::run_tests(cmd, tally) {
+        return false;
+    }
+    // A filter that matches no test would pass: the check must have run.
+    if tally.passed != before + 1 {
+        tally.note_failure("the NCCL loader against the real library", vec![format!("{NCCL_CHECK} did not run")]);
+        return false;
+    }
+    true
 }
+
+/// The check, in `crates/collective/tests/real_engines.rs`.
+const NCCL_CHECK: &str = "nccl_is_found_read_and_lacks_only_what_its_version_lacks";
 
 /// The variable that names NCCL to gpuport.
 const NCCL_LIBRARY_ENV: &str = "GPUPORT_NCCL_LIBRARY";

@@ -25,6 +25,7 @@
 mod call;
 mod check;
 mod communicator;
+mod library;
 mod mpi;
 mod nccl;
 mod op;

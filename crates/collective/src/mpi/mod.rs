@@ -166,35 +166,24 @@ pub(crate) fn candidates() -> Vec<String> {
 /// Opens the first of `candidates` that loads and has the standard ABI's entry points; the
 /// reason names every attempt when none does.
 pub(crate) fn load(candidates: &[String]) -> Result<Loaded> {
-    let mut tried = Vec::new();
-    for name in candidates {
-        // SAFETY: loading an MPI library runs its initialisers, which MPI implementations
-        // keep free of side effects before MPI_Init. It stays resident: a library refused
-        // below, or released after MPI_Finalize, is never unmapped under a thread of it.
-        let lib = match unsafe { gpuport_vendor_kit::loading::open_resident(name) } {
-            Ok(lib) => lib,
-            Err(e) => {
-                tried.push(format!("{name} ({})", gpuport_vendor_kit::loading::loader_message(&e)));
-                continue;
-            }
-        };
-        let api = match Api::resolve(&lib, name) {
-            Ok(api) => api,
-            Err(e) => {
-                tried.push(e.to_string());
-                continue;
-            }
-        };
-        let version = library_version(&api);
-        return Ok(Loaded { api, library: name.clone(), version, _lib: lib });
+    // SAFETY: loading an MPI library runs its initialisers, which MPI implementations keep
+    // free of side effects before MPI_Init.
+    let opened = unsafe {
+        crate::library::open_first(candidates, |lib, name| Api::resolve(lib, name).map_err(|e| e.to_string()))
+    };
+    match opened {
+        Ok(found) => {
+            let version = library_version(&found.accepted);
+            Ok(Loaded { api: found.accepted, library: found.name, version, _lib: found.lib })
+        }
+        Err(tried) => Err(Error::EngineUnavailable {
+            engine: ENGINE,
+            reason: format!(
+                "no MPI standard-ABI library loaded (tried {}); install one (the `mpich` wheel from PyPI, MPICH 5) or set {LIBRARY_ENV}",
+                tried.join("; ")
+            ),
+        }),
     }
-    Err(Error::EngineUnavailable {
-        engine: ENGINE,
-        reason: format!(
-            "no MPI standard-ABI library loaded (tried {}); install one (the `mpich` wheel from PyPI, MPICH 5) or set {LIBRARY_ENV}",
-            tried.join("; ")
-        ),
-    })
 }
 
 /// `MPI_Get_library_version`'s first line (callable before `MPI_Init`).

@@ -183,35 +183,28 @@ type GetVersion = unsafe extern "C" fn(*mut c_int) -> c_int;
 /// attempt when none does.
 pub(crate) fn load(flavour: Flavour, candidates: &[String]) -> Result<Loaded> {
     let name = flavour.name();
-    let mut tried = Vec::new();
-    for candidate in candidates {
-        // SAFETY: loading NCCL or RCCL runs their initialisers, which only set up their own
-        // state (the GPU runtime is reached on the first communicator). Resident: a library
-        // refused below is never unmapped under a thread it started.
-        let lib = match unsafe { gpuport_vendor_kit::loading::open_resident(candidate) } {
-            Ok(lib) => lib,
-            Err(e) => {
-                tried.push(format!("{candidate} ({})", gpuport_vendor_kit::loading::loader_message(&e)));
-                continue;
-            }
-        };
-        match read_version(&lib) {
-            Ok(version) => {
-                let addresses = [const { OnceLock::new() }; ENTRIES.len()];
-                return Ok(Loaded { flavour, library: candidate.clone(), version, lib, addresses });
-            }
-            Err(why) => tried.push(format!("{candidate} ({why})")),
+    // SAFETY: loading NCCL or RCCL runs their initialisers, which only set up their own
+    // state (the GPU runtime is reached on the first communicator).
+    let opened = unsafe {
+        crate::library::open_first(candidates, |lib, candidate| {
+            read_version(lib).map_err(|why| format!("{candidate} ({why})"))
+        })
+    };
+    match opened {
+        Ok(found) => {
+            let addresses = [const { OnceLock::new() }; ENTRIES.len()];
+            Ok(Loaded { flavour, library: found.name, version: found.accepted, lib: found.lib, addresses })
         }
+        Err(tried) => Err(Error::EngineUnavailable {
+            engine: name,
+            reason: format!(
+                "no {name} library loaded (tried {}); {} or set {}",
+                tried.join("; "),
+                flavour.advice(),
+                flavour.library_env()
+            ),
+        }),
     }
-    Err(Error::EngineUnavailable {
-        engine: name,
-        reason: format!(
-            "no {name} library loaded (tried {}); {} or set {}",
-            tried.join("; "),
-            flavour.advice(),
-            flavour.library_env()
-        ),
-    })
 }
 
 /// The version `ncclGetVersion` reports, or why there is none.

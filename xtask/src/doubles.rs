@@ -25,6 +25,11 @@ pub(crate) struct Double {
     file: &'static str,
     /// The variable gpuport loads it through.
     env: &'static str,
+    /// The collectives engine's file name the same library also answers to (it exports
+    /// NCCL's API: `libnccl.so.2` beside the CUDA double, `librccl.so.1` beside the HIP
+    /// ones), a link to it: the dynamic loader opens a file once, so the engine and the
+    /// driver share one simulated machine.
+    engine_file: &'static str,
 }
 
 /// Every double.
@@ -36,6 +41,7 @@ pub(crate) const DOUBLES: &[Double] = &[
         features: &[],
         file: "libcuda.so.1",
         env: "GPUPORT_CUDA_LIBRARY",
+        engine_file: "libnccl.so.2",
     },
     Double {
         name: "rocm6",
@@ -44,6 +50,7 @@ pub(crate) const DOUBLES: &[Double] = &[
         features: &[],
         file: "libamdhip64.so.6",
         env: "GPUPORT_HIP_LIBRARY",
+        engine_file: "librccl.so.1",
     },
     Double {
         name: "rocm7",
@@ -52,6 +59,7 @@ pub(crate) const DOUBLES: &[Double] = &[
         features: &["rocm7"],
         file: "libamdhip64.so.7",
         env: "GPUPORT_HIP_LIBRARY",
+        engine_file: "librccl.so.1",
     },
     Double {
         name: "rocm5",
@@ -60,6 +68,7 @@ pub(crate) const DOUBLES: &[Double] = &[
         features: &["rocm5"],
         file: "libamdhip64.so.5",
         env: "GPUPORT_HIP_LIBRARY",
+        engine_file: "librccl.so.1",
     },
 ];
 
@@ -114,7 +123,11 @@ impl Place {
         std::fs::create_dir_all(dest.parent().unwrap_or(Path::new(".")))
             .and_then(|_| std::fs::copy(&built, &dest))
             .map_err(|e| format!("copying {} to {}: {e}", built.display(), dest.display()))?;
-        eprintln!("xtask: {} double at {}", d.name, dest.display());
+        let engine = dest.with_file_name(d.engine_file);
+        let _ = std::fs::remove_file(&engine);
+        std::os::unix::fs::symlink(d.file, &engine)
+            .map_err(|e| format!("linking {} to {}: {e}", engine.display(), d.file))?;
+        eprintln!("xtask: {} double at {} (also {})", d.name, dest.display(), engine.display());
         Ok(())
     }
 

@@ -168,6 +168,11 @@ fn stream_ref(s: Handle) -> StreamRef {
     }
 }
 
+// NCCL's C API over this double's machine (RCCL's, with its `ncclAllToAll`): the build
+// gives this library a second name (`librccl.so.1`) so that the engine and the driver share one
+// machine.
+gpuport_double_sim::nccl_exports!(stream_ref, ncclAllToAll);
+
 fn handle(h: u64) -> Handle {
     h as usize as Handle
 }

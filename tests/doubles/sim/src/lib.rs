@@ -31,6 +31,7 @@
 //! Depends on std and libc only: it must check gpuport, not echo it.
 
 pub mod clock;
+pub mod collective;
 pub mod config;
 pub mod faults;
 pub mod ffi;
@@ -39,6 +40,7 @@ pub mod kernels;
 mod machine;
 pub mod memory;
 pub mod mutation;
+pub mod nccl;
 pub mod report;
 mod stream;
 

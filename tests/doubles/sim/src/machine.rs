@@ -344,6 +344,9 @@ extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
         if let Some(m) = MACHINE.get() {
             m.exit_check();
+            if m.config.leak_check {
+                crate::nccl::exit_check();
+            }
             if let Some(status) = m.config.fail_exit.filter(|_| crate::report::count() > 0) {
                 // SAFETY: ends the process at once, as asked, with the status that says
                 // reports were made; nothing after this handler needs to run.
@@ -1145,6 +1148,56 @@ impl Machine {
         let accesses = [(src, src_span, false), (dst, dst_span, true)];
         let seq = self.enqueue(cx, &mut st, &core, |_, _| work, &accesses, Vec::new())?;
         self.finish_if_pageable(st, &core, seq, dst)
+    }
+
+    /// A collective of communicator rank `comm` on stream `s` (`ncclAllReduce` and the
+    /// others; RCCL's the same): the buffers, sized by what `spec` and the rank need, must be
+    /// device memory of the communicator's device, and the stream that device's. The part
+    /// is queued like any work (ordered on its stream, its buffers' accesses checked against
+    /// other streams'); when the stream reaches it, it waits for the other ranks' parts.
+    pub fn collective(
+        &self,
+        cx: &Call<'_>,
+        s: StreamRef,
+        comm: &crate::collective::Comm,
+        spec: crate::collective::Spec,
+        send: usize,
+        recv: usize,
+    ) -> Result<()> {
+        let mut st = lock(&self.state);
+        let core = self.stream(cx, &mut st, s)?;
+        if core.device != comm.device {
+            violation(
+                "wrong-device",
+                cx,
+                format!("a stream of device {} for rank {} on device {}", core.device, comm.rank, comm.device),
+            );
+            return Err(Error::InvalidValue);
+        }
+        let (send_len, recv_len) = spec.bytes(comm.rank, comm.clique.ranks());
+        let mut accesses = Vec::new();
+        let send_view = if send_len > 0 {
+            accesses.push((send, send_len, false));
+            self.resolve(cx, &st, send, send_len, Some(comm.device))?.cast_const()
+        } else {
+            std::ptr::null()
+        };
+        let recv_view = if recv_len > 0 {
+            accesses.push((recv, recv_len, true));
+            self.resolve(cx, &st, recv, recv_len, Some(comm.device))?
+        } else {
+            std::ptr::null_mut()
+        };
+        let part = crate::collective::Part { spec, send: send_view, recv: recv_view };
+        let work = |_: u64, _: &VClock| Work::Collective {
+            clique: comm.clique.clone(),
+            seq: comm.take_seq(),
+            rank: comm.rank,
+            part,
+            error: comm.error.clone(),
+        };
+        self.enqueue(cx, &mut st, &core, work, &accesses, Vec::new())?;
+        Ok(())
     }
 
     /// `cuMemsetD8Async` / `hipMemsetAsync` (and the synchronous forms, queued on the

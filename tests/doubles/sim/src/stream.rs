@@ -100,6 +100,15 @@ pub(crate) enum Work {
     Free(u64),
     /// A fault injected on the call that queued this: poisons the context when it runs.
     Poison(u32),
+    /// A rank's part of a collective: its stream waits here for the other ranks' parts;
+    /// a failure goes to the communicator's asynchronous error.
+    Collective {
+        clique: Arc<crate::collective::Clique>,
+        seq: u64,
+        rank: usize,
+        part: crate::collective::Part,
+        error: Arc<Mutex<Option<String>>>,
+    },
 }
 
 /// One queued operation.
@@ -288,6 +297,12 @@ fn run(core: &StreamCore, op: &Op) {
             // SAFETY: as for the callback above.
             unsafe { f(*user) };
             IN_HOST_FN.with(|c| c.set(false));
+        }
+        (Work::Collective { clique, seq, rank, part, error }, None) => {
+            let report = |kind: &str, why: String| crate::report::violation_outside_call(kind, why);
+            if let crate::collective::Outcome::Failed(why) = clique.arrive(*seq, *rank, *part, &report) {
+                lock(error).get_or_insert(why);
+            }
         }
         (Work::Nothing | Work::Free(_), None) => {}
     }

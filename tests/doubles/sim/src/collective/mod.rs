@@ -1,0 +1,314 @@
+//! Collectives over the simulated devices, run as NCCL (and RCCL, NCCL's API for AMD) runs
+//! them: every rank of a communicator queues its part on its own stream; when a stream
+//! reaches its part it waits there until every rank's stream has reached the same
+//! collective (the n-th collective of each rank meets the n-th of the others), and the last
+//! to arrive does the whole collective over every rank's buffers before all go on.
+//!
+//! Stricter than NCCL, which hangs or corrupts memory on these: ranks that disagree on the
+//! operation, the data type, the count or the root are reported and the collective fails
+//! on every rank with no data moved; a rank that does not arrive within the limit is
+//! reported and the collective fails on the ranks that came; an aborted communicator
+//! releases its waiting parts with an error.
+
+pub mod elements;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use elements::{reduce, DType, RedOp};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Which collective, with what its kind needs every rank to agree on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Every rank gets the reduction of every rank's `count` elements.
+    AllReduce(RedOp),
+    /// Every rank gets the root's `count` elements.
+    Broadcast {
+        /// The rank whose elements are sent.
+        root: usize,
+    },
+    /// The root gets the reduction of every rank's `count` elements.
+    Reduce {
+        /// The reduction.
+        op: RedOp,
+        /// The rank that receives it.
+        root: usize,
+    },
+    /// Each rank's `count` elements, gathered in rank order on every rank.
+    AllGather,
+    /// `count` is what each rank receives: its block of the reduction of every rank's
+    /// `ranks * count` elements.
+    ReduceScatter(RedOp),
+    /// `count` elements to each rank: block `j` of rank `i`'s send buffer lands in block
+    /// `i` of rank `j`'s receive buffer.
+    AllToAll,
+}
+
+/// A collective as one rank states it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spec {
+    /// The collective.
+    pub kind: Kind,
+    /// The elements' type.
+    pub dtype: DType,
+    /// Elements, as the NCCL call counts them (see [`Kind`]).
+    pub count: usize,
+}
+
+impl Spec {
+    /// Bytes of the send and the receive buffer on `rank` of `ranks` (the receive buffer of
+    /// a reduction's non-root ranks is not used: 0).
+    pub fn bytes(&self, rank: usize, ranks: usize) -> (usize, usize) {
+        let one = self.count * self.dtype.size();
+        match self.kind {
+            Kind::AllReduce(_) => (one, one),
+            Kind::Broadcast { root } => (if rank == root { one } else { 0 }, one),
+            Kind::Reduce { root, .. } => (one, if rank == root { one } else { 0 }),
+            Kind::AllGather => (one, one * ranks),
+            Kind::ReduceScatter(_) => (one * ranks, one),
+            Kind::AllToAll => (one * ranks, one * ranks),
+        }
+    }
+}
+
+/// One rank's part: its statement and its buffers (the double's own view of them).
+#[derive(Debug, Clone, Copy)]
+pub struct Part {
+    /// The collective as this rank states it.
+    pub spec: Spec,
+    /// Its send buffer.
+    pub send: *const u8,
+    /// Its receive buffer.
+    pub recv: *mut u8,
+}
+
+// SAFETY: the pointers are the double's views of memory the machine keeps alive until the
+// operation holding the part has completed.
+unsafe impl Send for Part {}
+
+/// How a part ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Done: every rank's data moved.
+    Done,
+    /// The collective failed on this rank: why (already reported).
+    Failed(String),
+}
+
+#[derive(Default)]
+struct Meeting {
+    parts: Vec<Option<Part>>,
+    outcome: Option<Outcome>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Collectives under way, by sequence number.
+    meetings: BTreeMap<u64, Meeting>,
+    aborted: bool,
+}
+
+/// The ranks of one communicator (one clique per unique id).
+pub struct Clique {
+    /// Unique in the process (an address may be reused once a clique is gone).
+    id: u64,
+    ranks: usize,
+    /// How long a part waits for the other ranks before the collective fails.
+    limit: Duration,
+    state: Mutex<State>,
+    cv: Condvar,
+}
+
+impl Clique {
+    /// `ranks` ranks, whose parts wait at most `limit` for each other.
+    pub fn new(ranks: usize, limit: Duration) -> Arc<Clique> {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        Arc::new(Clique { id, ranks, limit, state: Mutex::default(), cv: Condvar::new() })
+    }
+
+    /// Its number, unique in the process.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// How many ranks it has.
+    pub fn ranks(&self) -> usize {
+        self.ranks
+    }
+
+    /// Releases every waiting part with an error, and fails every later one at once.
+    pub fn abort(&self) {
+        lock(&self.state).aborted = true;
+        self.cv.notify_all();
+    }
+
+    /// Rank `rank`'s part of collective `seq`, on its stream's thread: returns when the
+    /// collective is done (or has failed). `report` reports a misuse (a kind and what
+    /// happened).
+    pub fn arrive(&self, seq: u64, rank: usize, part: Part, report: &dyn Fn(&str, String)) -> Outcome {
+        let mut st = lock(&self.state);
+        if st.aborted {
+            return Outcome::Failed("the communicator was aborted".into());
+        }
+        let ranks = self.ranks;
+        let meeting = st.meetings.entry(seq).or_insert_with(|| Meeting { parts: vec![None; ranks], outcome: None });
+        meeting.parts[rank] = Some(part);
+        if meeting.parts.iter().all(Option::is_some) {
+            let parts: Vec<Part> = meeting.parts.iter().flatten().copied().collect();
+            let outcome = match disagreement(&parts) {
+                Some(why) => {
+                    report("collective-mismatch", format!("collective #{seq}: {why}"));
+                    Outcome::Failed(why)
+                }
+                None => {
+                    // SAFETY: every part's buffers were checked against live allocations
+                    // for its spec's sizes when queued, and stay alive while the parts wait.
+                    unsafe { run(&parts) };
+                    Outcome::Done
+                }
+            };
+            meeting.outcome = Some(outcome);
+            self.cv.notify_all();
+        }
+        let deadline = Instant::now() + self.limit;
+        loop {
+            let aborted = st.aborted;
+            let meeting = st.meetings.get_mut(&seq).expect("a meeting stays until its last part leaves");
+            if let Some(outcome) = meeting.outcome.clone() {
+                meeting.parts[rank] = None;
+                if meeting.parts.iter().all(Option::is_none) {
+                    st.meetings.remove(&seq);
+                }
+                return outcome;
+            }
+            if aborted {
+                meeting.parts[rank] = None;
+                return Outcome::Failed("the communicator was aborted while the collective waited".into());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                let missing: Vec<usize> = (0..ranks).filter(|&r| meeting.parts[r].is_none()).collect();
+                let why = format!("rank(s) {missing:?} never reached collective #{seq} within {:?}", self.limit);
+                report("rank-never-arrived", why.clone());
+                meeting.outcome = Some(Outcome::Failed(why.clone()));
+                meeting.parts[rank] = None;
+                self.cv.notify_all();
+                return Outcome::Failed(why);
+            }
+            st = self.cv.wait_timeout(st, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+        }
+    }
+}
+
+/// One rank of a communicator: its clique, rank and device, the sequence number of its
+/// next collective, and its asynchronous error (`ncclCommGetAsyncError`).
+pub struct Comm {
+    /// The ranks it belongs with.
+    pub clique: Arc<Clique>,
+    /// Its rank.
+    pub rank: usize,
+    /// Its device.
+    pub device: usize,
+    next: AtomicU64,
+    /// Why a collective of it failed, once one has.
+    pub error: Arc<Mutex<Option<String>>>,
+}
+
+impl Comm {
+    /// Rank `rank` of `clique`, on `device`.
+    pub fn new(clique: Arc<Clique>, rank: usize, device: usize) -> Comm {
+        Comm { clique, rank, device, next: AtomicU64::new(0), error: Arc::default() }
+    }
+
+    /// The sequence number of its next collective (each call takes one).
+    pub fn take_seq(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Its asynchronous error, if a collective of it failed.
+    pub fn async_error(&self) -> Option<String> {
+        lock(&self.error).clone()
+    }
+}
+
+/// Why the ranks' statements of one collective disagree, if they do.
+fn disagreement(parts: &[Part]) -> Option<String> {
+    let first = parts[0].spec;
+    let differ = parts.iter().any(|p| p.spec != first);
+    differ.then(|| {
+        let each: Vec<String> = parts.iter().enumerate().map(|(r, p)| format!("rank {r}: {:?}", p.spec)).collect();
+        format!("the ranks disagree on the collective ({})", each.join("; "))
+    })
+}
+
+/// Does the collective every part agreed on.
+///
+/// # Safety
+/// Each part's buffers hold at least [`Spec::bytes`] for its rank.
+unsafe fn run(parts: &[Part]) {
+    let ranks = parts.len();
+    let spec = parts[0].spec;
+    let one = spec.count * spec.dtype.size();
+    if one == 0 {
+        return;
+    }
+    // SAFETY: the caller's promise; the inputs are copied out before any output is written,
+    // so in-place collectives (a send buffer that is also a receive buffer) read what the
+    // ranks sent.
+    let send = |r: usize, len: usize| unsafe { std::slice::from_raw_parts(parts[r].send, len) }.to_vec();
+    // SAFETY: as above; each receive buffer is written once, after every input was read.
+    let write = |r: usize, at: usize, bytes: &[u8]| unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), parts[r].recv.add(at), bytes.len())
+    };
+    match spec.kind {
+        Kind::AllReduce(op) | Kind::Reduce { op, .. } => {
+            let inputs: Vec<Vec<u8>> = (0..ranks).map(|r| send(r, one)).collect();
+            let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+            let mut out = vec![0u8; one];
+            reduce(spec.dtype, op, &refs, &mut out);
+            match spec.kind {
+                Kind::Reduce { root, .. } => write(root, 0, &out),
+                _ => (0..ranks).for_each(|r| write(r, 0, &out)),
+            }
+        }
+        Kind::Broadcast { root } => {
+            let data = send(root, one);
+            (0..ranks).for_each(|r| write(r, 0, &data));
+        }
+        Kind::AllGather => {
+            let inputs: Vec<Vec<u8>> = (0..ranks).map(|r| send(r, one)).collect();
+            for r in 0..ranks {
+                for (i, input) in inputs.iter().enumerate() {
+                    write(r, i * one, input);
+                }
+            }
+        }
+        Kind::ReduceScatter(op) => {
+            let inputs: Vec<Vec<u8>> = (0..ranks).map(|r| send(r, one * ranks)).collect();
+            let mut out = vec![0u8; one];
+            for r in 0..ranks {
+                let blocks: Vec<&[u8]> = inputs.iter().map(|i| &i[r * one..(r + 1) * one]).collect();
+                reduce(spec.dtype, op, &blocks, &mut out);
+                write(r, 0, &out);
+            }
+        }
+        Kind::AllToAll => {
+            let inputs: Vec<Vec<u8>> = (0..ranks).map(|r| send(r, one * ranks)).collect();
+            for (i, input) in inputs.iter().enumerate() {
+                for j in 0..ranks {
+                    write(j, i * one, &input[j * one..(j + 1) * one]);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

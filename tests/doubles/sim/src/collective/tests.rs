@@ -1,0 +1,202 @@
+//! The meeting of ranks and each collective's data movement, with threads standing in for
+//! the ranks' stream threads and plain vectors for their buffers.
+
+use std::sync::Mutex;
+use std::thread;
+
+use super::*;
+
+fn f32s(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+}
+
+fn as_f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks(4).map(|c| f32::from_ne_bytes(c.try_into().unwrap())).collect()
+}
+
+/// The reports made: each misuse's kind and what happened.
+type Reports = Vec<(String, String)>;
+
+/// Runs collective `seq` with one thread per rank: rank `r` sends `sends[r]` and receives
+/// into a buffer of `recv_len`; returns each rank's outcome and receive buffer, and the
+/// reports made.
+fn meet(
+    clique: &Clique,
+    seq: u64,
+    specs: &[Spec],
+    sends: &[Vec<u8>],
+    recv_len: usize,
+) -> (Vec<(Outcome, Vec<u8>)>, Reports) {
+    let reports = Mutex::new(Vec::new());
+    let results = thread::scope(|s| {
+        let handles: Vec<_> = (0..specs.len())
+            .map(|r| {
+                let reports = &reports;
+                s.spawn(move || {
+                    let mut recv = vec![0u8; recv_len];
+                    let part = Part { spec: specs[r], send: sends[r].as_ptr(), recv: recv.as_mut_ptr() };
+                    let outcome = clique.arrive(seq, r, part, &|kind, why| lock(reports).push((kind.to_owned(), why)));
+                    (outcome, recv)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    (results, reports.into_inner().unwrap())
+}
+
+fn spec(kind: Kind, count: usize) -> Spec {
+    Spec { kind, dtype: DType::Float32, count }
+}
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+#[test]
+fn every_collective_moves_what_nccl_documents() {
+    let clique = Clique::new(3, LIMIT);
+    let sends: Vec<Vec<u8>> = (0..3).map(|r| f32s(&[r as f32, 10.0 * r as f32, 1.0, 2.0, 3.0, 4.0])).collect();
+    let cases: [(Kind, usize, usize, Vec<Vec<f32>>); 5] = [
+        (Kind::AllReduce(RedOp::Sum), 2, 8, vec![vec![3.0, 30.0]; 3]),
+        (Kind::AllGather, 1, 12, vec![vec![0.0, 1.0, 2.0]; 3]),
+        (Kind::ReduceScatter(RedOp::Max), 1, 4, vec![vec![2.0], vec![20.0], vec![1.0]]),
+        (
+            Kind::AllToAll,
+            2,
+            24,
+            // Rank j receives block j (elements 2j, 2j+1) of every rank, in rank order.
+            vec![
+                vec![0.0, 0.0, 1.0, 10.0, 2.0, 20.0],
+                vec![1.0, 2.0, 1.0, 2.0, 1.0, 2.0],
+                vec![3.0, 4.0, 3.0, 4.0, 3.0, 4.0],
+            ],
+        ),
+        (Kind::Broadcast { root: 2 }, 2, 8, vec![vec![2.0, 20.0]; 3]),
+    ];
+    for (seq, (kind, count, recv_len, want)) in cases.into_iter().enumerate() {
+        let (got, reports) = meet(&clique, seq as u64, &[spec(kind, count); 3], &sends, recv_len);
+        assert!(reports.is_empty(), "{kind:?}: {reports:?}");
+        for (r, (outcome, recv)) in got.iter().enumerate() {
+            assert_eq!(*outcome, Outcome::Done, "{kind:?}");
+            assert_eq!(as_f32s(recv), want[r], "{kind:?} on rank {r}");
+        }
+    }
+    // A reduction writes the root alone.
+    let (got, _) = meet(&clique, 9, &[spec(Kind::Reduce { op: RedOp::Prod, root: 1 }, 2); 3], &sends, 8);
+    assert_eq!(as_f32s(&got[1].1), [0.0, 0.0]);
+    let sends: Vec<Vec<u8>> = (1..4).map(|r| f32s(&[r as f32, 1.0])).collect();
+    let (got, _) = meet(&clique, 10, &[spec(Kind::Reduce { op: RedOp::Prod, root: 1 }, 2); 3], &sends, 8);
+    assert_eq!((as_f32s(&got[0].1), as_f32s(&got[1].1)), (vec![0.0, 0.0], vec![6.0, 1.0]));
+}
+
+#[test]
+fn in_place_collectives_read_what_was_sent() {
+    // Each rank's send and receive buffers are one buffer.
+    let clique = Clique::new(2, LIMIT);
+    let report = |_: &str, why: String| panic!("{why}");
+    thread::scope(|s| {
+        let handles: Vec<_> = (0..2)
+            .map(|r| {
+                let (clique, report) = (&clique, &report);
+                s.spawn(move || {
+                    let mut buf = f32s(&[r as f32 + 1.0, 0.0, 0.0, 0.0]);
+                    let p = buf.as_mut_ptr();
+                    let gather =
+                        Part { spec: spec(Kind::AllGather, 1), send: p.cast_const().wrapping_add(4 * r), recv: p };
+                    // Rank r's element sits at block r already, as NCCL's in-place all-gather wants.
+                    buf.copy_within(0..4, 4 * r);
+                    assert_eq!(clique.arrive(0, r, gather, report), Outcome::Done);
+                    let sum = Part { spec: spec(Kind::AllReduce(RedOp::Sum), 2), send: p, recv: p };
+                    assert_eq!(clique.arrive(1, r, sum, report), Outcome::Done);
+                    as_f32s(&buf)
+                })
+            })
+            .collect();
+        for h in handles {
+            assert_eq!(h.join().unwrap()[..2], [2.0, 4.0]);
+        }
+    });
+}
+
+#[test]
+fn ranks_that_disagree_are_reported_and_every_rank_fails_with_nothing_moved() {
+    let clique = Clique::new(2, LIMIT);
+    let sends = vec![f32s(&[1.0, 2.0]), f32s(&[3.0, 4.0])];
+    for (a, b) in [
+        (spec(Kind::AllReduce(RedOp::Sum), 2), spec(Kind::AllReduce(RedOp::Sum), 1)),
+        (spec(Kind::AllReduce(RedOp::Sum), 2), spec(Kind::AllReduce(RedOp::Max), 2)),
+        (spec(Kind::Broadcast { root: 0 }, 2), spec(Kind::Broadcast { root: 1 }, 2)),
+        (spec(Kind::AllReduce(RedOp::Sum), 2), Spec { dtype: DType::Int32, ..spec(Kind::AllReduce(RedOp::Sum), 2) }),
+        (spec(Kind::AllGather, 1), spec(Kind::AllReduce(RedOp::Sum), 1)),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, pair)| (i as u64, pair))
+    .map(|(i, (a, b))| ((i, a), b))
+    {
+        let (seq, a) = a;
+        let (got, reports) = meet(&clique, seq, &[a, b], &sends, 8);
+        assert_eq!(reports.len(), 1, "{a:?} / {b:?}: {reports:?}");
+        assert_eq!(reports[0].0, "collective-mismatch");
+        assert!(reports[0].1.contains("rank 0") && reports[0].1.contains("rank 1"), "{reports:?}");
+        for (outcome, recv) in got {
+            assert!(matches!(outcome, Outcome::Failed(_)), "{a:?} / {b:?}");
+            assert_eq!(recv, vec![0u8; 8], "nothing moved");
+        }
+    }
+}
+
+#[test]
+fn a_rank_that_never_arrives_fails_the_collective_after_the_limit_and_is_reported() {
+    let clique = Clique::new(3, Duration::from_millis(200));
+    let sends = vec![f32s(&[1.0]); 2];
+    let reports = Mutex::new(Vec::new());
+    thread::scope(|s| {
+        for r in 0..2 {
+            let (clique, sends, reports) = (&clique, &sends, &reports);
+            s.spawn(move || {
+                let mut recv = [0u8; 4];
+                let part = Part {
+                    spec: spec(Kind::AllReduce(RedOp::Sum), 1),
+                    send: sends[r].as_ptr(),
+                    recv: recv.as_mut_ptr(),
+                };
+                let outcome = clique.arrive(0, r, part, &|kind, why| lock(reports).push((kind.to_owned(), why)));
+                assert!(matches!(&outcome, Outcome::Failed(why) if why.contains("[2]")), "{outcome:?}");
+            });
+        }
+    });
+    let reports = reports.into_inner().unwrap();
+    assert!(!reports.is_empty() && reports.iter().all(|(k, _)| k == "rank-never-arrived"), "{reports:?}");
+}
+
+#[test]
+fn an_abort_releases_the_waiting_ranks_and_fails_later_collectives() {
+    let clique = Clique::new(2, LIMIT);
+    let send = f32s(&[1.0]);
+    thread::scope(|s| {
+        let waiting = s.spawn(|| {
+            let mut recv = [0u8; 4];
+            let part =
+                Part { spec: spec(Kind::AllReduce(RedOp::Sum), 1), send: send.as_ptr(), recv: recv.as_mut_ptr() };
+            clique.arrive(0, 0, part, &|_, why| panic!("{why}"))
+        });
+        // The abort comes while rank 0 waits or before it arrives: either way it fails.
+        clique.abort();
+        assert!(matches!(waiting.join().unwrap(), Outcome::Failed(why) if why.contains("aborted")));
+    });
+    let mut recv = [0u8; 4];
+    let part = Part { spec: spec(Kind::AllReduce(RedOp::Sum), 1), send: send.as_ptr(), recv: recv.as_mut_ptr() };
+    assert!(matches!(clique.arrive(1, 1, part, &|_, why| panic!("{why}")), Outcome::Failed(_)));
+}
+
+#[test]
+fn buffer_sizes_follow_each_kind() {
+    let s = |kind| Spec { kind, dtype: DType::Float64, count: 3 };
+    assert_eq!(s(Kind::AllReduce(RedOp::Sum)).bytes(0, 4), (24, 24));
+    assert_eq!(s(Kind::AllGather).bytes(1, 4), (24, 96));
+    assert_eq!(s(Kind::ReduceScatter(RedOp::Sum)).bytes(1, 4), (96, 24));
+    assert_eq!(s(Kind::AllToAll).bytes(1, 4), (96, 96));
+    assert_eq!(s(Kind::Broadcast { root: 2 }).bytes(1, 4), (0, 24));
+    assert_eq!(s(Kind::Broadcast { root: 2 }).bytes(2, 4), (24, 24));
+    assert_eq!(s(Kind::Reduce { op: RedOp::Min, root: 0 }).bytes(3, 4), (24, 0));
+}

@@ -1,0 +1,701 @@
+//! NCCL's C API — which RCCL exports too — over the simulated machine, for ranks that are
+//! devices of this process. Each driver double exports these functions beside the driver's
+//! (`nccl_exports!`), and the build gives the same file a second name (`libnccl.so.2` beside
+//! the CUDA double, `librccl.so.1` beside the HIP one): the dynamic loader opens a file it
+//! already holds once, so the engine and the driver share one machine, as NCCL shares the
+//! process's CUDA driver.
+//!
+//! What NCCL does, the double does — communicators from a unique id (`ncclCommInitRank`,
+//! each rank from its own thread or all from one inside a group) or for several devices at
+//! once (`ncclCommInitAll`), collectives queued on the caller's stream as work of the
+//! communicator's device ([`crate::collective`]), abort and asynchronous errors — and it
+//! is stricter where NCCL would hang or corrupt memory: ranks that disagree on a
+//! collective, a rank that never arrives, one thread driving several ranks of a
+//! communicator outside a group (a deadlock in NCCL), buffers on another device, and
+//! communicators alive at exit are reported.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use crate::collective::elements::{DType, RedOp};
+use crate::collective::{Clique, Comm, Kind, Spec};
+use crate::report::{violation, violation_outside_call};
+use crate::{current_context, set_current_context, Call, Machine, StreamRef};
+
+/// `NCCL_VERSION(2, 32, 3)`: the version the double reports.
+pub const VERSION_CODE: c_int = 23203;
+
+/// `ncclResult_t`.
+pub mod status {
+    use std::ffi::c_int;
+    /// `ncclSuccess`.
+    pub const SUCCESS: c_int = 0;
+    /// `ncclUnhandledCudaError`: the driver failed the call.
+    pub const UNHANDLED_CUDA_ERROR: c_int = 1;
+    /// `ncclSystemError`.
+    pub const SYSTEM_ERROR: c_int = 2;
+    /// `ncclInternalError`: a bug in the double.
+    pub const INTERNAL_ERROR: c_int = 3;
+    /// `ncclInvalidArgument`.
+    pub const INVALID_ARGUMENT: c_int = 4;
+    /// `ncclInvalidUsage`.
+    pub const INVALID_USAGE: c_int = 5;
+    /// `ncclRemoteError`: another rank failed.
+    pub const REMOTE_ERROR: c_int = 6;
+}
+
+/// `NCCL_UNIQUE_ID_BYTES`.
+pub const UNIQUE_ID_BYTES: usize = 128;
+
+/// `ncclUniqueId`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct UniqueId {
+    /// The id's bytes.
+    pub internal: [c_char; UNIQUE_ID_BYTES],
+}
+
+/// A communicator handle's top bits: a made-up or foreign handle is told apart.
+const COMM_TAG: u64 = 0x4e43 << 48;
+
+/// How long a collective's part waits for the other ranks before it fails (the double's
+/// watchdog: NCCL itself waits forever).
+pub const LIMIT_ENV: &str = "GPUPORT_DOUBLE_COLLECTIVE_LIMIT_S";
+
+fn limit() -> Duration {
+    let seconds = std::env::var(LIMIT_ENV).ok().and_then(|v| v.trim().parse::<f64>().ok());
+    Duration::from_secs_f64(seconds.filter(|s| s.is_finite() && *s > 0.0).unwrap_or(120.0))
+}
+
+struct Entry {
+    comm: Arc<Comm>,
+    /// The call that made it, for the leak report.
+    origin: String,
+}
+
+/// An initialisation under way: the ranks' devices as they arrive.
+struct Init {
+    devices: Vec<Option<usize>>,
+    clique: Arc<Clique>,
+}
+
+#[derive(Default)]
+struct Registry {
+    comms: BTreeMap<u64, Entry>,
+    next_comm: u64,
+    next_id: u64,
+    inits: BTreeMap<Vec<u8>, Init>,
+}
+
+static REGISTRY: Mutex<Registry> =
+    Mutex::new(Registry { comms: BTreeMap::new(), next_comm: 0, next_id: 0, inits: BTreeMap::new() });
+/// Signalled when an initialisation gains a rank.
+static JOINED: Condvar = Condvar::new();
+
+fn registry() -> MutexGuard<'static, Registry> {
+    REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A call deferred to the end of a group.
+struct DeferredInit {
+    out: *mut u64,
+    id: Vec<u8>,
+    ranks: usize,
+    rank: usize,
+    device: usize,
+    origin: String,
+}
+
+thread_local! {
+    /// `ncclGroupStart` depth, and the initialisations deferred to the outermost end.
+    static GROUP: RefCell<(u32, Vec<DeferredInit>)> = const { RefCell::new((0, Vec::new())) };
+    /// The rank (clique, rank) this thread last drove outside a group.
+    static UNGROUPED: Cell<Option<(u64, usize)>> = const { Cell::new(None) };
+    /// `ncclGetLastError`'s text.
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// A failed call: its status and why.
+pub struct Failure {
+    status: c_int,
+    why: String,
+}
+
+type Outcome = Result<(), Failure>;
+
+fn fail(status: c_int, why: impl Into<String>) -> Failure {
+    Failure { status, why: why.into() }
+}
+
+/// A misuse, reported and failed with `ncclInvalidUsage` or `ncclInvalidArgument`.
+fn misuse(cx: &Call<'_>, kind: &str, status: c_int, why: String) -> Failure {
+    violation(kind, cx, &why);
+    fail(status, why)
+}
+
+/// Serves one call: runs `body`, turning a failure into its status (and `ncclGetLastError`'s
+/// text) and a panic into a report and `ncclInternalError`, never an unwind into the caller.
+pub fn serve(cx: &Call<'_>, body: impl FnOnce() -> Outcome) -> c_int {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or_else(|_| {
+        violation("internal", cx, "the double panicked serving this call (a bug in the double)");
+        Err(fail(status::INTERNAL_ERROR, "the double panicked"))
+    });
+    match outcome {
+        Ok(()) => status::SUCCESS,
+        Err(f) => {
+            let text = CString::new(format!("{}: {}", cx.name, f.why)).unwrap_or_default();
+            LAST_ERROR.with(|l| *l.borrow_mut() = text);
+            f.status
+        }
+    }
+}
+
+fn machine() -> Result<&'static Machine, Failure> {
+    Machine::get().ok_or_else(|| fail(status::UNHANDLED_CUDA_ERROR, "the GPU driver is not initialised"))
+}
+
+/// `ncclGetVersion`.
+///
+/// # Safety
+/// `version` is null or writable.
+pub unsafe fn get_version(cx: &Call<'_>, version: *mut c_int) -> Outcome {
+    if version.is_null() {
+        return Err(misuse(cx, "null-pointer", status::INVALID_ARGUMENT, "a null version pointer".into()));
+    }
+    // SAFETY: checked non-null; the caller's promise that it is writable.
+    unsafe { version.write(VERSION_CODE) };
+    Ok(())
+}
+
+/// `ncclGetUniqueId`: an id no other call of this process gives.
+///
+/// # Safety
+/// `id` is null or a writable `ncclUniqueId`.
+pub unsafe fn get_unique_id(cx: &Call<'_>, id: *mut UniqueId) -> Outcome {
+    if id.is_null() {
+        return Err(misuse(cx, "null-pointer", status::INVALID_ARGUMENT, "a null id pointer".into()));
+    }
+    let n = {
+        let mut r = registry();
+        r.next_id += 1;
+        r.next_id
+    };
+    let mut bytes = [0 as c_char; UNIQUE_ID_BYTES];
+    let text = format!("gpuport-double nccl id {} {n}", std::process::id());
+    for (b, t) in bytes.iter_mut().zip(text.bytes()) {
+        *b = t as c_char;
+    }
+    // SAFETY: checked non-null; the caller's promise that it is writable.
+    unsafe { id.write(UniqueId { internal: bytes }) };
+    Ok(())
+}
+
+fn id_bytes(id: &UniqueId) -> Vec<u8> {
+    id.internal.iter().map(|&b| b as u8).collect()
+}
+
+/// The device current on this thread (NCCL's rank takes the calling thread's device).
+fn current_device(cx: &Call<'_>) -> Result<usize, Failure> {
+    machine()?.current_device(cx).map_err(|e| fail(status::UNHANDLED_CUDA_ERROR, format!("no current device ({e:?})")))
+}
+
+fn register(comm: Comm, origin: String) -> u64 {
+    let mut r = registry();
+    r.next_comm += 1;
+    let handle = COMM_TAG | r.next_comm;
+    r.comms.insert(handle, Entry { comm: Arc::new(comm), origin });
+    handle
+}
+
+/// Adds rank `rank` (on `device`) to the initialisation of `id`; the clique.
+fn join(cx: &Call<'_>, id: Vec<u8>, ranks: usize, rank: usize, device: usize) -> Result<Arc<Clique>, Failure> {
+    let mut r = registry();
+    let init =
+        r.inits.entry(id).or_insert_with(|| Init { devices: vec![None; ranks], clique: Clique::new(ranks, limit()) });
+    if init.devices.len() != ranks {
+        let why = format!("{ranks} ranks for a unique id another rank initialised with {}", init.devices.len());
+        return Err(misuse(cx, "collective-mismatch", status::INVALID_USAGE, why));
+    }
+    if init.devices[rank].is_some() {
+        return Err(misuse(cx, "collective-mismatch", status::INVALID_USAGE, format!("rank {rank} joined twice")));
+    }
+    if let Some(other) = init.devices.iter().flatten().find(|&&d| d == device) {
+        let why = format!("rank {rank} on device {other}, which another rank of the communicator uses");
+        return Err(misuse(cx, "collective-mismatch", status::INVALID_USAGE, why));
+    }
+    init.devices[rank] = Some(device);
+    JOINED.notify_all();
+    Ok(init.clique.clone())
+}
+
+/// Waits until every rank of the initialisation of `id` has joined (at most the limit).
+fn wait_joined(cx: &Call<'_>, id: &[u8]) -> Outcome {
+    let deadline = std::time::Instant::now() + limit();
+    let mut r = registry();
+    loop {
+        let Some(init) = r.inits.get(id) else { return Ok(()) };
+        if init.devices.iter().all(Option::is_some) {
+            r.inits.remove(id);
+            return Ok(());
+        }
+        let now = std::time::Instant::now();
+        if now >= deadline {
+            let missing: Vec<usize> = (0..init.devices.len()).filter(|&i| init.devices[i].is_none()).collect();
+            let why = format!("rank(s) {missing:?} never joined the communicator within {:?}", limit());
+            return Err(misuse(cx, "rank-never-arrived", status::REMOTE_ERROR, why));
+        }
+        r = JOINED.wait_timeout(r, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+    }
+}
+
+/// `ncclCommInitRank`: rank `rank` of `ranks`, on the calling thread's current device;
+/// blocks until every rank has joined, or — inside a group — at the group's end.
+///
+/// # Safety
+/// `out` is null or writable; `id` is null or a readable `ncclUniqueId`.
+pub unsafe fn comm_init_rank(cx: &Call<'_>, out: *mut u64, ranks: c_int, id: *const UniqueId, rank: c_int) -> Outcome {
+    if out.is_null() || id.is_null() {
+        return Err(misuse(cx, "null-pointer", status::INVALID_ARGUMENT, "a null communicator or id pointer".into()));
+    }
+    let (Ok(ranks), Ok(rank)) = (usize::try_from(ranks), usize::try_from(rank)) else {
+        return Err(misuse(cx, "bad-argument", status::INVALID_ARGUMENT, format!("rank {rank} of {ranks}")));
+    };
+    if ranks == 0 || rank >= ranks {
+        return Err(misuse(cx, "bad-argument", status::INVALID_ARGUMENT, format!("rank {rank} of {ranks}")));
+    }
+    let device = current_device(cx)?;
+    // SAFETY: checked non-null; the caller's promise that it is readable.
+    let id = id_bytes(unsafe { &*id });
+    let deferred = DeferredInit { out, id, ranks, rank, device, origin: cx.describe() };
+    if GROUP.with(|g| g.borrow().0) > 0 {
+        GROUP.with(|g| g.borrow_mut().1.push(deferred));
+        return Ok(());
+    }
+    // SAFETY: forwarded.
+    unsafe { complete_inits(cx, vec![deferred]) }
+}
+
+/// Joins every deferred initialisation, then waits for each and writes its handle.
+///
+/// # Safety
+/// Each `out` is writable.
+unsafe fn complete_inits(cx: &Call<'_>, inits: Vec<DeferredInit>) -> Outcome {
+    let mut joined = Vec::new();
+    for init in inits {
+        let clique = join(cx, init.id.clone(), init.ranks, init.rank, init.device)?;
+        joined.push((init, clique));
+    }
+    for (init, clique) in joined {
+        wait_joined(cx, &init.id)?;
+        let handle = register(Comm::new(clique, init.rank, init.device), init.origin);
+        // SAFETY: the caller's promise.
+        unsafe { init.out.write(handle) };
+    }
+    Ok(())
+}
+
+/// `ncclCommInitAll`: one communicator of `count` ranks, rank `i` on device `devices[i]`
+/// (`0..count` when null).
+///
+/// # Safety
+/// `out` is null or holds `count` writable handles; `devices` is null or holds `count` ints.
+pub unsafe fn comm_init_all(cx: &Call<'_>, out: *mut u64, count: c_int, devices: *const c_int) -> Outcome {
+    let m = machine()?;
+    let Some(count) = usize::try_from(count).ok().filter(|&n| n > 0) else {
+        return Err(misuse(cx, "bad-argument", status::INVALID_ARGUMENT, format!("{count} devices")));
+    };
+    if out.is_null() {
+        return Err(misuse(cx, "null-pointer", status::INVALID_ARGUMENT, "a null communicator array".into()));
+    }
+    let mut chosen = Vec::with_capacity(count);
+    for i in 0..count {
+        // SAFETY: the caller's promise: `count` ints when non-null.
+        let d = if devices.is_null() { i as i64 } else { i64::from(unsafe { *devices.add(i) }) };
+        let device = m
+            .check_device(d)
+            .map_err(|_| misuse(cx, "bad-argument", status::INVALID_ARGUMENT, format!("device {d}")))?;
+        if chosen.contains(&device) {
+            return Err(misuse(cx, "bad-argument", status::INVALID_USAGE, format!("device {device} twice")));
+        }
+        chosen.push(device);
+    }
+    let clique = Clique::new(count, limit());
+    for (rank, device) in chosen.into_iter().enumerate() {
+        let handle = register(Comm::new(clique.clone(), rank, device), cx.describe());
+        // SAFETY: the caller's promise: `count` writable handles.
+        unsafe { out.add(rank).write(handle) };
+    }
+    Ok(())
+}
+
+fn comm_of(cx: &Call<'_>, handle: u64) -> Result<Arc<Comm>, Failure> {
+    registry().comms.get(&handle).map(|e| e.comm.clone()).ok_or_else(|| {
+        misuse(cx, "bad-handle", status::INVALID_ARGUMENT, format!("{handle:#x} is not a live communicator"))
+    })
+}
+
+/// `ncclCommDestroy` (`abort`: `ncclCommAbort`, which also releases the communicator's
+/// waiting collectives with an error, on every rank).
+pub fn comm_destroy(cx: &Call<'_>, handle: u64, abort: bool) -> Outcome {
+    let comm = comm_of(cx, handle)?;
+    registry().comms.remove(&handle);
+    if abort {
+        comm.clique.abort();
+    }
+    Ok(())
+}
+
+/// `ncclCommFinalize`: the double's collectives need no flush; a live handle is all.
+pub fn comm_finalize(cx: &Call<'_>, handle: u64) -> Outcome {
+    comm_of(cx, handle).map(drop)
+}
+
+/// `ncclCommGetAsyncError`: `ncclRemoteError` (with the reason as the last error) once a
+/// collective of the communicator failed.
+///
+/// # Safety
+/// `out` is null or writable.
+pub unsafe fn comm_async_error(cx: &Call<'_>, handle: u64, out: *mut c_int) -> Outcome {
+    let comm = comm_of(cx, handle)?;
+    if out.is_null() {
+        return Err(misuse(cx, "null-pointer", status::INVALID_ARGUMENT, "a null result pointer".into()));
+    }
+    let found = comm.async_error();
+    // SAFETY: checked non-null; the caller's promise that it is writable.
+    unsafe { out.write(if found.is_some() { status::REMOTE_ERROR } else { status::SUCCESS }) };
+    if let Some(why) = found {
+        LAST_ERROR.with(|l| *l.borrow_mut() = CString::new(why).unwrap_or_default());
+    }
+    Ok(())
+}
+
+/// `ncclCommCount`, `ncclCommCuDevice`, `ncclCommUserRank`: the communicator's rank count,
+/// device or rank, by `which`.
+///
+/// # Safety
+/// `out` is null or writable.
+pub unsafe fn comm_fact(cx: &Call<'_>, handle: u64, out: *mut c_int, which: Fact) -> Outcome {
+    let comm = comm_of(cx, handle)?;
+    if out.is_null() {
+        return Err(misuse(cx, "null-pointer", status::INVALID_ARGUMENT, "a null result pointer".into()));
+    }
+    let value = match which {
+        Fact::Count => comm.clique.ranks(),
+        Fact::Device => comm.device,
+        Fact::Rank => comm.rank,
+    };
+    // SAFETY: checked non-null; the caller's promise that it is writable.
+    unsafe { out.write(value as c_int) };
+    Ok(())
+}
+
+/// Which fact [`comm_fact`] reads.
+#[derive(Clone, Copy)]
+pub enum Fact {
+    /// The number of ranks.
+    Count,
+    /// The device.
+    Device,
+    /// The rank.
+    Rank,
+}
+
+/// `ncclGroupStart`.
+pub fn group_start() -> Outcome {
+    GROUP.with(|g| g.borrow_mut().0 += 1);
+    Ok(())
+}
+
+/// `ncclGroupEnd`: at the outermost end, the deferred initialisations complete.
+pub fn group_end(cx: &Call<'_>) -> Outcome {
+    let deferred = GROUP.with(|g| {
+        let mut g = g.borrow_mut();
+        match g.0 {
+            0 => None,
+            1 => {
+                g.0 = 0;
+                Some(std::mem::take(&mut g.1))
+            }
+            _ => {
+                g.0 -= 1;
+                Some(Vec::new())
+            }
+        }
+    });
+    let Some(deferred) = deferred else {
+        return Err(misuse(cx, "bad-group", status::INVALID_USAGE, "ncclGroupEnd without ncclGroupStart".into()));
+    };
+    UNGROUPED.with(|u| u.set(None));
+    // SAFETY: each deferred `out` was checked non-null, and promised writable, by its call.
+    unsafe { complete_inits(cx, deferred) }
+}
+
+/// A collective's arguments as the C call gives them.
+pub struct Args {
+    /// The send buffer's device address.
+    pub send: usize,
+    /// The receive buffer's device address.
+    pub recv: usize,
+    /// Elements (see [`Kind`] for what is counted).
+    pub count: usize,
+    /// `ncclDataType_t`.
+    pub dtype: c_int,
+    /// The collective; its operation's raw value where it reduces.
+    pub kind: RawKind,
+    /// The communicator handle.
+    pub comm: u64,
+    /// The stream, as the vendor double reads it.
+    pub stream: StreamRef,
+}
+
+/// A collective with its raw operation and root.
+#[derive(Clone, Copy)]
+pub enum RawKind {
+    /// `ncclAllReduce`.
+    AllReduce(c_int),
+    /// `ncclBroadcast`.
+    Broadcast(c_int),
+    /// `ncclReduce`.
+    Reduce(c_int, c_int),
+    /// `ncclAllGather`.
+    AllGather,
+    /// `ncclReduceScatter`.
+    ReduceScatter(c_int),
+    /// `ncclAlltoAll` (RCCL: `ncclAllToAll`).
+    AllToAll,
+}
+
+/// Queues a collective on its stream, as its communicator's device's work.
+pub fn collective(cx: &Call<'_>, a: Args) -> Outcome {
+    let m = machine()?;
+    let comm = comm_of(cx, a.comm)?;
+    let ranks = comm.clique.ranks();
+    let bad = |what: String| misuse(cx, "bad-argument", status::INVALID_ARGUMENT, what);
+    let dtype = DType::from_raw(a.dtype).ok_or_else(|| bad(format!("data type {}", a.dtype)))?;
+    let op = |raw: c_int| RedOp::from_raw(raw).ok_or_else(|| bad(format!("reduction {raw}")));
+    let root = |raw: c_int| {
+        usize::try_from(raw).ok().filter(|&r| r < ranks).ok_or_else(|| bad(format!("root {raw} of {ranks} ranks")))
+    };
+    let kind = match a.kind {
+        RawKind::AllReduce(o) => Kind::AllReduce(op(o)?),
+        RawKind::Broadcast(r) => Kind::Broadcast { root: root(r)? },
+        RawKind::Reduce(o, r) => Kind::Reduce { op: op(o)?, root: root(r)? },
+        RawKind::AllGather => Kind::AllGather,
+        RawKind::ReduceScatter(o) => Kind::ReduceScatter(op(o)?),
+        RawKind::AllToAll => Kind::AllToAll,
+    };
+    if GROUP.with(|g| g.borrow().0) == 0 {
+        let me = (comm.clique.id(), comm.rank);
+        let before = UNGROUPED.with(|u| u.replace(Some(me)));
+        if let Some((clique, rank)) = before.filter(|&(c, r)| c == me.0 && r != me.1) {
+            let why = format!(
+                "this thread drove rank {rank} and now rank {} of one communicator (clique {clique}) outside \
+                 ncclGroupStart/End: NCCL deadlocks when one thread drives several ranks without a group",
+                me.1
+            );
+            violation("ungrouped-ranks", cx, &why);
+        }
+    }
+    let spec = Spec { kind, dtype, count: a.count };
+    // NCCL runs on the communicator's device whatever is current; the thread's context
+    // comes back afterwards.
+    let previous = current_context();
+    set_current_context(m.implicit_context(comm.device));
+    let queued = m.collective(cx, a.stream, &comm, spec, a.send, a.recv);
+    set_current_context(previous);
+    queued.map_err(|e| fail(status::UNHANDLED_CUDA_ERROR, format!("the driver refused the collective ({e:?})")))
+}
+
+/// `ncclGetErrorString`.
+pub fn error_string(code: c_int) -> &'static CStr {
+    match code {
+        status::SUCCESS => c"no error",
+        status::UNHANDLED_CUDA_ERROR => c"unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+        status::SYSTEM_ERROR => c"unhandled system error (run with NCCL_DEBUG=INFO for details)",
+        status::INTERNAL_ERROR => c"internal error - please report this issue to the NCCL developers",
+        status::INVALID_ARGUMENT => c"invalid argument (run with NCCL_DEBUG=WARN for details)",
+        status::INVALID_USAGE => c"invalid usage (run with NCCL_DEBUG=WARN for details)",
+        status::REMOTE_ERROR => c"remote process exited or there was a network error",
+        7 => c"NCCL operation in progress",
+        _ => c"unknown result code",
+    }
+}
+
+/// `ncclGetLastError`: the text of this thread's last failure.
+pub fn last_error() -> *const c_char {
+    LAST_ERROR.with(|l| l.borrow().as_ptr())
+}
+
+/// Communicators still alive, for the report at exit.
+pub fn leaks() -> Option<String> {
+    let r = registry();
+    (!r.comms.is_empty()).then(|| {
+        let shown: Vec<&str> = r.comms.values().take(3).map(|e| e.origin.as_str()).collect();
+        format!("{} NCCL communicator(s) (made by {})", r.comms.len(), shown.join(", "))
+    })
+}
+
+/// Reports live communicators at exit (beside the driver's own leak report).
+pub fn exit_check() {
+    if let Some(leaked) = leaks() {
+        violation_outside_call("leak", format!("alive at process exit: {leaked}"));
+    }
+}
+
+/// Exports NCCL's C API from a driver double. `$stream` reads the vendor's stream handle
+/// (a `*mut c_void`) as a [`StreamRef`]; `$all_to_all` is the all-to-all's name (NCCL's
+/// `ncclAlltoAll`, RCCL's `ncclAllToAll`).
+#[macro_export]
+macro_rules! nccl_exports {
+    ($stream:path, $all_to_all:ident) => {
+        /// NCCL's `ncclGetVersion`.
+        #[no_mangle]
+        pub unsafe extern "C" fn ncclGetVersion(version: *mut ::std::ffi::c_int) -> ::std::ffi::c_int {
+            let cx = $crate::Call { name: "ncclGetVersion", args: &|| format!("version={version:p}") };
+            // SAFETY: forwarded: the caller's pointer.
+            $crate::nccl::serve(&cx, || unsafe { $crate::nccl::get_version(&cx, version) })
+        }
+
+        /// NCCL's `ncclGetUniqueId`.
+        #[no_mangle]
+        pub unsafe extern "C" fn ncclGetUniqueId(id: *mut $crate::nccl::UniqueId) -> ::std::ffi::c_int {
+            let cx = $crate::Call { name: "ncclGetUniqueId", args: &|| format!("uniqueId={id:p}") };
+            // SAFETY: forwarded: the caller's pointer.
+            $crate::nccl::serve(&cx, || unsafe { $crate::nccl::get_unique_id(&cx, id) })
+        }
+
+        /// NCCL's `ncclCommInitRank`.
+        #[no_mangle]
+        pub unsafe extern "C" fn ncclCommInitRank(
+            comm: *mut u64,
+            nranks: ::std::ffi::c_int,
+            id: $crate::nccl::UniqueId,
+            rank: ::std::ffi::c_int,
+        ) -> ::std::ffi::c_int {
+            let cx = $crate::Call { name: "ncclCommInitRank", args: &|| format!("comm={comm:p}, nranks={nranks}, rank={rank}") };
+            // SAFETY: forwarded: the caller's pointer; the id is a local copy.
+            $crate::nccl::serve(&cx, || unsafe { $crate::nccl::comm_init_rank(&cx, comm, nranks, &id, rank) })
+        }
+
+        /// NCCL's `ncclCommInitAll`.
+        #[no_mangle]
+        pub unsafe extern "C" fn ncclCommInitAll(
+            comms: *mut u64,
+            ndev: ::std::ffi::c_int,
+            devlist: *const ::std::ffi::c_int,
+        ) -> ::std::ffi::c_int {
+            let cx = $crate::Call { name: "ncclCommInitAll", args: &|| format!("comms={comms:p}, ndev={ndev}, devlist={devlist:p}") };
+            // SAFETY: forwarded: the caller's arrays.
+            $crate::nccl::serve(&cx, || unsafe { $crate::nccl::comm_init_all(&cx, comms, ndev, devlist) })
+        }
+
+        /// NCCL's `ncclCommDestroy`.
+        #[no_mangle]
+        pub extern "C" fn ncclCommDestroy(comm: u64) -> ::std::ffi::c_int {
+            let cx = $crate::Call { name: "ncclCommDestroy", args: &|| format!("comm={comm:#x}") };
+            $crate::nccl::serve(&cx, || $crate::nccl::comm_destroy(&cx, comm, false))
+        }
+
+        /// NCCL's `ncclCommAbort`.
+        #[no_mangle]
+        pub extern "C" fn ncclCommAbort(comm: u64) -> ::std::ffi::c_int {
+            let cx = $crate::Call { name: "ncclCommAbort", args: &|| format!("comm={comm:#x}") };
+            $crate::nccl::serve(&cx, || $crate::nccl::comm_destroy(&cx, comm, true))
+        }
+
+        /// NCCL's `ncclCommFinalize`.
+        #[no_mangle]
+        pub extern "C" fn ncclCommFinalize(comm: u64) -> ::std::ffi::c_int {
+            let cx = $crate::Call { name: "ncclCommFinalize", args: &|| format!("comm={comm:#x}") };
+            $crate::nccl::serve(&cx, || $crate::nccl::comm_finalize(&cx, comm))
+        }
+
+        /// NCCL's `ncclCommGetAsyncError`.
+        #[no_mangle]
+        pub unsafe extern "C" fn ncclCommGetAsyncError(comm: u64, result: *mut ::std::ffi::c_int) -> ::std::ffi::c_int {
+            let cx = $crate::Call { name: "ncclCommGetAsyncError", args: &|| format!("comm={comm:#x}") };
+            // SAFETY: forwarded: the caller's pointer.
+            $crate::nccl::serve(&cx, || unsafe { $crate::nccl::comm_async_error(&cx, comm, result) })
+        }
+
+        $crate::nccl_exports!(@fact ncclCommCount, Count);
+        $crate::nccl_exports!(@fact ncclCommCuDevice, Device);
+        $crate::nccl_exports!(@fact ncclCommUserRank, Rank);
+
+        /// NCCL's `ncclGroupStart`.
+        #[no_mangle]
+        pub extern "C" fn ncclGroupStart() -> ::std::ffi::c_int {
+            let cx = $crate::Call { name: "ncclGroupStart", args: &String::new };
+            $crate::nccl::serve(&cx, $crate::nccl::group_start)
+        }
+
+        /// NCCL's `ncclGroupEnd`.
+        #[no_mangle]
+        pub extern "C" fn ncclGroupEnd() -> ::std::ffi::c_int {
+            let cx = $crate::Call { name: "ncclGroupEnd", args: &String::new };
+            $crate::nccl::serve(&cx, || $crate::nccl::group_end(&cx))
+        }
+
+        /// NCCL's `ncclGetErrorString`.
+        #[no_mangle]
+        pub extern "C" fn ncclGetErrorString(result: ::std::ffi::c_int) -> *const ::std::ffi::c_char {
+            $crate::nccl::error_string(result).as_ptr()
+        }
+
+        /// NCCL's `ncclGetLastError` (the communicator is not needed: the text is the
+        /// calling thread's).
+        #[no_mangle]
+        pub extern "C" fn ncclGetLastError(_comm: u64) -> *const ::std::ffi::c_char {
+            $crate::nccl::last_error()
+        }
+
+        $crate::nccl_exports!(@collective $stream, ncclAllReduce(op: ::std::ffi::c_int) => AllReduce(op));
+        $crate::nccl_exports!(@collective $stream, ncclReduceScatter(op: ::std::ffi::c_int) => ReduceScatter(op));
+        $crate::nccl_exports!(@collective $stream, ncclBroadcast(root: ::std::ffi::c_int) => Broadcast(root));
+        $crate::nccl_exports!(@collective $stream, ncclReduce(op: ::std::ffi::c_int, root: ::std::ffi::c_int) => Reduce(op, root));
+        $crate::nccl_exports!(@collective $stream, ncclAllGather() => AllGather);
+        $crate::nccl_exports!(@collective $stream, $all_to_all() => AllToAll);
+    };
+    (@fact $name:ident, $which:ident) => {
+        /// NCCL's function of this name.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(comm: u64, out: *mut ::std::ffi::c_int) -> ::std::ffi::c_int {
+            let cx = $crate::Call { name: stringify!($name), args: &|| format!("comm={comm:#x}, out={out:p}") };
+            // SAFETY: forwarded: the caller's pointer.
+            $crate::nccl::serve(&cx, || unsafe { $crate::nccl::comm_fact(&cx, comm, out, $crate::nccl::Fact::$which) })
+        }
+    };
+    (@collective $stream:path, $name:ident($($arg:ident: $ty:ty),*) => $kind:ident$(($($k:ident),*))?) => {
+        /// NCCL's collective of this name.
+        #[no_mangle]
+        pub extern "C" fn $name(
+            sendbuff: u64,
+            recvbuff: u64,
+            count: usize,
+            datatype: ::std::ffi::c_int,
+            $($arg: $ty,)*
+            comm: u64,
+            stream: *mut ::std::ffi::c_void,
+        ) -> ::std::ffi::c_int {
+            let cx = $crate::Call {
+                name: stringify!($name),
+                args: &|| {
+                    format!("sendbuff={sendbuff:#x}, recvbuff={recvbuff:#x}, count={count}, datatype={datatype}, comm={comm:#x}, stream={stream:p}")
+                },
+            };
+            let args = $crate::nccl::Args {
+                send: sendbuff as usize,
+                recv: recvbuff as usize,
+                count,
+                dtype: datatype,
+                kind: $crate::nccl::RawKind::$kind$(($($k),*))?,
+                comm,
+                stream: $stream(stream),
+            };
+            $crate::nccl::serve(&cx, || $crate::nccl::collective(&cx, args))
+        }
+    };
+}

@@ -2,8 +2,8 @@
 //! devices (all at once, and one rank per thread from a unique id), every collective on
 //! device memory in stream order, and each misuse the double promises to report — ranks
 //! that disagree, one thread driving two ranks outside a group, a buffer of the other
-//! device, a rank that never arrives — with the communicator's asynchronous error, and an
-//! abort that releases a waiting rank. One test: the double is one machine per process.
+//! device, a rank that never arrives — with the communicator's asynchronous error, an
+//! abort that releases a waiting rank, splits, and a non-blocking communicator. One test: the double is one machine per process.
 
 #![allow(non_snake_case)]
 
@@ -248,6 +248,63 @@ fn collectives_run_in_stream_order_and_every_misuse_is_reported() {
         });
         assert_eq!(aborted, 0);
         nccl_ok(ncclCommDestroy(pair[1]));
+
+        // Splits: one color, ranked by key; no color gives no communicator.
+        let mut parent = [0u64; 2];
+        nccl_ok(ncclCommInitAll(parent.as_mut_ptr(), 2, std::ptr::null()));
+        let mut split = [0u64; 2];
+        let quiet = reports(|| {
+            nccl_ok(ncclGroupStart());
+            nccl_ok(ncclCommSplit(parent[0], 7, 1, &mut split[0], std::ptr::null()));
+            nccl_ok(ncclCommSplit(parent[1], 7, 0, &mut split[1], std::ptr::null()));
+            nccl_ok(ncclGroupEnd());
+        });
+        assert_eq!(quiet, 0);
+        let (mut r0, mut r1, mut n) = (-1, -1, 0);
+        nccl_ok(ncclCommUserRank(split[0], &mut r0));
+        nccl_ok(ncclCommUserRank(split[1], &mut r1));
+        nccl_ok(ncclCommCount(split[0], &mut n));
+        assert_eq!((r0, r1, n), (1, 0, 2), "ranked by key");
+        split.iter().for_each(|&c| nccl_ok(ncclCommDestroy(c)));
+        nccl_ok(ncclGroupStart());
+        nccl_ok(ncclCommSplit(parent[0], -1, 0, &mut split[0], std::ptr::null()));
+        nccl_ok(ncclCommSplit(parent[1], 3, 0, &mut split[1], std::ptr::null()));
+        nccl_ok(ncclGroupEnd());
+        assert_eq!(split[0], 0, "no color: no communicator");
+        nccl_ok(ncclCommCount(split[1], &mut n));
+        assert_eq!(n, 1);
+        put(s1, s1.a, &[5.0]);
+        nccl_ok(ncclAllReduce(s1.a, s1.b, 1, FLOAT32, SUM, split[1], s1.stream));
+        assert_eq!(get(s1, s1.b, 1), [5.0], "a communicator of one rank");
+        nccl_ok(ncclCommDestroy(split[1]));
+        parent.iter().for_each(|&c| nccl_ok(ncclCommDestroy(c)));
+
+        // A non-blocking communicator: in progress until every rank has joined, refused for
+        // collectives until then; a config not made by NCCL's initializer is refused.
+        let config = gpuport_double_sim::nccl::ConfigHead { size: 96, magic: 0xcafe_beef, version: 23203, blocking: 0 };
+        let mut id = UniqueId { internal: [0; 128] };
+        nccl_ok(ncclGetUniqueId(&mut id));
+        let mut nb = [0u64; 2];
+        on(0);
+        assert_eq!(ncclCommInitRankConfig(&mut nb[0], 2, id, 0, &config), nccl::IN_PROGRESS);
+        assert_eq!(async_error(nb[0]), nccl::IN_PROGRESS);
+        assert_eq!(
+            reports(|| assert_eq!(ncclAllReduce(s0.a, s0.b, 1, FLOAT32, SUM, nb[0], s0.stream), nccl::INVALID_USAGE)),
+            1
+        );
+        on(1);
+        assert_eq!(ncclCommInitRankConfig(&mut nb[1], 2, id, 1, &config), nccl::SUCCESS);
+        assert_eq!((async_error(nb[0]), async_error(nb[1])), (nccl::SUCCESS, nccl::SUCCESS));
+        nccl_ok(ncclGroupStart());
+        nccl_ok(ncclAllReduce(s0.a, s0.b, 1, FLOAT32, SUM, nb[0], s0.stream));
+        nccl_ok(ncclAllReduce(s1.a, s1.b, 1, FLOAT32, SUM, nb[1], s1.stream));
+        nccl_ok(ncclGroupEnd());
+        let _ = (get(s0, s0.b, 1), get(s1, s1.b, 1));
+        nb.iter().for_each(|&c| nccl_ok(ncclCommDestroy(c)));
+        let bad = gpuport_double_sim::nccl::ConfigHead { magic: 0, ..config };
+        let mut c = 0u64;
+        assert_eq!(reports(|| assert_eq!(ncclCommInitRankConfig(&mut c, 1, id, 0, &bad), nccl::INVALID_ARGUMENT)), 1);
+
         for (d, s) in sides.iter().enumerate() {
             on(d as c_int);
             ok(cuMemFree_v2(s.a));

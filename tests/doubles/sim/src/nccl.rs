@@ -45,6 +45,8 @@ pub mod status {
     pub const INVALID_USAGE: c_int = 5;
     /// `ncclRemoteError`: another rank failed.
     pub const REMOTE_ERROR: c_int = 6;
+    /// `ncclInProgress`: a non-blocking communicator's operation is still under way.
+    pub const IN_PROGRESS: c_int = 7;
 }
 
 /// `NCCL_UNIQUE_ID_BYTES`.
@@ -74,6 +76,22 @@ struct Entry {
     comm: Arc<Comm>,
     /// The call that made it, for the leak report.
     origin: String,
+    /// A non-blocking communicator's initialisation while other ranks have not joined yet
+    /// (its unique id): the communicator cannot be used until it completes.
+    joining: Option<Vec<u8>>,
+    /// Splits of it so far (the n-th split of each rank meets the n-th of the others).
+    splits: u64,
+}
+
+/// A rank of a communicator a split formed: its clique and rank.
+type Member = (Arc<Clique>, usize);
+
+/// A split under way: each parent rank's color, key and device as it arrives, and the new
+/// communicators (clique and rank; none for `NCCL_SPLIT_NOCOLOR`) once all have.
+struct Split {
+    wanted: Vec<Option<(c_int, c_int, usize)>>,
+    made: Option<Vec<Option<Member>>>,
+    taken: usize,
 }
 
 /// An initialisation under way: the ranks' devices as they arrive.
@@ -88,10 +106,17 @@ struct Registry {
     next_comm: u64,
     next_id: u64,
     inits: BTreeMap<Vec<u8>, Init>,
+    /// Splits under way, by the parent's clique and the split's number.
+    splits: BTreeMap<(u64, u64), Split>,
 }
 
-static REGISTRY: Mutex<Registry> =
-    Mutex::new(Registry { comms: BTreeMap::new(), next_comm: 0, next_id: 0, inits: BTreeMap::new() });
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    comms: BTreeMap::new(),
+    next_comm: 0,
+    next_id: 0,
+    inits: BTreeMap::new(),
+    splits: BTreeMap::new(),
+});
 /// Signalled when an initialisation gains a rank.
 static JOINED: Condvar = Condvar::new();
 
@@ -99,19 +124,16 @@ fn registry() -> MutexGuard<'static, Registry> {
     REGISTRY.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A call deferred to the end of a group.
-struct DeferredInit {
-    out: *mut u64,
-    id: Vec<u8>,
-    ranks: usize,
-    rank: usize,
-    device: usize,
-    origin: String,
+/// What waits for the other ranks — at its call, or at the end of the group it was made in:
+/// a rank's initialisation or split, joined when it was called.
+enum Pending {
+    Init { out: *mut u64, id: Vec<u8>, clique: Arc<Clique>, rank: usize, device: usize, origin: String },
+    Split { out: *mut u64, key: (u64, u64), rank: usize, device: usize, origin: String },
 }
 
 thread_local! {
-    /// `ncclGroupStart` depth, and the initialisations deferred to the outermost end.
-    static GROUP: RefCell<(u32, Vec<DeferredInit>)> = const { RefCell::new((0, Vec::new())) };
+    /// `ncclGroupStart` depth, and what waits for the outermost end.
+    static GROUP: RefCell<(u32, Vec<Pending>)> = const { RefCell::new((0, Vec::new())) };
     /// The rank (clique, rank) this thread last drove outside a group.
     static UNGROUPED: Cell<Option<(u64, usize)>> = const { Cell::new(None) };
     /// `ncclGetLastError`'s text.
@@ -139,12 +161,17 @@ fn misuse(cx: &Call<'_>, kind: &str, status: c_int, why: String) -> Failure {
 /// Serves one call: runs `body`, turning a failure into its status (and `ncclGetLastError`'s
 /// text) and a panic into a report and `ncclInternalError`, never an unwind into the caller.
 pub fn serve(cx: &Call<'_>, body: impl FnOnce() -> Outcome) -> c_int {
+    serve_status(cx, || body().map(|()| status::SUCCESS))
+}
+
+/// [`serve`] for a call whose success has more than one status (`ncclInProgress`).
+pub fn serve_status(cx: &Call<'_>, body: impl FnOnce() -> Result<c_int, Failure>) -> c_int {
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or_else(|_| {
         violation("internal", cx, "the double panicked serving this call (a bug in the double)");
         Err(fail(status::INTERNAL_ERROR, "the double panicked"))
     });
     match outcome {
-        Ok(()) => status::SUCCESS,
+        Ok(code) => code,
         Err(f) => {
             let text = CString::new(format!("{}: {}", cx.name, f.why)).unwrap_or_default();
             LAST_ERROR.with(|l| *l.borrow_mut() = text);
@@ -202,12 +229,17 @@ fn current_device(cx: &Call<'_>) -> Result<usize, Failure> {
     machine()?.current_device(cx).map_err(|e| fail(status::UNHANDLED_CUDA_ERROR, format!("no current device ({e:?})")))
 }
 
-fn register(comm: Comm, origin: String) -> u64 {
+fn register(comm: Comm, origin: String, joining: Option<Vec<u8>>) -> u64 {
     let mut r = registry();
     r.next_comm += 1;
     let handle = COMM_TAG | r.next_comm;
-    r.comms.insert(handle, Entry { comm: Arc::new(comm), origin });
+    r.comms.insert(handle, Entry { comm: Arc::new(comm), origin, joining, splits: 0 });
     handle
+}
+
+/// Whether every rank of the initialisation of `id` has joined.
+fn all_joined(r: &Registry, id: &[u8]) -> bool {
+    r.inits.get(id).is_none_or(|i| i.devices.iter().all(Option::is_some))
 }
 
 /// Adds rank `rank` (on `device`) to the initialisation of `id`; the clique.
@@ -251,12 +283,60 @@ fn wait_joined(cx: &Call<'_>, id: &[u8]) -> Outcome {
     }
 }
 
-/// `ncclCommInitRank`: rank `rank` of `ranks`, on the calling thread's current device;
-/// blocks until every rank has joined, or — inside a group — at the group's end.
+/// The head of `ncclConfig_t` (every version since 2.14 starts so), as the double reads it.
+#[repr(C)]
+pub struct ConfigHead {
+    /// `sizeof(ncclConfig_t)` of the caller's headers.
+    pub size: usize,
+    /// `NCCL_API_MAGIC`.
+    pub magic: u32,
+    /// The caller's `NCCL_VERSION_CODE`.
+    pub version: u32,
+    /// 0: a non-blocking communicator; 1 or `NCCL_CONFIG_UNDEF_INT`: blocking.
+    pub blocking: c_int,
+}
+
+/// `NCCL_API_MAGIC`.
+const API_MAGIC: u32 = 0xcafe_beef;
+
+/// Whether `config` (null: the defaults) asks for a non-blocking communicator; a config not
+/// filled from `NCCL_CONFIG_INITIALIZER` is refused, as NCCL refuses it.
 ///
 /// # Safety
-/// `out` is null or writable; `id` is null or a readable `ncclUniqueId`.
-pub unsafe fn comm_init_rank(cx: &Call<'_>, out: *mut u64, ranks: c_int, id: *const UniqueId, rank: c_int) -> Outcome {
+/// `config` is null or points to at least a [`ConfigHead`].
+unsafe fn non_blocking(cx: &Call<'_>, config: *const ConfigHead) -> Result<bool, Failure> {
+    if config.is_null() {
+        return Ok(false);
+    }
+    // SAFETY: the caller's promise.
+    let head = unsafe { &*config };
+    if head.magic != API_MAGIC || head.version < 21400 || head.size < std::mem::size_of::<ConfigHead>() {
+        let why = format!(
+            "a config not made by NCCL_CONFIG_INITIALIZER (size {}, magic {:#x}, version {})",
+            head.size, head.magic, head.version
+        );
+        return Err(misuse(cx, "bad-config", status::INVALID_ARGUMENT, why));
+    }
+    Ok(head.blocking == 0)
+}
+
+/// `ncclCommInitRank` (and `ncclCommInitRankConfig`, with `config`): rank `rank` of
+/// `ranks`, on the calling thread's current device. A blocking one returns once every rank
+/// has joined — or, inside a group, the group's end does; a non-blocking one returns at
+/// once (`ncclInProgress` while ranks are missing; `ncclCommGetAsyncError` says when it is
+/// ready).
+///
+/// # Safety
+/// `out` is null or writable; `id` is null or a readable `ncclUniqueId`; `config` is null
+/// or a readable `ncclConfig_t`.
+pub unsafe fn comm_init_rank(
+    cx: &Call<'_>,
+    out: *mut u64,
+    ranks: c_int,
+    id: *const UniqueId,
+    rank: c_int,
+    config: *const ConfigHead,
+) -> Result<c_int, Failure> {
     if out.is_null() || id.is_null() {
         return Err(misuse(cx, "null-pointer", status::INVALID_ARGUMENT, "a null communicator or id pointer".into()));
     }
@@ -266,35 +346,155 @@ pub unsafe fn comm_init_rank(cx: &Call<'_>, out: *mut u64, ranks: c_int, id: *co
     if ranks == 0 || rank >= ranks {
         return Err(misuse(cx, "bad-argument", status::INVALID_ARGUMENT, format!("rank {rank} of {ranks}")));
     }
+    // SAFETY: forwarded.
+    let non_blocking = unsafe { non_blocking(cx, config) }?;
     let device = current_device(cx)?;
     // SAFETY: checked non-null; the caller's promise that it is readable.
     let id = id_bytes(unsafe { &*id });
-    let deferred = DeferredInit { out, id, ranks, rank, device, origin: cx.describe() };
+    let clique = join(cx, id.clone(), ranks, rank, device)?;
+    if non_blocking {
+        let ready = all_joined(&registry(), &id);
+        let handle = register(Comm::new(clique, rank, device), cx.describe(), (!ready).then_some(id));
+        // SAFETY: checked non-null; the caller's promise that it is writable.
+        unsafe { out.write(handle) };
+        return Ok(if ready { status::SUCCESS } else { status::IN_PROGRESS });
+    }
+    // SAFETY: forwarded.
+    unsafe { wait_or_defer(cx, Pending::Init { out, id, clique, rank, device, origin: cx.describe() }) }?;
+    Ok(status::SUCCESS)
+}
+
+/// Finishes `pending` now, or at the end of the group the thread is in.
+///
+/// # Safety
+/// Its `out` is writable.
+unsafe fn wait_or_defer(cx: &Call<'_>, pending: Pending) -> Outcome {
     if GROUP.with(|g| g.borrow().0) > 0 {
-        GROUP.with(|g| g.borrow_mut().1.push(deferred));
+        GROUP.with(|g| g.borrow_mut().1.push(pending));
         return Ok(());
     }
     // SAFETY: forwarded.
-    unsafe { complete_inits(cx, vec![deferred]) }
+    unsafe { finish(cx, pending) }
 }
 
-/// Joins every deferred initialisation, then waits for each and writes its handle.
+/// Waits for the other ranks of `pending` and writes the new communicator's handle.
 ///
 /// # Safety
-/// Each `out` is writable.
-unsafe fn complete_inits(cx: &Call<'_>, inits: Vec<DeferredInit>) -> Outcome {
-    let mut joined = Vec::new();
-    for init in inits {
-        let clique = join(cx, init.id.clone(), init.ranks, init.rank, init.device)?;
-        joined.push((init, clique));
-    }
-    for (init, clique) in joined {
-        wait_joined(cx, &init.id)?;
-        let handle = register(Comm::new(clique, init.rank, init.device), init.origin);
-        // SAFETY: the caller's promise.
-        unsafe { init.out.write(handle) };
-    }
+/// Its `out` is writable.
+unsafe fn finish(cx: &Call<'_>, pending: Pending) -> Outcome {
+    let (out, handle) = match pending {
+        Pending::Init { out, id, clique, rank, device, origin } => {
+            wait_joined(cx, &id)?;
+            (out, register(Comm::new(clique, rank, device), origin, None))
+        }
+        Pending::Split { out, key, rank, device, origin } => match wait_split(cx, key, rank)? {
+            Some((clique, new_rank)) => (out, register(Comm::new(clique, new_rank, device), origin, None)),
+            None => (out, 0),
+        },
+    };
+    // SAFETY: the caller's promise.
+    unsafe { out.write(handle) };
     Ok(())
+}
+
+/// `ncclCommSplit`: every rank of `parent` calls it; those with one color form a
+/// communicator, ranked by key and then by their rank in the parent; `NCCL_SPLIT_NOCOLOR`
+/// (-1) gives none (a null handle). Blocking like an initialisation (a non-blocking
+/// config's split completes before it returns, which NCCL allows).
+///
+/// # Safety
+/// `out` is null or writable; `config` is null or a readable `ncclConfig_t`.
+pub unsafe fn comm_split(
+    cx: &Call<'_>,
+    parent: u64,
+    color: c_int,
+    key: c_int,
+    out: *mut u64,
+    config: *const ConfigHead,
+) -> Outcome {
+    if out.is_null() {
+        return Err(misuse(cx, "null-pointer", status::INVALID_ARGUMENT, "a null communicator pointer".into()));
+    }
+    if color < -1 {
+        return Err(misuse(cx, "bad-argument", status::INVALID_ARGUMENT, format!("color {color}")));
+    }
+    // SAFETY: forwarded.
+    unsafe { non_blocking(cx, config) }?;
+    let (comm, n) = {
+        let mut r = registry();
+        let Some(entry) = r.comms.get_mut(&parent) else {
+            drop(r);
+            return Err(misuse(
+                cx,
+                "bad-handle",
+                status::INVALID_ARGUMENT,
+                format!("{parent:#x} is not a live communicator"),
+            ));
+        };
+        entry.splits += 1;
+        (entry.comm.clone(), entry.splits)
+    };
+    let key_of_split = (comm.clique.id(), n);
+    {
+        let mut r = registry();
+        let ranks = comm.clique.ranks();
+        let split =
+            r.splits.entry(key_of_split).or_insert_with(|| Split { wanted: vec![None; ranks], made: None, taken: 0 });
+        split.wanted[comm.rank] = Some((color, key, comm.device));
+        if split.wanted.iter().all(Option::is_some) {
+            split.made = Some(form(&split.wanted));
+        }
+        JOINED.notify_all();
+    }
+    let pending =
+        Pending::Split { out, key: key_of_split, rank: comm.rank, device: comm.device, origin: cx.describe() };
+    // SAFETY: forwarded: `out` checked non-null, promised writable.
+    unsafe { wait_or_defer(cx, pending) }
+}
+
+/// The communicators a split forms from every parent rank's color, key and device: for
+/// each parent rank, its clique and new rank (none for no color).
+fn form(wanted: &[Option<(c_int, c_int, usize)>]) -> Vec<Option<Member>> {
+    let mut out = vec![None; wanted.len()];
+    let mut colors: Vec<c_int> = wanted.iter().flatten().map(|w| w.0).filter(|&c| c >= 0).collect();
+    colors.sort_unstable();
+    colors.dedup();
+    for color in colors {
+        let mut members: Vec<(c_int, usize)> =
+            wanted.iter().enumerate().filter_map(|(r, w)| w.filter(|w| w.0 == color).map(|w| (w.1, r))).collect();
+        members.sort_unstable();
+        let clique = Clique::new(members.len(), limit());
+        for (new_rank, (_, parent_rank)) in members.into_iter().enumerate() {
+            out[parent_rank] = Some((clique.clone(), new_rank));
+        }
+    }
+    out
+}
+
+/// Waits until every parent rank has called split `key`; `rank`'s new communicator.
+fn wait_split(cx: &Call<'_>, key: (u64, u64), rank: usize) -> Result<Option<Member>, Failure> {
+    let deadline = std::time::Instant::now() + limit();
+    let mut r = registry();
+    loop {
+        let Some(split) = r.splits.get_mut(&key) else {
+            return Err(fail(status::INTERNAL_ERROR, "a split vanished"));
+        };
+        if let Some(made) = &split.made {
+            let mine = made[rank].clone();
+            split.taken += 1;
+            if split.taken == split.wanted.len() {
+                r.splits.remove(&key);
+            }
+            return Ok(mine);
+        }
+        let now = std::time::Instant::now();
+        if now >= deadline {
+            let missing: Vec<usize> = (0..split.wanted.len()).filter(|&i| split.wanted[i].is_none()).collect();
+            let why = format!("rank(s) {missing:?} never called the split within {:?}", limit());
+            return Err(misuse(cx, "rank-never-arrived", status::REMOTE_ERROR, why));
+        }
+        r = JOINED.wait_timeout(r, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+    }
 }
 
 /// `ncclCommInitAll`: one communicator of `count` ranks, rank `i` on device `devices[i]`
@@ -324,7 +524,7 @@ pub unsafe fn comm_init_all(cx: &Call<'_>, out: *mut u64, count: c_int, devices:
     }
     let clique = Clique::new(count, limit());
     for (rank, device) in chosen.into_iter().enumerate() {
-        let handle = register(Comm::new(clique.clone(), rank, device), cx.describe());
+        let handle = register(Comm::new(clique.clone(), rank, device), cx.describe(), None);
         // SAFETY: the caller's promise: `count` writable handles.
         unsafe { out.add(rank).write(handle) };
     }
@@ -332,18 +532,45 @@ pub unsafe fn comm_init_all(cx: &Call<'_>, out: *mut u64, count: c_int, devices:
 }
 
 fn comm_of(cx: &Call<'_>, handle: u64) -> Result<Arc<Comm>, Failure> {
-    registry().comms.get(&handle).map(|e| e.comm.clone()).ok_or_else(|| {
-        misuse(cx, "bad-handle", status::INVALID_ARGUMENT, format!("{handle:#x} is not a live communicator"))
-    })
+    let mut r = registry();
+    let ready = r.comms.get(&handle).map(|e| e.joining.as_ref().is_none_or(|id| all_joined(&r, id)));
+    match (ready, r.comms.get_mut(&handle)) {
+        (Some(true), Some(entry)) => {
+            entry.joining = None;
+            Ok(entry.comm.clone())
+        }
+        (Some(false), _) => {
+            drop(r);
+            let why = format!("{handle:#x} is still being initialised (ncclCommGetAsyncError says ncclInProgress)");
+            Err(misuse(cx, "comm-in-progress", status::INVALID_USAGE, why))
+        }
+        _ => {
+            drop(r);
+            Err(misuse(cx, "bad-handle", status::INVALID_ARGUMENT, format!("{handle:#x} is not a live communicator")))
+        }
+    }
+}
+
+/// Whether communicator `handle` is still joining (non-blocking, ranks missing); `None`
+/// for a handle that is not live.
+fn joining(handle: u64) -> Option<bool> {
+    let r = registry();
+    r.comms.get(&handle).map(|e| e.joining.as_ref().is_some_and(|id| !all_joined(&r, id)))
 }
 
 /// `ncclCommDestroy` (`abort`: `ncclCommAbort`, which also releases the communicator's
 /// waiting collectives with an error, on every rank).
 pub fn comm_destroy(cx: &Call<'_>, handle: u64, abort: bool) -> Outcome {
-    let comm = comm_of(cx, handle)?;
-    registry().comms.remove(&handle);
+    let Some(entry) = registry().comms.remove(&handle) else {
+        return Err(misuse(
+            cx,
+            "bad-handle",
+            status::INVALID_ARGUMENT,
+            format!("{handle:#x} is not a live communicator"),
+        ));
+    };
     if abort {
-        comm.clique.abort();
+        entry.comm.clique.abort();
     }
     Ok(())
 }
@@ -353,16 +580,22 @@ pub fn comm_finalize(cx: &Call<'_>, handle: u64) -> Outcome {
     comm_of(cx, handle).map(drop)
 }
 
-/// `ncclCommGetAsyncError`: `ncclRemoteError` (with the reason as the last error) once a
-/// collective of the communicator failed.
+/// `ncclCommGetAsyncError`: `ncclInProgress` while a non-blocking communicator waits for
+/// ranks to join; `ncclRemoteError` (with the reason as the last error) once a collective
+/// of the communicator failed.
 ///
 /// # Safety
 /// `out` is null or writable.
 pub unsafe fn comm_async_error(cx: &Call<'_>, handle: u64, out: *mut c_int) -> Outcome {
-    let comm = comm_of(cx, handle)?;
     if out.is_null() {
         return Err(misuse(cx, "null-pointer", status::INVALID_ARGUMENT, "a null result pointer".into()));
     }
+    if joining(handle) == Some(true) {
+        // SAFETY: checked non-null; the caller's promise that it is writable.
+        unsafe { out.write(status::IN_PROGRESS) };
+        return Ok(());
+    }
+    let comm = comm_of(cx, handle)?;
     let found = comm.async_error();
     // SAFETY: checked non-null; the caller's promise that it is writable.
     unsafe { out.write(if found.is_some() { status::REMOTE_ERROR } else { status::SUCCESS }) };
@@ -429,8 +662,11 @@ pub fn group_end(cx: &Call<'_>) -> Outcome {
         return Err(misuse(cx, "bad-group", status::INVALID_USAGE, "ncclGroupEnd without ncclGroupStart".into()));
     };
     UNGROUPED.with(|u| u.set(None));
-    // SAFETY: each deferred `out` was checked non-null, and promised writable, by its call.
-    unsafe { complete_inits(cx, deferred) }
+    for pending in deferred {
+        // SAFETY: each deferred `out` was checked non-null, and promised writable, by its call.
+        unsafe { finish(cx, pending) }?;
+    }
+    Ok(())
 }
 
 /// A collective's arguments as the C call gives them.
@@ -519,7 +755,7 @@ pub fn error_string(code: c_int) -> &'static CStr {
         status::INVALID_ARGUMENT => c"invalid argument (run with NCCL_DEBUG=WARN for details)",
         status::INVALID_USAGE => c"invalid usage (run with NCCL_DEBUG=WARN for details)",
         status::REMOTE_ERROR => c"remote process exited or there was a network error",
-        7 => c"NCCL operation in progress",
+        status::IN_PROGRESS => c"NCCL operation in progress",
         _ => c"unknown result code",
     }
 }
@@ -577,7 +813,43 @@ macro_rules! nccl_exports {
         ) -> ::std::ffi::c_int {
             let cx = $crate::Call { name: "ncclCommInitRank", args: &|| format!("comm={comm:p}, nranks={nranks}, rank={rank}") };
             // SAFETY: forwarded: the caller's pointer; the id is a local copy.
-            $crate::nccl::serve(&cx, || unsafe { $crate::nccl::comm_init_rank(&cx, comm, nranks, &id, rank) })
+            $crate::nccl::serve_status(&cx, || unsafe {
+                $crate::nccl::comm_init_rank(&cx, comm, nranks, &id, rank, ::std::ptr::null())
+            })
+        }
+
+        /// NCCL's `ncclCommInitRankConfig`.
+        #[no_mangle]
+        pub unsafe extern "C" fn ncclCommInitRankConfig(
+            comm: *mut u64,
+            nranks: ::std::ffi::c_int,
+            id: $crate::nccl::UniqueId,
+            rank: ::std::ffi::c_int,
+            config: *const $crate::nccl::ConfigHead,
+        ) -> ::std::ffi::c_int {
+            let cx = $crate::Call {
+                name: "ncclCommInitRankConfig",
+                args: &|| format!("comm={comm:p}, nranks={nranks}, rank={rank}, config={config:p}"),
+            };
+            // SAFETY: forwarded: the caller's pointers; the id is a local copy.
+            $crate::nccl::serve_status(&cx, || unsafe { $crate::nccl::comm_init_rank(&cx, comm, nranks, &id, rank, config) })
+        }
+
+        /// NCCL's `ncclCommSplit`.
+        #[no_mangle]
+        pub unsafe extern "C" fn ncclCommSplit(
+            comm: u64,
+            color: ::std::ffi::c_int,
+            key: ::std::ffi::c_int,
+            newcomm: *mut u64,
+            config: *const $crate::nccl::ConfigHead,
+        ) -> ::std::ffi::c_int {
+            let cx = $crate::Call {
+                name: "ncclCommSplit",
+                args: &|| format!("comm={comm:#x}, color={color}, key={key}, newcomm={newcomm:p}, config={config:p}"),
+            };
+            // SAFETY: forwarded: the caller's pointers.
+            $crate::nccl::serve(&cx, || unsafe { $crate::nccl::comm_split(&cx, comm, color, key, newcomm, config) })
         }
 
         /// NCCL's `ncclCommInitAll`.

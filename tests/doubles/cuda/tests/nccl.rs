@@ -3,7 +3,8 @@
 //! device memory in stream order, and each misuse the double promises to report — ranks
 //! that disagree, one thread driving two ranks outside a group, a buffer of the other
 //! device, a rank that never arrives — with the communicator's asynchronous error, an
-//! abort that releases a waiting rank, splits, and a non-blocking communicator. One test: the double is one machine per process.
+//! abort that releases a waiting rank, point-to-point messages, splits, and a non-blocking
+//! communicator. One test: the double is one machine per process.
 
 #![allow(non_snake_case)]
 
@@ -248,6 +249,42 @@ fn collectives_run_in_stream_order_and_every_misuse_is_reported() {
         });
         assert_eq!(aborted, 0);
         nccl_ok(ncclCommDestroy(pair[1]));
+
+        // Messages: both ranks send and receive from one thread in one group (NCCL fuses
+        // them; queued one by one, each rank would wait for the other's receive behind its
+        // own send), and a send and a receive from two threads outside any group.
+        let mut pair = [0u64; 2];
+        nccl_ok(ncclCommInitAll(pair.as_mut_ptr(), 2, std::ptr::null()));
+        put(s0, s0.a, &[1.0, 2.0]);
+        put(s1, s1.a, &[3.0, 4.0]);
+        let quiet = reports(|| {
+            nccl_ok(ncclGroupStart());
+            for (r, s) in [s0, s1].into_iter().enumerate() {
+                nccl_ok(ncclSend(s.a, 2, FLOAT32, 1 - r as c_int, pair[r], s.stream));
+                nccl_ok(ncclRecv(s.b, 2, FLOAT32, 1 - r as c_int, pair[r], s.stream));
+            }
+            nccl_ok(ncclGroupEnd());
+            assert_eq!((get(s0, s0.b, 2), get(s1, s1.b, 2)), (vec![3.0, 4.0], vec![1.0, 2.0]));
+            let (a0, b1, st0, st1) = (s0.a, s1.b, s0.stream as usize, s1.stream as usize);
+            let (c0, c1) = (pair[0], pair[1]);
+            std::thread::scope(|scope| {
+                scope.spawn(move || nccl_ok(ncclSend(a0, 2, FLOAT32, 1, c0, st0 as Handle)));
+                scope.spawn(move || nccl_ok(ncclRecv(b1, 2, FLOAT32, 0, c1, st1 as Handle)));
+            });
+            assert_eq!(get(s1, s1.b, 2), [1.0, 2.0]);
+        });
+        assert_eq!(quiet, 0);
+        // Sides that disagree on the count: reported, both fail.
+        let mismatch = reports(|| {
+            nccl_ok(ncclGroupStart());
+            nccl_ok(ncclSend(s0.a, 2, FLOAT32, 1, pair[0], s0.stream));
+            nccl_ok(ncclRecv(s1.b, 1, FLOAT32, 0, pair[1], s1.stream));
+            nccl_ok(ncclGroupEnd());
+            let _ = (get(s0, s0.b, 1), get(s1, s1.b, 1));
+        });
+        assert_eq!(mismatch, 1);
+        assert_eq!((async_error(pair[0]), async_error(pair[1])), (nccl::REMOTE_ERROR, nccl::REMOTE_ERROR));
+        pair.iter().for_each(|&c| nccl_ok(ncclCommDestroy(c)));
 
         // Splits: one color, ranked by key; no color gives no communicator.
         let mut parent = [0u64; 2];

@@ -1200,6 +1200,57 @@ impl Machine {
         Ok(())
     }
 
+    /// Point-to-point messages of communicator rank `comm` on stream `s` (`ncclSend`,
+    /// `ncclRecv`; those of one group together): each `(send, peer, dtype, count, address)`
+    /// with its buffer device memory of the communicator's device. Queued as one operation;
+    /// when the stream reaches it, it waits until every message has met its other side.
+    pub fn exchange(
+        &self,
+        cx: &Call<'_>,
+        s: StreamRef,
+        comm: &crate::collective::Comm,
+        messages: &[(bool, usize, crate::collective::elements::DType, usize, usize)],
+    ) -> Result<()> {
+        let mut st = lock(&self.state);
+        let core = self.stream(cx, &mut st, s)?;
+        if core.device != comm.device {
+            violation(
+                "wrong-device",
+                cx,
+                format!("a stream of device {} for rank {} on device {}", core.device, comm.rank, comm.device),
+            );
+            return Err(Error::InvalidValue);
+        }
+        let (mut sends, mut recvs, mut accesses) = (Vec::new(), Vec::new(), Vec::new());
+        for &(send, peer, dtype, count, addr) in messages {
+            let len = count * dtype.size();
+            let buf = if len > 0 {
+                accesses.push((addr, len, !send));
+                self.resolve(cx, &st, addr, len, Some(comm.device))?
+            } else {
+                std::ptr::null_mut()
+            };
+            let side = crate::collective::Side { peer, n: 0, dtype, count, buf };
+            if send {
+                sends.push(side)
+            } else {
+                recvs.push(side)
+            }
+        }
+        let work = |_: u64, _: &VClock| {
+            // Numbered when queued, so that each side's n-th message meets the other's.
+            for side in &mut sends {
+                side.n = comm.take_message(side.peer, true);
+            }
+            for side in &mut recvs {
+                side.n = comm.take_message(side.peer, false);
+            }
+            Work::Exchange { clique: comm.clique.clone(), rank: comm.rank, sends, recvs, error: comm.error.clone() }
+        };
+        self.enqueue(cx, &mut st, &core, work, &accesses, Vec::new())?;
+        Ok(())
+    }
+
     /// `cuMemsetD8Async` / `hipMemsetAsync` (and the synchronous forms, queued on the
     /// legacy stream).
     pub fn memset(&self, cx: &Call<'_>, dst: usize, value: u8, len: usize, s: StreamRef) -> Result<()> {

@@ -134,11 +134,18 @@ enum Pending {
 thread_local! {
     /// `ncclGroupStart` depth, and what waits for the outermost end.
     static GROUP: RefCell<(u32, Vec<Pending>)> = const { RefCell::new((0, Vec::new())) };
+    /// Point-to-point messages issued in the current group, by communicator and stream:
+    /// queued together at the group's end, as NCCL fuses them.
+    static MESSAGES: RefCell<Vec<(u64, StreamRef, Vec<Message>)>> = const { RefCell::new(Vec::new()) };
     /// The rank (clique, rank) this thread last drove outside a group.
     static UNGROUPED: Cell<Option<(u64, usize)>> = const { Cell::new(None) };
     /// `ncclGetLastError`'s text.
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
 }
+
+/// A point-to-point message as the machine takes it: whether it is a send, the peer, the
+/// element type and count, and the buffer's device address.
+type Message = (bool, usize, DType, usize, usize);
 
 /// A failed call: its status and why.
 pub struct Failure {
@@ -662,6 +669,12 @@ pub fn group_end(cx: &Call<'_>) -> Outcome {
         return Err(misuse(cx, "bad-group", status::INVALID_USAGE, "ncclGroupEnd without ncclGroupStart".into()));
     };
     UNGROUPED.with(|u| u.set(None));
+    if GROUP.with(|g| g.borrow().0) == 0 {
+        for (handle, stream, messages) in MESSAGES.with(|m| std::mem::take(&mut *m.borrow_mut())) {
+            let comm = comm_of(cx, handle)?;
+            queue_exchange(cx, &comm, stream, &messages)?;
+        }
+    }
     for pending in deferred {
         // SAFETY: each deferred `out` was checked non-null, and promised writable, by its call.
         unsafe { finish(cx, pending) }?;
@@ -723,6 +736,20 @@ pub fn collective(cx: &Call<'_>, a: Args) -> Outcome {
         RawKind::ReduceScatter(o) => Kind::ReduceScatter(op(o)?),
         RawKind::AllToAll => Kind::AllToAll,
     };
+    check_grouping(cx, &comm);
+    let spec = Spec { kind, dtype, count: a.count };
+    // NCCL runs on the communicator's device whatever is current; the thread's context
+    // comes back afterwards.
+    let previous = current_context();
+    set_current_context(m.implicit_context(comm.device));
+    let queued = m.collective(cx, a.stream, &comm, spec, a.send, a.recv);
+    set_current_context(previous);
+    queued.map_err(|e| fail(status::UNHANDLED_CUDA_ERROR, format!("the driver refused the collective ({e:?})")))
+}
+
+/// Reports one thread driving two ranks of one communicator outside a group (a deadlock
+/// in NCCL, whose calls for one rank may wait for the others).
+fn check_grouping(cx: &Call<'_>, comm: &Comm) {
     if GROUP.with(|g| g.borrow().0) == 0 {
         let me = (comm.clique.id(), comm.rank);
         let before = UNGROUPED.with(|u| u.replace(Some(me)));
@@ -735,14 +762,52 @@ pub fn collective(cx: &Call<'_>, a: Args) -> Outcome {
             violation("ungrouped-ranks", cx, &why);
         }
     }
-    let spec = Spec { kind, dtype, count: a.count };
-    // NCCL runs on the communicator's device whatever is current; the thread's context
-    // comes back afterwards.
+}
+
+/// `ncclSend` (`send`) and `ncclRecv`: one message to or from `peer`, queued on its own
+/// outside a group, or with the group's other messages of the communicator at its end.
+#[allow(clippy::too_many_arguments)] // the C call's own shape
+pub fn message(
+    cx: &Call<'_>,
+    send: bool,
+    buf: usize,
+    count: usize,
+    dtype: c_int,
+    peer: c_int,
+    handle: u64,
+    stream: StreamRef,
+) -> Outcome {
+    let comm = comm_of(cx, handle)?;
+    let ranks = comm.clique.ranks();
+    let bad = |what: String| misuse(cx, "bad-argument", status::INVALID_ARGUMENT, what);
+    let dtype = DType::from_raw(dtype).ok_or_else(|| bad(format!("data type {dtype}")))?;
+    let peer = usize::try_from(peer)
+        .ok()
+        .filter(|&p| p < ranks)
+        .ok_or_else(|| bad(format!("peer {peer} of {ranks} ranks")))?;
+    let message = (send, peer, dtype, count, buf);
+    if GROUP.with(|g| g.borrow().0) > 0 {
+        MESSAGES.with(|m| {
+            let mut m = m.borrow_mut();
+            match m.iter_mut().find(|(h, s, _)| *h == handle && *s == stream) {
+                Some((_, _, list)) => list.push(message),
+                None => m.push((handle, stream, vec![message])),
+            }
+        });
+        return Ok(());
+    }
+    check_grouping(cx, &comm);
+    queue_exchange(cx, &comm, stream, &[message])
+}
+
+/// Queues `messages` of `comm` on `stream`, on the communicator's device.
+fn queue_exchange(cx: &Call<'_>, comm: &Comm, stream: StreamRef, messages: &[Message]) -> Outcome {
+    let m = machine()?;
     let previous = current_context();
     set_current_context(m.implicit_context(comm.device));
-    let queued = m.collective(cx, a.stream, &comm, spec, a.send, a.recv);
+    let queued = m.exchange(cx, stream, comm, messages);
     set_current_context(previous);
-    queued.map_err(|e| fail(status::UNHANDLED_CUDA_ERROR, format!("the driver refused the collective ({e:?})")))
+    queued.map_err(|e| fail(status::UNHANDLED_CUDA_ERROR, format!("the driver refused the messages ({e:?})")))
 }
 
 /// `ncclGetErrorString`.
@@ -924,6 +989,8 @@ macro_rules! nccl_exports {
             $crate::nccl::last_error()
         }
 
+        $crate::nccl_exports!(@message $stream, ncclSend, true);
+        $crate::nccl_exports!(@message $stream, ncclRecv, false);
         $crate::nccl_exports!(@collective $stream, ncclAllReduce(op: ::std::ffi::c_int) => AllReduce(op));
         $crate::nccl_exports!(@collective $stream, ncclReduceScatter(op: ::std::ffi::c_int) => ReduceScatter(op));
         $crate::nccl_exports!(@collective $stream, ncclBroadcast(root: ::std::ffi::c_int) => Broadcast(root));
@@ -938,6 +1005,26 @@ macro_rules! nccl_exports {
             let cx = $crate::Call { name: stringify!($name), args: &|| format!("comm={comm:#x}, out={out:p}") };
             // SAFETY: forwarded: the caller's pointer.
             $crate::nccl::serve(&cx, || unsafe { $crate::nccl::comm_fact(&cx, comm, out, $crate::nccl::Fact::$which) })
+        }
+    };
+    (@message $stream:path, $name:ident, $send:expr) => {
+        /// NCCL's point-to-point call of this name.
+        #[no_mangle]
+        pub extern "C" fn $name(
+            buff: u64,
+            count: usize,
+            datatype: ::std::ffi::c_int,
+            peer: ::std::ffi::c_int,
+            comm: u64,
+            stream: *mut ::std::ffi::c_void,
+        ) -> ::std::ffi::c_int {
+            let cx = $crate::Call {
+                name: stringify!($name),
+                args: &|| format!("buff={buff:#x}, count={count}, datatype={datatype}, peer={peer}, comm={comm:#x}, stream={stream:p}"),
+            };
+            $crate::nccl::serve(&cx, || {
+                $crate::nccl::message(&cx, $send, buff as usize, count, datatype, peer, comm, $stream(stream))
+            })
         }
     };
     (@collective $stream:path, $name:ident($($arg:ident: $ty:ty),*) => $kind:ident$(($($k:ident),*))?) => {

@@ -109,6 +109,15 @@ pub(crate) enum Work {
         part: crate::collective::Part,
         error: Arc<Mutex<Option<String>>>,
     },
+    /// A rank's point-to-point messages, issued together: its stream waits here until each
+    /// has met its other side.
+    Exchange {
+        clique: Arc<crate::collective::Clique>,
+        rank: usize,
+        sends: Vec<crate::collective::Side>,
+        recvs: Vec<crate::collective::Side>,
+        error: Arc<Mutex<Option<String>>>,
+    },
 }
 
 /// One queued operation.
@@ -301,6 +310,12 @@ fn run(core: &StreamCore, op: &Op) {
         (Work::Collective { clique, seq, rank, part, error }, None) => {
             let report = |kind: &str, why: String| crate::report::violation_outside_call(kind, why);
             if let crate::collective::Outcome::Failed(why) = clique.arrive(*seq, *rank, *part, &report) {
+                lock(error).get_or_insert(why);
+            }
+        }
+        (Work::Exchange { clique, rank, sends, recvs, error }, None) => {
+            let report = |kind: &str, why: String| crate::report::violation_outside_call(kind, why);
+            if let crate::collective::Outcome::Failed(why) = clique.exchange(*rank, sends, recvs, &report) {
                 lock(error).get_or_insert(why);
             }
         }

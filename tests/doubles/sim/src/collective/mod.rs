@@ -111,7 +111,35 @@ struct Meeting {
 struct State {
     /// Collectives under way, by sequence number.
     meetings: BTreeMap<u64, Meeting>,
+    /// Point-to-point messages under way, by (sender, receiver, the sender's n-th message
+    /// to that receiver, the receiver's n-th from that sender).
+    messages: BTreeMap<(usize, usize, u64), Message>,
     aborted: bool,
+}
+
+/// One side of a point-to-point message: its element type and count, and its buffer.
+#[derive(Debug, Clone, Copy)]
+pub struct Side {
+    /// The other rank.
+    pub peer: usize,
+    /// Which message between the two ranks this is (counted on each side, from 0).
+    pub n: u64,
+    /// The elements' type.
+    pub dtype: DType,
+    /// Elements.
+    pub count: usize,
+    /// The buffer (read by a send, written by a receive).
+    pub buf: *mut u8,
+}
+
+// SAFETY: as for `Part`: the buffer is kept alive until the operation has completed.
+unsafe impl Send for Side {}
+
+#[derive(Default)]
+struct Message {
+    send: Option<Side>,
+    recv: Option<Side>,
+    outcome: Option<Outcome>,
 }
 
 /// The ranks of one communicator (one clique per unique id).
@@ -205,6 +233,87 @@ impl Clique {
             st = self.cv.wait_timeout(st, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
         }
     }
+
+    /// Rank `rank`'s point-to-point messages (`ncclSend`s and `ncclRecv`s issued together),
+    /// on its stream's thread: each message moves when both of its sides have arrived;
+    /// returns when all of `rank`'s have (or failed: sides that disagree on type or count,
+    /// a peer that does not come within the limit, an abort).
+    pub fn exchange(&self, rank: usize, sends: &[Side], recvs: &[Side], report: &dyn Fn(&str, String)) -> Outcome {
+        let keys: Vec<(usize, usize, u64)> =
+            sends.iter().map(|s| (rank, s.peer, s.n)).chain(recvs.iter().map(|r| (r.peer, rank, r.n))).collect();
+        let mut st = lock(&self.state);
+        if st.aborted {
+            return Outcome::Failed("the communicator was aborted".into());
+        }
+        let sides = sends.iter().map(|s| (true, s)).chain(recvs.iter().map(|r| (false, r)));
+        for (key, (is_send, side)) in keys.iter().zip(sides) {
+            let message = st.messages.entry(*key).or_default();
+            *(if is_send { &mut message.send } else { &mut message.recv }) = Some(*side);
+            if let (Some(send), Some(recv)) = (message.send, message.recv) {
+                message.outcome = Some(if (send.dtype, send.count) != (recv.dtype, recv.count) {
+                    let why = format!(
+                        "message {} from rank {} to rank {}: {} {:?} sent, {} {:?} received",
+                        key.2, key.0, key.1, send.count, send.dtype, recv.count, recv.dtype
+                    );
+                    report("p2p-mismatch", why.clone());
+                    Outcome::Failed(why)
+                } else {
+                    // SAFETY: both buffers were checked against live allocations for
+                    // `count` elements when queued and stay alive while their operations
+                    // wait; distinct ranks' buffers, or one rank's to itself, copied as
+                    // possibly overlapping.
+                    unsafe { std::ptr::copy(send.buf.cast_const(), recv.buf, send.count * send.dtype.size()) };
+                    Outcome::Done
+                });
+                self.cv.notify_all();
+            }
+        }
+        let deadline = Instant::now() + self.limit;
+        loop {
+            let pending: Vec<&(usize, usize, u64)> =
+                keys.iter().filter(|k| st.messages.get(k).is_some_and(|m| m.outcome.is_none())).collect();
+            if pending.is_empty() || st.aborted {
+                break;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                let why = format!(
+                    "rank {rank}'s message(s) {pending:?} (sender, receiver, n) found no peer within {:?}",
+                    self.limit
+                );
+                report("rank-never-arrived", why.clone());
+                for key in &keys {
+                    if let Some(m) = st.messages.get_mut(key) {
+                        m.outcome.get_or_insert(Outcome::Failed(why.clone()));
+                    }
+                }
+                break;
+            }
+            st = self.cv.wait_timeout(st, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        let aborted = st.aborted;
+        let mut outcome = Outcome::Done;
+        for (i, key) in keys.iter().enumerate() {
+            // The second side to leave removes the message.
+            let Some(m) = st.messages.get_mut(key) else { continue };
+            match m.outcome.clone() {
+                Some(Outcome::Failed(why)) => outcome = Outcome::Failed(why),
+                None if aborted => {
+                    outcome = Outcome::Failed("the communicator was aborted while a message waited".into())
+                }
+                _ => {}
+            }
+            if i < sends.len() {
+                m.send = None;
+            } else {
+                m.recv = None;
+            }
+            if m.outcome.is_some() && m.send.is_none() && m.recv.is_none() {
+                st.messages.remove(key);
+            }
+        }
+        outcome
+    }
 }
 
 /// One rank of a communicator: its clique, rank and device, the sequence number of its
@@ -217,6 +326,9 @@ pub struct Comm {
     /// Its device.
     pub device: usize,
     next: AtomicU64,
+    /// Messages sent to and received from each rank so far.
+    sent: Mutex<Vec<u64>>,
+    received: Mutex<Vec<u64>>,
     /// Why a collective of it failed, once one has.
     pub error: Arc<Mutex<Option<String>>>,
 }
@@ -224,7 +336,24 @@ pub struct Comm {
 impl Comm {
     /// Rank `rank` of `clique`, on `device`.
     pub fn new(clique: Arc<Clique>, rank: usize, device: usize) -> Comm {
-        Comm { clique, rank, device, next: AtomicU64::new(0), error: Arc::default() }
+        let ranks = clique.ranks();
+        Comm {
+            clique,
+            rank,
+            device,
+            next: AtomicU64::new(0),
+            sent: Mutex::new(vec![0; ranks]),
+            received: Mutex::new(vec![0; ranks]),
+            error: Arc::default(),
+        }
+    }
+
+    /// The number of its next message to (`send`) or from `peer`, taken.
+    pub fn take_message(&self, peer: usize, send: bool) -> u64 {
+        let mut counts = lock(if send { &self.sent } else { &self.received });
+        let n = counts[peer];
+        counts[peer] += 1;
+        n
     }
 
     /// The sequence number of its next collective (each call takes one).

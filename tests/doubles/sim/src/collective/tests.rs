@@ -200,3 +200,69 @@ fn buffer_sizes_follow_each_kind() {
     assert_eq!(s(Kind::Broadcast { root: 2 }).bytes(2, 4), (24, 24));
     assert_eq!(s(Kind::Reduce { op: RedOp::Min, root: 0 }).bytes(3, 4), (24, 0));
 }
+
+/// Rank `rank`'s side of a message of `count` f32 with `peer`, over `buf`.
+fn side(peer: usize, n: u64, count: usize, buf: *mut u8) -> Side {
+    Side { peer, n, dtype: DType::Float32, count, buf }
+}
+
+#[test]
+fn messages_around_a_ring_each_meet_their_other_side() {
+    // Each rank sends its value to the next and receives the previous rank's, in one
+    // exchange (as a group fuses them): no rank waits for a send before its receive.
+    let clique = Clique::new(3, LIMIT);
+    let got: Vec<Vec<f32>> = thread::scope(|s| {
+        let handles: Vec<_> = (0..3)
+            .map(|r| {
+                let clique = &clique;
+                s.spawn(move || {
+                    let mut out = f32s(&[r as f32 * 10.0, r as f32 * 10.0 + 1.0]);
+                    let mut inbox = vec![0u8; 8];
+                    let sends = [side((r + 1) % 3, 0, 2, out.as_mut_ptr())];
+                    let recvs = [side((r + 2) % 3, 0, 2, inbox.as_mut_ptr())];
+                    let outcome = clique.exchange(r, &sends, &recvs, &|_, why| panic!("{why}"));
+                    assert_eq!(outcome, Outcome::Done);
+                    as_f32s(&inbox)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(got, [vec![20.0, 21.0], vec![0.0, 1.0], vec![10.0, 11.0]]);
+    // A rank's message to itself.
+    let mut data = f32s(&[5.0]);
+    let mut back = vec![0u8; 4];
+    let outcome =
+        clique.exchange(1, &[side(1, 0, 1, data.as_mut_ptr())], &[side(1, 0, 1, back.as_mut_ptr())], &|_, w| {
+            panic!("{w}")
+        });
+    assert_eq!((outcome, as_f32s(&back)), (Outcome::Done, vec![5.0]));
+}
+
+#[test]
+fn sides_that_disagree_or_never_meet_are_reported() {
+    let clique = Clique::new(2, Duration::from_millis(200));
+    let reports = Mutex::new(Vec::new());
+    let report = |kind: &str, why: String| lock(&reports).push((kind.to_owned(), why));
+    thread::scope(|s| {
+        let report = &report;
+        let clique = &clique;
+        s.spawn(move || {
+            let mut out = f32s(&[1.0, 2.0]);
+            let outcome = clique.exchange(0, &[side(1, 0, 2, out.as_mut_ptr())], &[], report);
+            assert!(matches!(outcome, Outcome::Failed(_)));
+        });
+        s.spawn(move || {
+            let mut inbox = vec![0u8; 4];
+            let outcome = clique.exchange(1, &[], &[side(0, 0, 1, inbox.as_mut_ptr())], report);
+            assert!(matches!(outcome, Outcome::Failed(_)));
+            assert_eq!(inbox, vec![0u8; 4], "nothing moved");
+        });
+    });
+    // A receive no rank sends to.
+    let mut inbox = vec![0u8; 4];
+    let outcome = clique.exchange(1, &[], &[side(0, 1, 1, inbox.as_mut_ptr())], &report);
+    assert!(matches!(outcome, Outcome::Failed(_)));
+    let kinds: Vec<String> = reports.into_inner().unwrap().into_iter().map(|(k, _)| k).collect();
+    assert_eq!(kinds, ["p2p-mismatch", "rank-never-arrived"]);
+}

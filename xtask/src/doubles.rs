@@ -30,6 +30,8 @@ pub(crate) struct Double {
     /// ones), a link to it: the dynamic loader opens a file once, so the engine and the
     /// driver share one simulated machine.
     engine_file: &'static str,
+    /// The variable gpuport loads that engine through.
+    engine_env: &'static str,
 }
 
 /// Every double.
@@ -42,6 +44,7 @@ pub(crate) const DOUBLES: &[Double] = &[
         file: "libcuda.so.1",
         env: "GPUPORT_CUDA_LIBRARY",
         engine_file: "libnccl.so.2",
+        engine_env: "GPUPORT_NCCL_LIBRARY",
     },
     Double {
         name: "rocm6",
@@ -51,6 +54,7 @@ pub(crate) const DOUBLES: &[Double] = &[
         file: "libamdhip64.so.6",
         env: "GPUPORT_HIP_LIBRARY",
         engine_file: "librccl.so.1",
+        engine_env: "GPUPORT_RCCL_LIBRARY",
     },
     Double {
         name: "rocm7",
@@ -60,6 +64,7 @@ pub(crate) const DOUBLES: &[Double] = &[
         file: "libamdhip64.so.7",
         env: "GPUPORT_HIP_LIBRARY",
         engine_file: "librccl.so.1",
+        engine_env: "GPUPORT_RCCL_LIBRARY",
     },
     Double {
         name: "rocm5",
@@ -69,6 +74,7 @@ pub(crate) const DOUBLES: &[Double] = &[
         file: "libamdhip64.so.5",
         env: "GPUPORT_HIP_LIBRARY",
         engine_file: "librccl.so.1",
+        engine_env: "GPUPORT_RCCL_LIBRARY",
     },
 ];
 
@@ -102,6 +108,11 @@ impl Place {
         absolute(self.root.join(d.name).join(d.file))
     }
 
+    /// Where double `d`'s collectives engine link is put.
+    fn engine(&self, d: &Double) -> PathBuf {
+        absolute(self.root.join(d.name).join(d.engine_file))
+    }
+
     /// The validation layer's report file for runs on double `d`.
     fn report(&self, d: &Double) -> PathBuf {
         absolute(self.root.join(format!("{}-report.txt", d.name)))
@@ -133,13 +144,16 @@ impl Place {
 
     /// The environment of a run on double `d`: its library — and the other vendor's double
     /// too (the CUDA double beside the HIP ones, ROCm 6 beside CUDA), so that paths between
-    /// the two backends run — its report file, and the backend under test. The report file
+    /// the two backends run — both doubles' collectives engines (NCCL, RCCL), its report
+    /// file, and the backend under test. The report file
     /// is emptied: what it holds afterwards is this run's.
     pub(crate) fn env(&self, d: &Double) -> Vec<(&'static str, OsString)> {
         let other = if d.backend == "cuda" { &DOUBLES[1] } else { &DOUBLES[0] };
         let mut env = vec![
             (other.env, self.library(other).into_os_string()),
             (d.env, self.library(d).into_os_string()),
+            (other.engine_env, self.engine(other).into_os_string()),
+            (d.engine_env, self.engine(d).into_os_string()),
             ("GPUPORT_DOUBLE_REPORT", self.report(d).into_os_string()),
             ("GPUPORT_CONFORMANCE_BACKENDS", d.backend.into()),
             // Kernels compiled in this run are compiled, not read from a user's cache.
@@ -255,6 +269,11 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally, python: bool) -> bool {
     let mut between = cargo();
     between.args(["test", "-p", "gpuport-runtime", "--test", "between_vendors", "--", "--include-ignored"]);
     ok &= run_tests(with_double(between, d), tally);
+    // gpuport's NCCL and RCCL loader on the doubles' engines: found where they are named,
+    // their version read, every call gpuport resolves present.
+    let mut engines = cargo();
+    engines.args(["test", "-p", "gpuport-collective", "--test", "engines_on_double", "--", "--ignored"]);
+    ok &= run_tests(with_double(engines, d), tally);
     // A double built with features (ROCm 5.2, HIP 7.2) checks its own version's answers;
     // the default builds' tests run with the workspace.
     if !d.features.is_empty() {

@@ -1150,6 +1150,26 @@ impl Machine {
         self.finish_if_pageable(st, &core, seq, dst)
     }
 
+    /// Stream `s` for work of communicator rank `comm`: a stream of the rank's device.
+    fn rank_stream(
+        &self,
+        cx: &Call<'_>,
+        st: &mut State,
+        s: StreamRef,
+        comm: &crate::collective::Comm,
+    ) -> Result<Arc<StreamCore>> {
+        let core = self.stream(cx, st, s)?;
+        if core.device != comm.device {
+            violation(
+                "wrong-device",
+                cx,
+                format!("a stream of device {} for rank {} on device {}", core.device, comm.rank, comm.device),
+            );
+            return Err(Error::InvalidValue);
+        }
+        Ok(core)
+    }
+
     /// A collective of communicator rank `comm` on stream `s` (`ncclAllReduce` and the
     /// others; RCCL's the same): the buffers, sized by what `spec` and the rank need, must be
     /// device memory of the communicator's device, and the stream that device's. The part
@@ -1165,15 +1185,7 @@ impl Machine {
         recv: usize,
     ) -> Result<()> {
         let mut st = lock(&self.state);
-        let core = self.stream(cx, &mut st, s)?;
-        if core.device != comm.device {
-            violation(
-                "wrong-device",
-                cx,
-                format!("a stream of device {} for rank {} on device {}", core.device, comm.rank, comm.device),
-            );
-            return Err(Error::InvalidValue);
-        }
+        let core = self.rank_stream(cx, &mut st, s, comm)?;
         let (send_len, recv_len) = spec.bytes(comm.rank, comm.clique.ranks());
         let mut accesses = Vec::new();
         let send_view = if send_len > 0 {
@@ -1212,15 +1224,7 @@ impl Machine {
         messages: &[(bool, usize, crate::collective::elements::DType, usize, usize)],
     ) -> Result<()> {
         let mut st = lock(&self.state);
-        let core = self.stream(cx, &mut st, s)?;
-        if core.device != comm.device {
-            violation(
-                "wrong-device",
-                cx,
-                format!("a stream of device {} for rank {} on device {}", core.device, comm.rank, comm.device),
-            );
-            return Err(Error::InvalidValue);
-        }
+        let core = self.rank_stream(cx, &mut st, s, comm)?;
         let (mut sends, mut recvs, mut accesses) = (Vec::new(), Vec::new(), Vec::new());
         for &(send, peer, dtype, count, addr) in messages {
             let len = count * dtype.size();

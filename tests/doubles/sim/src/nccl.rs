@@ -270,24 +270,51 @@ fn join(cx: &Call<'_>, id: Vec<u8>, ranks: usize, rank: usize, device: usize) ->
     Ok(init.clique.clone())
 }
 
-/// Waits until every rank of the initialisation of `id` has joined (at most the limit).
-fn wait_joined(cx: &Call<'_>, id: &[u8]) -> Outcome {
+/// What a wait on the registry found: done, or the ranks still missing.
+enum Found<T> {
+    Done(T),
+    Missing(Vec<usize>),
+}
+
+/// Waits, at most the limit, until `look` finds what it waits for; after it, a failure
+/// naming the ranks still missing and what they never did.
+fn wait_for_ranks<T>(
+    cx: &Call<'_>,
+    what: &str,
+    mut look: impl FnMut(&mut Registry) -> Result<Found<T>, Failure>,
+) -> Result<T, Failure> {
     let deadline = std::time::Instant::now() + limit();
     let mut r = registry();
     loop {
-        let Some(init) = r.inits.get(id) else { return Ok(()) };
-        if init.devices.iter().all(Option::is_some) {
-            r.inits.remove(id);
-            return Ok(());
-        }
+        let missing = match look(&mut r)? {
+            Found::Done(t) => return Ok(t),
+            Found::Missing(missing) => missing,
+        };
         let now = std::time::Instant::now();
         if now >= deadline {
-            let missing: Vec<usize> = (0..init.devices.len()).filter(|&i| init.devices[i].is_none()).collect();
-            let why = format!("rank(s) {missing:?} never joined the communicator within {:?}", limit());
+            drop(r);
+            let why = format!("rank(s) {missing:?} never {what} within {:?}", limit());
             return Err(misuse(cx, "rank-never-arrived", status::REMOTE_ERROR, why));
         }
         r = JOINED.wait_timeout(r, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
     }
+}
+
+/// The ranks of `wanted` that have not come.
+fn missing<T>(wanted: &[Option<T>]) -> Vec<usize> {
+    (0..wanted.len()).filter(|&i| wanted[i].is_none()).collect()
+}
+
+/// Waits until every rank of the initialisation of `id` has joined (at most the limit).
+fn wait_joined(cx: &Call<'_>, id: &[u8]) -> Outcome {
+    wait_for_ranks(cx, "joined the communicator", |r| {
+        let Some(init) = r.inits.get(id) else { return Ok(Found::Done(())) };
+        if init.devices.iter().all(Option::is_some) {
+            r.inits.remove(id);
+            return Ok(Found::Done(()));
+        }
+        Ok(Found::Missing(missing(&init.devices)))
+    })
 }
 
 /// The head of `ncclConfig_t` (every version since 2.14 starts so), as the double reads it.
@@ -480,28 +507,18 @@ fn form(wanted: &[Option<(c_int, c_int, usize)>]) -> Vec<Option<Member>> {
 
 /// Waits until every parent rank has called split `key`; `rank`'s new communicator.
 fn wait_split(cx: &Call<'_>, key: (u64, u64), rank: usize) -> Result<Option<Member>, Failure> {
-    let deadline = std::time::Instant::now() + limit();
-    let mut r = registry();
-    loop {
+    wait_for_ranks(cx, "called the split", |r| {
         let Some(split) = r.splits.get_mut(&key) else {
             return Err(fail(status::INTERNAL_ERROR, "a split vanished"));
         };
-        if let Some(made) = &split.made {
-            let mine = made[rank].clone();
-            split.taken += 1;
-            if split.taken == split.wanted.len() {
-                r.splits.remove(&key);
-            }
-            return Ok(mine);
+        let Some(made) = &split.made else { return Ok(Found::Missing(missing(&split.wanted))) };
+        let mine = made[rank].clone();
+        split.taken += 1;
+        if split.taken == split.wanted.len() {
+            r.splits.remove(&key);
         }
-        let now = std::time::Instant::now();
-        if now >= deadline {
-            let missing: Vec<usize> = (0..split.wanted.len()).filter(|&i| split.wanted[i].is_none()).collect();
-            let why = format!("rank(s) {missing:?} never called the split within {:?}", limit());
-            return Err(misuse(cx, "rank-never-arrived", status::REMOTE_ERROR, why));
-        }
-        r = JOINED.wait_timeout(r, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
-    }
+        Ok(Found::Done(mine))
+    })
 }
 
 /// `ncclCommInitAll`: one communicator of `count` ranks, rank `i` on device `devices[i]`

@@ -1175,6 +1175,8 @@ impl Machine {
     /// device memory of the communicator's device, and the stream that device's. The part
     /// is queued like any work (ordered on its stream, its buffers' accesses checked against
     /// other streams'); when the stream reaches it, it waits for the other ranks' parts.
+    /// With `injected` (a fault), the collective fails on every rank when it meets.
+    #[allow(clippy::too_many_arguments)] // the collective call's own shape
     pub fn collective(
         &self,
         cx: &Call<'_>,
@@ -1183,6 +1185,7 @@ impl Machine {
         spec: crate::collective::Spec,
         send: usize,
         recv: usize,
+        injected: Option<String>,
     ) -> Result<()> {
         let mut st = lock(&self.state);
         let core = self.rank_stream(cx, &mut st, s, comm)?;
@@ -1207,6 +1210,7 @@ impl Machine {
             rank: comm.rank,
             part,
             error: comm.error.clone(),
+            injected,
         };
         self.enqueue(cx, &mut st, &core, work, &accesses, Vec::new())?;
         Ok(())

@@ -17,11 +17,13 @@
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, CStr, CString};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use crate::collective::elements::{DType, RedOp};
 use crate::collective::{Clique, Comm, Kind, Spec};
+use crate::config::FAULTS_ENV;
+use crate::faults::{Fault, Faults, StatusTable};
 use crate::report::{violation, violation_outside_call};
 use crate::{current_context, set_current_context, Call, Machine, StreamRef};
 
@@ -755,11 +757,23 @@ pub fn collective(cx: &Call<'_>, a: Args) -> Outcome {
     };
     check_grouping(cx, &comm);
     let spec = Spec { kind, dtype, count: a.count };
+    let injected = match faults().on_call(cx.name) {
+        Some(Fault::Fail(code)) => return Err(fail(code as c_int, "an injected fault")),
+        Some(Fault::Sticky(code)) => {
+            Some(format!("an injected fault ({}) on rank {}", error_name(code as c_int), comm.rank))
+        }
+        Some(Fault::Lost) => {
+            // The rank is gone: its part never comes, and the others wait for it.
+            comm.take_seq();
+            return Ok(());
+        }
+        None => None,
+    };
     // NCCL runs on the communicator's device whatever is current; the thread's context
     // comes back afterwards.
     let previous = current_context();
     set_current_context(m.implicit_context(comm.device));
-    let queued = m.collective(cx, a.stream, &comm, spec, a.send, a.recv);
+    let queued = m.collective(cx, a.stream, &comm, spec, a.send, a.recv, injected);
     set_current_context(previous);
     queued.map_err(|e| fail(status::UNHANDLED_CUDA_ERROR, format!("the driver refused the collective ({e:?})")))
 }
@@ -825,6 +839,49 @@ fn queue_exchange(cx: &Call<'_>, comm: &Comm, stream: StreamRef, messages: &[Mes
     let queued = m.exchange(cx, stream, comm, messages);
     set_current_context(previous);
     queued.map_err(|e| fail(status::UNHANDLED_CUDA_ERROR, format!("the driver refused the messages ({e:?})")))
+}
+
+/// `ncclResult_t` names, for the faults `GPUPORT_DOUBLE_FAULTS` injects into the engine's
+/// calls (`ncclAllReduce:2=REMOTE_ERROR`): a system or remote error arrives asynchronously
+/// (the collective fails on every rank when it runs, as a network error does), any other
+/// status is the call's; `LOST` loses the rank (its part never comes; the other ranks wait
+/// for it until an abort or the limit).
+struct Statuses;
+
+const STATUS_NAMES: [(&str, c_int); 7] = [
+    ("UNHANDLED_CUDA_ERROR", status::UNHANDLED_CUDA_ERROR),
+    ("SYSTEM_ERROR", status::SYSTEM_ERROR),
+    ("INTERNAL_ERROR", status::INTERNAL_ERROR),
+    ("INVALID_ARGUMENT", status::INVALID_ARGUMENT),
+    ("INVALID_USAGE", status::INVALID_USAGE),
+    ("REMOTE_ERROR", status::REMOTE_ERROR),
+    ("IN_PROGRESS", status::IN_PROGRESS),
+];
+
+impl StatusTable for Statuses {
+    fn code(&self, name: &str) -> Option<u32> {
+        STATUS_NAMES.iter().find(|(n, _)| *n == name).map(|&(_, c)| c as u32)
+    }
+    fn sticky(&self, code: u32) -> bool {
+        [status::SYSTEM_ERROR, status::REMOTE_ERROR].contains(&(code as c_int))
+    }
+}
+
+fn error_name(code: c_int) -> &'static str {
+    STATUS_NAMES.iter().find(|&&(_, c)| c == code).map_or("?", |(n, _)| n)
+}
+
+/// The faults planned for the engine's calls, read at its first call; a specification
+/// that does not parse is reported, and none is injected.
+fn faults() -> &'static Faults {
+    static FAULTS: OnceLock<Faults> = OnceLock::new();
+    FAULTS.get_or_init(|| {
+        let spec = std::env::var(FAULTS_ENV).unwrap_or_default();
+        Faults::parse(&spec, "nccl", &Statuses, &["nccl"]).unwrap_or_else(|why| {
+            violation_outside_call("bad-setting", format!("{FAULTS_ENV}: {why}"));
+            Faults::default()
+        })
+    })
 }
 
 /// `ncclGetErrorString`.

@@ -108,6 +108,8 @@ pub(crate) enum Work {
         rank: usize,
         part: crate::collective::Part,
         error: Arc<Mutex<Option<String>>>,
+        /// A fault injected into this rank's part (the collective fails on every rank).
+        injected: Option<String>,
     },
     /// A rank's point-to-point messages, issued together: its stream waits here until each
     /// has met its other side.
@@ -307,7 +309,10 @@ fn run(core: &StreamCore, op: &Op) {
             unsafe { f(*user) };
             IN_HOST_FN.with(|c| c.set(false));
         }
-        (Work::Collective { clique, seq, rank, part, error }, None) => {
+        (Work::Collective { clique, seq, rank, part, error, injected }, None) => {
+            if let Some(why) = injected {
+                clique.spoil(*seq, why.clone());
+            }
             let report = |kind: &str, why: String| crate::report::violation_outside_call(kind, why);
             if let crate::collective::Outcome::Failed(why) = clique.arrive(*seq, *rank, *part, &report) {
                 lock(error).get_or_insert(why);

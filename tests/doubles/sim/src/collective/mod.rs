@@ -105,6 +105,8 @@ pub enum Outcome {
 struct Meeting {
     parts: Vec<Option<Part>>,
     outcome: Option<Outcome>,
+    /// A fault injected into one rank's part: the collective fails on every rank.
+    spoiled: Option<String>,
 }
 
 #[derive(Default)]
@@ -171,6 +173,16 @@ impl Clique {
         self.ranks
     }
 
+    /// Makes collective `seq` fail on every rank when it meets (a fault injected into one
+    /// rank's part: what a network error does to NCCL).
+    pub fn spoil(&self, seq: u64, why: String) {
+        let ranks = self.ranks;
+        let mut st = lock(&self.state);
+        let meeting =
+            st.meetings.entry(seq).or_insert_with(|| Meeting { parts: vec![None; ranks], ..Meeting::default() });
+        meeting.spoiled.get_or_insert(why);
+    }
+
     /// Releases every waiting part with an error, and fails every later one at once.
     pub fn abort(&self) {
         lock(&self.state).aborted = true;
@@ -186,11 +198,13 @@ impl Clique {
             return Outcome::Failed("the communicator was aborted".into());
         }
         let ranks = self.ranks;
-        let meeting = st.meetings.entry(seq).or_insert_with(|| Meeting { parts: vec![None; ranks], outcome: None });
+        let meeting =
+            st.meetings.entry(seq).or_insert_with(|| Meeting { parts: vec![None; ranks], ..Meeting::default() });
         meeting.parts[rank] = Some(part);
         if meeting.parts.iter().all(Option::is_some) {
             let parts: Vec<Part> = meeting.parts.iter().flatten().copied().collect();
             let outcome = match disagreement(&parts) {
+                _ if meeting.spoiled.is_some() => Outcome::Failed(meeting.spoiled.clone().unwrap_or_default()),
                 Some(why) => {
                     report("collective-mismatch", format!("collective #{seq}: {why}"));
                     Outcome::Failed(why)

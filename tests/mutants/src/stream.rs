@@ -383,6 +383,9 @@ impl<const F: u8> Event for MutantEvent<F> {
         if F == flaw::FAKE_ELAPSED {
             return Ok(1.0);
         }
+        if F == flaw::ELAPSED_NEVER_NEGATIVE {
+            return self.queue.elapsed_ms(&end.queue).map(f32::abs);
+        }
         if F == flaw::ELAPSED_IN_MICROSECONDS {
             return self.queue.elapsed_ms(&end.queue).map(|ms| ms * 1000.0);
         }

@@ -56,6 +56,12 @@ pub fn elapsed_time(t: &Target) -> Outcome {
         "{t01} ms between two events around a 5 ms sleep, {t02} ms in all, within a host window of {window_ms:.3} ms"
     );
     ensure!(evs[0].elapsed_ms(&evs[0])? == 0.0, "an event is 0 ms from itself");
+    // The other way round — an end that completed first — the same interval, negated.
+    let back = evs[1].elapsed_ms(&evs[0])?;
+    ensure!(
+        (back + t01).abs() <= 1e-3 + 1e-3 * t01.abs(),
+        "from event 1 back to event 0 is {back} ms, where event 0 to 1 is {t01} ms"
+    );
     // A re-recorded event answers for its latest record: while that is held back, the time
     // to it is not ready — not the figure of the record before it.
     let again = Gate::default();

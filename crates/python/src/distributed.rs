@@ -429,12 +429,18 @@ pub fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     Ok(m)
 }
 
-/// Lets the engine's loader find the `mpich` wheel's `libmpi_abi.so.1` in this
-/// interpreter's `lib/` (its environment need not be activated). Looked at only when a
-/// communicator is first made or the engines are listed.
+/// Lets the engines' loaders find the `mpich` wheel's `libmpi_abi.so.1` in this
+/// interpreter's `lib/`, and the NCCL wheel's `libnccl.so.2` in any folder of its
+/// `sys.path` (site-packages, dist-packages, a user's), whether or not its environment is
+/// activated. Looked at only when a communicator is first made or the engines are listed.
 pub fn register_prefix(py: Python<'_>) {
-    let prefix = py.import("sys").and_then(|sys| sys.getattr("prefix")?.extract::<String>());
-    if let Ok(prefix) = prefix {
+    let Ok(sys) = py.import("sys") else { return };
+    if let Ok(prefix) = sys.getattr("prefix").and_then(|p| p.extract::<String>()) {
         collective::add_search_dir(std::path::Path::new(&prefix).join("lib"));
+    }
+    if let Ok(paths) = sys.getattr("path").and_then(|p| p.extract::<Vec<String>>()) {
+        for dir in paths.into_iter().filter(|d| !d.is_empty()) {
+            collective::add_search_dir(dir);
+        }
     }
 }

@@ -152,10 +152,14 @@ pub(crate) fn candidates() -> Vec<String> {
         return vec![path.to_string_lossy().into_owned()];
     }
     let venv = std::env::var_os("VIRTUAL_ENV").map(|v| PathBuf::from(v).join("lib"));
-    let added = crate::search::dirs();
     let mut out = vec![SONAME.to_owned()];
-    for dir in venv.into_iter().chain(added) {
-        let path = dir.join(SONAME).to_string_lossy().into_owned();
+    // The active environment's place is tried (and named in the reason) whether or not it
+    // holds the library; the named folders — many, from a Python module's `sys.path` — only
+    // where it is there.
+    let venv = venv.map(|dir| dir.join(SONAME));
+    let added = crate::search::dirs().into_iter().map(|dir| dir.join(SONAME)).filter(|path| path.is_file());
+    for path in venv.into_iter().chain(added) {
+        let path = path.to_string_lossy().into_owned();
         if !out.contains(&path) {
             out.push(path);
         }

@@ -100,19 +100,22 @@ pub(crate) fn candidates(flavour: Flavour, var: impl Fn(&str) -> Option<OsString
     }
 }
 
-/// `libnccl.so.2` of the NCCL wheel in every `python3.*/site-packages` of `lib` (a Python
-/// environment's `lib/`).
-fn wheel_libraries(lib: &std::path::Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(lib) else { return Vec::new() };
-    let mut found: Vec<String> = entries
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
-        .map(|e| e.path().join("site-packages/nvidia/nccl/lib").join(NCCL_SONAME))
-        .filter(|p| p.is_file())
-        .map(|p| p.to_string_lossy().into_owned())
-        .collect();
-    found.sort();
-    found
+/// `libnccl.so.2` of the NCCL wheel under `dir`: `dir` a package folder (`site-packages`,
+/// `dist-packages`: `nvidia/nccl/lib` in it) or a Python environment's `lib/` (then in each
+/// of its `python3.*/site-packages`).
+fn wheel_libraries(dir: &std::path::Path) -> Vec<String> {
+    let in_packages = |packages: std::path::PathBuf| packages.join("nvidia/nccl/lib").join(NCCL_SONAME);
+    let mut places = vec![in_packages(dir.to_path_buf())];
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        let mut versions: Vec<std::path::PathBuf> = entries
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
+            .map(|e| in_packages(e.path().join("site-packages")))
+            .collect();
+        versions.sort();
+        places.extend(versions);
+    }
+    places.into_iter().filter(|p| p.is_file()).map(|p| p.to_string_lossy().into_owned()).collect()
 }
 
 /// A loaded NCCL or RCCL.

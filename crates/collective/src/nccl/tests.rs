@@ -131,6 +131,8 @@ fn the_variable_alone_is_tried_when_set_and_the_wheel_is_found_in_the_environmen
             _ => set.iter().find(|(k, _)| *k == name).map(|(_, v)| OsString::from(v)),
         }
     };
+    // A package folder named directly (what the Python module adds from `sys.path`).
+    assert_eq!(wheel_libraries(&prefix.join("lib/python3.12/site-packages")), vec![text(&wheel.join(NCCL_SONAME))]);
     // Without the variable: the soname first, then the wheel's place in the environment.
     assert_eq!(
         candidates(Flavour::Nccl, env(&[], prefix.clone())),

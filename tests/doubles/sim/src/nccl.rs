@@ -769,12 +769,7 @@ pub fn collective(cx: &Call<'_>, a: Args) -> Outcome {
         }
         None => None,
     };
-    // NCCL runs on the communicator's device whatever is current; the thread's context
-    // comes back afterwards.
-    let previous = current_context();
-    set_current_context(m.implicit_context(comm.device));
-    let queued = m.collective(cx, a.stream, &comm, spec, a.send, a.recv, injected);
-    set_current_context(previous);
+    let queued = on_device(m, comm.device, || m.collective(cx, a.stream, &comm, spec, a.send, a.recv, injected));
     queued.map_err(|e| fail(status::UNHANDLED_CUDA_ERROR, format!("the driver refused the collective ({e:?})")))
 }
 
@@ -831,13 +826,20 @@ pub fn message(
     queue_exchange(cx, &comm, stream, &[message])
 }
 
+/// `f` run with `device`'s primary context current, as NCCL runs a call on its
+/// communicator's device whatever is current; the thread's context comes back afterwards.
+fn on_device<T>(m: &Machine, device: usize, f: impl FnOnce() -> T) -> T {
+    let previous = current_context();
+    set_current_context(m.implicit_context(device));
+    let result = f();
+    set_current_context(previous);
+    result
+}
+
 /// Queues `messages` of `comm` on `stream`, on the communicator's device.
 fn queue_exchange(cx: &Call<'_>, comm: &Comm, stream: StreamRef, messages: &[Message]) -> Outcome {
     let m = machine()?;
-    let previous = current_context();
-    set_current_context(m.implicit_context(comm.device));
-    let queued = m.exchange(cx, stream, comm, messages);
-    set_current_context(previous);
+    let queued = on_device(m, comm.device, || m.exchange(cx, stream, comm, messages));
     queued.map_err(|e| fail(status::UNHANDLED_CUDA_ERROR, format!("the driver refused the messages ({e:?})")))
 }
 
@@ -884,7 +886,8 @@ fn faults() -> &'static Faults {
     })
 }
 
-/// `ncclGetErrorString`.
+/// `ncclGetErrorString` (a plain match: it cannot panic, and is called across the C
+/// boundary without `serve`).
 pub fn error_string(code: c_int) -> &'static CStr {
     match code {
         status::SUCCESS => c"no error",
@@ -899,9 +902,10 @@ pub fn error_string(code: c_int) -> &'static CStr {
     }
 }
 
-/// `ncclGetLastError`: the text of this thread's last failure.
+/// `ncclGetLastError`: the text of this thread's last failure (empty while the thread is
+/// ending). Cannot panic: it is called across the C boundary without `serve`.
 pub fn last_error() -> *const c_char {
-    LAST_ERROR.with(|l| l.borrow().as_ptr())
+    LAST_ERROR.try_with(|l| l.try_borrow().map(|t| t.as_ptr()).ok()).ok().flatten().unwrap_or(c"".as_ptr())
 }
 
 /// Communicators still alive, for the report at exit.

@@ -64,11 +64,14 @@ def test_engines_list_mpi_with_its_version_or_its_reason():
     else:
         assert "libmpi_abi.so.1" in mpi.reason, mpi.reason
     assert "MPI unavailable" in repr(mpi)
-    # NCCL and RCCL are listed, found or not, and never available to the communicators.
+    # NCCL and RCCL are listed, found (their version and where) or not (why).
     assert (nccl.name, rccl.name) == ("NCCL", "RCCL")
     for gpu in (nccl, rccl):
-        assert not gpu.available and gpu.version is None and isinstance(gpu.lacks, list), gpu
-        assert "do not run on it" in gpu.reason or f"no {gpu.name} library loaded" in gpu.reason, gpu.reason
+        assert isinstance(gpu.lacks, list), gpu
+        if gpu.available:
+            assert re.match(rf"{gpu.name} 2\.\d+\.\d+ at /", gpu.version) and gpu.reason is None, gpu
+        else:
+            assert gpu.version is None and f"no {gpu.name} library loaded" in gpu.reason, gpu.reason
 
 
 def test_nccl_from_the_wheel_is_found_in_the_environment():
@@ -80,7 +83,8 @@ def test_nccl_from_the_wheel_is_found_in_the_environment():
     if "GPUPORT_NCCL_LIBRARY" in os.environ or not wheel:
         pytest.skip("no NCCL wheel here (tests/python/requirements.txt pins one), or another NCCL named")
     nccl = next(e for e in distributed.engines() if e.name == "NCCL")
-    assert re.match(r"NCCL 2\.\d+\.\d+ found at .*/site-packages/nvidia/nccl/lib/libnccl\.so\.2", nccl.reason), nccl.reason
+    assert nccl.available, nccl.reason
+    assert re.match(r"NCCL 2\.\d+\.\d+ at .*/site-packages/nvidia/nccl/lib/libnccl\.so\.2", nccl.version), nccl.version
     assert nccl.lacks == [], nccl.lacks
 
 

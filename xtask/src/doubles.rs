@@ -269,10 +269,12 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally, python: bool) -> bool {
     let mut between = cargo();
     between.args(["test", "-p", "gpuport-runtime", "--test", "between_vendors", "--", "--include-ignored"]);
     ok &= run_tests(with_double(between, d), tally);
-    // gpuport's NCCL and RCCL loader on the doubles' engines: found where they are named,
-    // their version read, every call gpuport resolves present.
+    // gpuport's NCCL and RCCL loader on the doubles' engines (found where they are named,
+    // their version read, every call gpuport resolves present), and its communicators on
+    // them: every collective, ordering, refusals, and the watchdog.
     let mut engines = cargo();
-    engines.args(["test", "-p", "gpuport-collective", "--test", "engines_on_double", "--", "--ignored"]);
+    engines.args(["test", "-p", "gpuport-collective", "--test", "engines_on_double", "--test", "nccl_on_double"]);
+    engines.args(["--test", "nccl_watchdog_on_double", "--", "--ignored"]);
     ok &= run_tests(with_double(engines, d), tally);
     // A double built with features (ROCm 5.2, HIP 7.2) checks its own version's answers;
     // the default builds' tests run with the workspace.

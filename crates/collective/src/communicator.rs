@@ -1,127 +1,60 @@
 //! [`Communicator`]: a group of ranks and the collectives over them, each queued on a
-//! gpuport stream like any other work.
+//! gpuport stream like any other work — on MPI, or on NCCL or RCCL — and the checks every
+//! engine shares.
 
-use std::ffi::c_int;
 use std::sync::Arc;
 
-use gpuport_core::{DType, DefaultStream, Error, EventFlags, Result};
-use gpuport_runtime::{Access, AnyStream, Array, Buffer};
+use gpuport_core::{Error, Result};
+use gpuport_runtime::{AnyDevice, AnyStream, Array};
 
-use crate::call::Call;
-use crate::mpi::{abi, Mpi, ENGINE};
+use crate::mpi::communicator::MpiComm;
+use crate::nccl::comm::NcclComm;
 use crate::op::ReduceOp;
 use crate::work::Work;
 
-/// A group of ranks (an MPI communicator): the world, or one made from it by
-/// [`Communicator::dup`] or [`Communicator::split`]. Cloning shares it; the last clone
-/// frees it (never the world).
+/// A group of ranks and the collectives over them. Cloning shares it; the last clone frees
+/// it (never MPI's world).
+///
+/// Two kinds of engine carry it:
+/// - **MPI** ([`Communicator::world`], then [`dup`](Communicator::dup) and
+///   [`split`](Communicator::split)): one rank per process, on any device's arrays —
+///   memory the host cannot reach (a GPU's) is staged through pinned host memory of its
+///   device on the same stream, two copies more, at the bus's speed.
+/// - **NCCL** on CUDA devices and **RCCL** on ROCm devices
+///   ([`Communicator::init_all`]): one rank per device, the collectives running on the
+///   device on the rank's stream. The arrays must be that device's memory (another
+///   vendor's is `BackendMismatch`, another device's `InvalidArgument`). One thread driving
+///   several ranks issues their collectives inside a [`group`](crate::group). Each
+///   collective is followed by a watchdog until it has ended: its buffers and the
+///   communicator are kept alive until then, and a collective the communicator reports an
+///   error for, or one that outlives `GPUPORT_COLLECTIVE_TIMEOUT`, aborts the communicator
+///   (`ncclCommAbort`) and fails its [`Work`] naming the collective, the rank and the
+///   cause.
 ///
 /// Every collective takes gpuport arrays, checks them on the calling rank before anything
 /// is sent (dtype, contiguity, sizes, ranks), and is queued on a stream — `stream`, or the
-/// legacy default stream of the first array's device when `None` — so it starts after the
-/// work queued there before it, later work there waits for it, and the arrays' pending
-/// work orders it against other streams (it is recorded as a read of its inputs and a
-/// write of its outputs). It returns a [`Work`]. Arrays must be contiguous (a strided view
-/// is refused: copy it first); memory the host cannot reach (a GPU's) is staged through
-/// pinned host memory of its device on the same stream — two copies more, at the bus's
-/// speed.
+/// legacy default stream of the first array's device (NCCL, RCCL: of the rank's device)
+/// when `None` — so it starts after the work queued there before it, later work there
+/// waits for it, and the arrays' pending work orders it against other streams (it is
+/// recorded as a read of its inputs and a write of its outputs). It returns a [`Work`].
+/// Arrays must be contiguous (a strided view is refused: copy it first).
 #[derive(Clone)]
 pub struct Communicator {
-    inner: Arc<Inner>,
+    engine: Engine,
 }
 
-struct Inner {
-    mpi: Arc<Mpi>,
-    /// The `MPI_Comm` handle, as an address.
-    comm: usize,
-    rank: i32,
-    size: i32,
-    /// Freed when the last clone drops (not the world).
-    owned: bool,
-    /// The consistency check's own communicator (`GPUPORT_COLLECTIVE_CHECK=1`).
-    check: Option<crate::check::Check>,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        let mut made: Vec<usize> = self.check.as_ref().map(|c| c.comm).into_iter().collect();
-        if self.owned {
-            made.push(self.comm);
-        }
-        if made.is_empty() || self.mpi.finalized() {
-            return;
-        }
-        let mpi = self.mpi.clone();
-        let free = move || {
-            for comm in made {
-                let mut handle = comm as abi::Comm;
-                // SAFETY: a communicator gpuport made and frees once, here.
-                if let Err(e) = mpi.call("MPI_Comm_free", |api| unsafe { (api.comm_free)(&mut handle) }) {
-                    log::warn!("freeing an MPI communicator: {e}");
-                }
-            }
-        };
-        // Never on a stream worker or driver thread (work queued there may hold the last
-        // clone): the release thread frees it.
-        if gpuport_core::release::on_restricted_thread() {
-            gpuport_core::release::defer(Box::new(free));
-        } else {
-            free();
-        }
-    }
+#[derive(Clone)]
+enum Engine {
+    Mpi(MpiComm),
+    Nccl(Arc<NcclComm>),
 }
 
 /// One array's part in a collective: whether the engine reads it, writes it, or both.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Role {
+pub(crate) enum Role {
     In,
     Out,
     InOut,
-}
-
-/// What a rank is about to do, for the consistency check.
-struct Intent {
-    what: &'static str,
-    /// Compared across ranks (collectives; not point-to-point calls, where ranks differ).
-    checked: bool,
-    op: Option<ReduceOp>,
-    dtype: Option<DType>,
-    count: usize,
-    root: Option<usize>,
-}
-
-impl Intent {
-    fn collective(what: &'static str, op: Option<ReduceOp>, x: &Array, root: Option<usize>) -> Intent {
-        Intent { what, checked: true, op, dtype: Some(x.dtype()), count: x.numel(), root }
-    }
-
-    fn point_to_point(what: &'static str) -> Intent {
-        Intent { what, checked: false, op: None, dtype: None, count: 0, root: None }
-    }
-
-    fn signature(&self, seq: u64) -> crate::check::Signature {
-        crate::check::Signature {
-            seq,
-            what: self.what,
-            op: self.op,
-            dtype: self.dtype,
-            count: self.count,
-            root: self.root,
-        }
-    }
-}
-
-/// Host-accessible bytes the engine reads or writes: the array's own, or a pinned stage.
-struct Region {
-    buffer: Buffer,
-    offset: usize,
-    len: usize,
-}
-
-impl Region {
-    fn ptr(&self) -> Result<*mut u8> {
-        self.buffer.host_ptr(self.offset, self.len)
-    }
 }
 
 impl Communicator {
@@ -130,133 +63,119 @@ impl Communicator {
     /// `EngineUnavailable` names why not: no MPI standard-ABI library, or a process no
     /// launcher started.
     pub fn world() -> Result<Communicator> {
-        let mpi = Mpi::get()?;
-        Self::wrap(mpi, abi::COMM_WORLD, false)
+        Ok(Communicator { engine: Engine::Mpi(MpiComm::world()?) })
     }
 
-    fn wrap(mpi: Arc<Mpi>, comm: usize, owned: bool) -> Result<Communicator> {
-        let (mut rank, mut size): (c_int, c_int) = (0, 0);
-        // SAFETY: a live communicator and valid out-pointers.
-        mpi.call("MPI_Comm_rank", |api| unsafe { (api.comm_rank)(comm as abi::Comm, &mut rank) })?;
-        // SAFETY: as above.
-        mpi.call("MPI_Comm_size", |api| unsafe { (api.comm_size)(comm as abi::Comm, &mut size) })?;
-        let check = crate::check::enabled().then(|| crate::check::Check::new(&mpi, comm)).transpose()?;
-        Ok(Communicator { inner: Arc::new(Inner { mpi, comm, rank, size, owned, check }) })
+    /// One communicator over `devices`, driven by this process: one rank per device, in
+    /// their order (`ncclCommInitAll`) — NCCL for CUDA devices, RCCL for ROCm devices. The
+    /// devices are of one backend, each named once; a backend without such an engine is
+    /// `BackendMismatch`, a missing engine `EngineUnavailable` with its reason.
+    ///
+    /// One thread driving several of the returned ranks issues their collectives inside a
+    /// [`group`](crate::group): NCCL waits in each rank's call for the others.
+    pub fn init_all(devices: &[AnyDevice]) -> Result<Vec<Communicator>> {
+        let comms = NcclComm::init_all(devices)?;
+        Ok(comms.into_iter().map(|c| Communicator { engine: Engine::Nccl(Arc::new(c)) }).collect())
     }
 
-    /// This process's rank, from 0.
+    /// This rank, from 0.
     pub fn rank(&self) -> usize {
-        self.inner.rank as usize
+        match &self.engine {
+            Engine::Mpi(m) => m.rank(),
+            Engine::Nccl(n) => n.rank,
+        }
     }
 
     /// The number of ranks.
     pub fn size(&self) -> usize {
-        self.inner.size as usize
+        match &self.engine {
+            Engine::Mpi(m) => m.size(),
+            Engine::Nccl(n) => n.size,
+        }
     }
 
-    /// The engine's name (`MPI`).
+    /// The engine's name (`MPI`, `NCCL`, `RCCL`).
     pub fn engine(&self) -> &'static str {
-        ENGINE
+        match &self.engine {
+            Engine::Mpi(_) => crate::mpi::ENGINE,
+            Engine::Nccl(n) => n.loaded.flavour.name(),
+        }
     }
 
-    /// The engine library's version line.
+    /// The engine library's version line (NCCL and RCCL: the NCCL API version they report).
     pub fn engine_version(&self) -> &str {
-        self.inner.mpi.version()
+        match &self.engine {
+            Engine::Mpi(m) => m.engine_version(),
+            Engine::Nccl(n) => &n.loaded.version_line,
+        }
     }
 
     /// Where the engine's library was found.
     pub fn engine_library(&self) -> &str {
-        self.inner.mpi.library()
+        match &self.engine {
+            Engine::Mpi(m) => m.engine_library(),
+            Engine::Nccl(n) => &n.loaded.library,
+        }
+    }
+
+    /// The device of this rank (NCCL, RCCL); `None` on MPI, whose ranks take any device's
+    /// arrays.
+    pub fn device(&self) -> Option<&AnyDevice> {
+        match &self.engine {
+            Engine::Mpi(_) => None,
+            Engine::Nccl(n) => Some(&n.device),
+        }
+    }
+
+    fn mpi(&self, what: &str) -> Result<&MpiComm> {
+        match &self.engine {
+            Engine::Mpi(m) => Ok(m),
+            Engine::Nccl(n) => Err(Error::EngineUnsupported {
+                engine: n.loaded.flavour.name(),
+                what: format!("{what} (gpuport drives it on MPI communicators only)"),
+            }),
+        }
     }
 
     /// A communicator of the same ranks whose traffic never mixes with this one's
-    /// (`MPI_Comm_dup`). Collective: every rank calls it.
+    /// (`MPI_Comm_dup`). Collective: every rank calls it. MPI only.
     pub fn dup(&self) -> Result<Communicator> {
-        let mut out: abi::Comm = std::ptr::null_mut();
-        // SAFETY: a live communicator and a valid out-pointer.
-        self.inner.mpi.call("MPI_Comm_dup", |api| unsafe { (api.comm_dup)(self.handle(), &mut out) })?;
-        Self::wrap(self.inner.mpi.clone(), out as usize, true)
+        Ok(Communicator { engine: Engine::Mpi(self.mpi("dup")?.dup()?) })
     }
 
     /// The ranks that pass the same `color` form a new communicator, ordered by `key` (then
     /// by rank here); a rank passing `None` joins none and gets `None` (`MPI_Comm_split`).
-    /// Collective: every rank calls it.
+    /// Collective: every rank calls it. MPI only.
     pub fn split(&self, color: Option<u32>, key: i32) -> Result<Option<Communicator>> {
-        let color = match color {
-            None => abi::UNDEFINED,
-            Some(c) => c_int::try_from(c)
-                .map_err(|_| Error::invalid_argument(format!("split color {c} is past {}", c_int::MAX)))?,
-        };
-        let mut out: abi::Comm = std::ptr::null_mut();
-        self.inner.mpi.call("MPI_Comm_split", |api| {
-            // SAFETY: a live communicator and a valid out-pointer.
-            unsafe { (api.comm_split)(self.handle(), color, key, &mut out) }
-        })?;
-        if out as usize == abi::COMM_NULL {
-            return Ok(None);
-        }
-        Self::wrap(self.inner.mpi.clone(), out as usize, true).map(Some)
+        let split = self.mpi("split")?.split(color, key)?;
+        Ok(split.map(|m| Communicator { engine: Engine::Mpi(m) }))
     }
 
     /// Blocks until every rank has called it (`MPI_Ibarrier`, waited for under the
-    /// watchdog), on the calling thread.
+    /// watchdog), on the calling thread. MPI only: on NCCL and RCCL, `all_reduce` a
+    /// one-element array and wait for it, as their users do.
     pub fn barrier(&self) -> Result<()> {
-        let what = || format!("barrier on rank {} of {}", self.rank(), self.size());
-        // SAFETY: a live communicator and the request to fill.
-        self.inner.mpi.call_waiting("MPI_Ibarrier", what, |api, req| unsafe { (api.barrier)(self.handle(), req) })
-    }
-
-    fn handle(&self) -> abi::Comm {
-        self.inner.comm as abi::Comm
+        self.mpi("barrier")?.barrier()
     }
 
     /// `x` reduced over every rank, into `out` — or into `x` itself when `out` is `None`.
     pub fn all_reduce(&self, x: &Array, op: ReduceOp, out: Option<&Array>, stream: Option<&AnyStream>) -> Result<Work> {
-        let dt = self.datatype(x.dtype())?;
-        let mpi_op = self.op(op, x.dtype())?;
-        let count = x.numel() as abi::Count;
-        match out {
-            None => self.queue(
-                Intent::collective("all_reduce", Some(op), x, None),
-                &[(x, Role::InOut)],
-                stream,
-                move |api, comm, p, req| {
-                    // SAFETY: `p[0]` holds `count` elements of `dt`, read and written in place.
-                    unsafe {
-                        (api.allreduce)(abi::predefined(abi::IN_PLACE), p[0].cast(), count, h(dt), h(mpi_op), comm, req)
-                    }
-                },
-            ),
-            Some(out) => {
-                same_shape("all_reduce", x, out)?;
-                self.queue(
-                    Intent::collective("all_reduce", Some(op), x, None),
-                    &[(x, Role::In), (out, Role::Out)],
-                    stream,
-                    move |api, comm, p, req| {
-                        // SAFETY: `p[0]` and `p[1]` each hold `count` elements of `dt`.
-                        unsafe { (api.allreduce)(p[0].cast(), p[1].cast(), count, h(dt), h(mpi_op), comm, req) }
-                    },
-                )
-            }
+        if let Some(out) = out {
+            same_shape("all_reduce", x, out)?;
+        }
+        match &self.engine {
+            Engine::Mpi(m) => m.all_reduce(x, op, out, stream),
+            Engine::Nccl(n) => crate::nccl::collective::all_reduce(n, x, op, out, stream),
         }
     }
 
     /// `x` of rank `root` copied into `x` on every rank.
     pub fn broadcast(&self, x: &Array, root: usize, stream: Option<&AnyStream>) -> Result<Work> {
-        let dt = self.datatype(x.dtype())?;
-        let root = self.check_rank("broadcast", "root", root)?;
-        let count = x.numel() as abi::Count;
-        let role = if self.rank() == root as usize { Role::In } else { Role::Out };
-        self.queue(
-            Intent::collective("broadcast", None, x, Some(root as usize)),
-            &[(x, role)],
-            stream,
-            move |api, comm, p, req| {
-                // SAFETY: `p[0]` holds `count` elements of `dt`.
-                unsafe { (api.bcast)(p[0].cast(), count, h(dt), root, comm, req) }
-            },
-        )
+        self.check_rank("broadcast", "root", root)?;
+        match &self.engine {
+            Engine::Mpi(m) => m.broadcast(x, root, stream),
+            Engine::Nccl(n) => crate::nccl::collective::broadcast(n, x, root, stream),
+        }
     }
 
     /// `x` reduced over every rank into rank `root`'s `out` — or its `x` when `out` is
@@ -269,97 +188,41 @@ impl Communicator {
         out: Option<&Array>,
         stream: Option<&AnyStream>,
     ) -> Result<Work> {
-        let dt = self.datatype(x.dtype())?;
-        let mpi_op = self.op(op, x.dtype())?;
-        let root = self.check_rank("reduce", "root", root)?;
-        let count = x.numel() as abi::Count;
-        let at_root = self.rank() == root as usize;
-        match out.filter(|_| at_root) {
-            Some(out) => {
-                same_shape("reduce", x, out)?;
-                self.queue(
-                    Intent::collective("reduce", Some(op), x, Some(root as usize)),
-                    &[(x, Role::In), (out, Role::Out)],
-                    stream,
-                    move |api, comm, p, req| {
-                        // SAFETY: `p[0]` and `p[1]` each hold `count` elements of `dt`.
-                        unsafe { (api.reduce)(p[0].cast(), p[1].cast(), count, h(dt), h(mpi_op), root, comm, req) }
-                    },
-                )
-            }
-            None if at_root => self.queue(
-                Intent::collective("reduce", Some(op), x, Some(root as usize)),
-                &[(x, Role::InOut)],
-                stream,
-                move |api, comm, p, req| {
-                    // SAFETY: `p[0]` holds `count` elements of `dt`, reduced in place.
-                    unsafe {
-                        (api.reduce)(
-                            abi::predefined(abi::IN_PLACE),
-                            p[0].cast(),
-                            count,
-                            h(dt),
-                            h(mpi_op),
-                            root,
-                            comm,
-                            req,
-                        )
-                    }
-                },
-            ),
-            None => self.queue(
-                Intent::collective("reduce", Some(op), x, Some(root as usize)),
-                &[(x, Role::In)],
-                stream,
-                move |api, comm, p, req| {
-                    // SAFETY: `p[0]` holds `count` elements of `dt`; the receive buffer is not
-                    // used away from the root.
-                    unsafe { (api.reduce)(p[0].cast(), std::ptr::null_mut(), count, h(dt), h(mpi_op), root, comm, req) }
-                },
-            ),
+        self.check_rank("reduce", "root", root)?;
+        let out = out.filter(|_| self.rank() == root);
+        if let Some(out) = out {
+            same_shape("reduce", x, out)?;
+        }
+        match &self.engine {
+            Engine::Mpi(m) => m.reduce(x, op, root, out, stream),
+            Engine::Nccl(n) => crate::nccl::collective::reduce(n, x, op, root, out, stream),
         }
     }
 
     /// Every rank's `x`, in rank order, into `out` (`size` times `x`'s elements).
     pub fn all_gather(&self, x: &Array, out: &Array, stream: Option<&AnyStream>) -> Result<Work> {
-        let dt = self.datatype(x.dtype())?;
         same_dtype("all_gather", x, out)?;
         self.expect_elements("all_gather", "out", out, x.numel() * self.size())?;
-        let count = x.numel() as abi::Count;
-        self.queue(
-            Intent::collective("all_gather", None, x, None),
-            &[(x, Role::In), (out, Role::Out)],
-            stream,
-            move |api, comm, p, req| {
-                // SAFETY: `p[0]` holds `count` elements of `dt`, `p[1]` `size` times that.
-                unsafe { (api.allgather)(p[0].cast(), count, h(dt), p[1].cast(), count, h(dt), comm, req) }
-            },
-        )
+        match &self.engine {
+            Engine::Mpi(m) => m.all_gather(x, out, stream),
+            Engine::Nccl(n) => crate::nccl::collective::all_gather(n, x, out, stream),
+        }
     }
 
     /// `x` (`size` blocks of `out`'s elements) reduced over every rank; block `r` of the
     /// result into rank `r`'s `out`.
     pub fn reduce_scatter(&self, x: &Array, op: ReduceOp, out: &Array, stream: Option<&AnyStream>) -> Result<Work> {
-        let dt = self.datatype(x.dtype())?;
-        let mpi_op = self.op(op, x.dtype())?;
         same_dtype("reduce_scatter", x, out)?;
         self.expect_elements("reduce_scatter", "x", x, out.numel() * self.size())?;
-        let count = out.numel() as abi::Count;
-        self.queue(
-            Intent::collective("reduce_scatter", Some(op), x, None),
-            &[(x, Role::In), (out, Role::Out)],
-            stream,
-            move |api, comm, p, req| {
-                // SAFETY: `p[0]` holds `size × count` elements of `dt`, `p[1]` `count`.
-                unsafe { (api.reduce_scatter_block)(p[0].cast(), p[1].cast(), count, h(dt), h(mpi_op), comm, req) }
-            },
-        )
+        match &self.engine {
+            Engine::Mpi(m) => m.reduce_scatter(x, op, out, stream),
+            Engine::Nccl(n) => crate::nccl::collective::reduce_scatter(n, x, op, out, stream),
+        }
     }
 
     /// Block `r` of `x` (`size` equal blocks) to rank `r`, which puts it at block `rank` of
     /// its `out` (as many elements as `x`).
     pub fn all_to_all(&self, x: &Array, out: &Array, stream: Option<&AnyStream>) -> Result<Work> {
-        let dt = self.datatype(x.dtype())?;
         same_dtype("all_to_all", x, out)?;
         self.expect_elements("all_to_all", "out", out, x.numel())?;
         if !x.numel().is_multiple_of(self.size()) {
@@ -369,76 +232,40 @@ impl Communicator {
                 self.size()
             )));
         }
-        let block = (x.numel() / self.size()) as abi::Count;
-        self.queue(
-            Intent::collective("all_to_all", None, x, None),
-            &[(x, Role::In), (out, Role::Out)],
-            stream,
-            move |api, comm, p, req| {
-                // SAFETY: `p[0]` and `p[1]` each hold `size × block` elements of `dt`.
-                unsafe { (api.alltoall)(p[0].cast(), block, h(dt), p[1].cast(), block, h(dt), comm, req) }
-            },
-        )
+        match &self.engine {
+            Engine::Mpi(m) => m.all_to_all(x, out, stream),
+            Engine::Nccl(n) => crate::nccl::collective::all_to_all(n, x, out, stream),
+        }
     }
 
-    /// `x` to rank `dst`, matched by the `recv` there with the same `tag`.
+    /// `x` to rank `dst`, matched by the `recv` there with the same `tag`. NCCL and RCCL
+    /// match messages between two ranks in the order they are issued and take no tags: only
+    /// tag 0 there.
     pub fn send(&self, x: &Array, dst: usize, tag: u16, stream: Option<&AnyStream>) -> Result<Work> {
-        let dt = self.datatype(x.dtype())?;
-        let dst = self.check_rank("send", "dst", dst)?;
-        let count = x.numel() as abi::Count;
-        self.queue(Intent::point_to_point("send"), &[(x, Role::In)], stream, move |api, comm, p, req| {
-            // SAFETY: `p[0]` holds `count` elements of `dt`.
-            unsafe { (api.send)(p[0].cast(), count, h(dt), dst, c_int::from(tag), comm, req) }
-        })
+        self.check_rank("send", "dst", dst)?;
+        match &self.engine {
+            Engine::Mpi(m) => m.send(x, dst, tag, stream),
+            Engine::Nccl(n) => crate::nccl::collective::message(n, true, x, dst, tag, stream),
+        }
     }
 
     /// Into `x`, what rank `src` sends with the same `tag` (exactly `x`'s elements).
     pub fn recv(&self, x: &Array, src: usize, tag: u16, stream: Option<&AnyStream>) -> Result<Work> {
-        let dt = self.datatype(x.dtype())?;
-        let src = self.check_rank("recv", "src", src)?;
-        let count = x.numel() as abi::Count;
-        self.queue(Intent::point_to_point("recv"), &[(x, Role::Out)], stream, move |api, comm, p, req| {
-            // SAFETY: `p[0]` has room for `count` elements of `dt`.
-            unsafe { (api.recv)(p[0].cast(), count, h(dt), src, c_int::from(tag), comm, req) }
-        })
+        self.check_rank("recv", "src", src)?;
+        match &self.engine {
+            Engine::Mpi(m) => m.recv(x, src, tag, stream),
+            Engine::Nccl(n) => crate::nccl::collective::message(n, false, x, src, tag, stream),
+        }
     }
 
-    /// The engine's datatype for `dtype`, or `Unsupported` naming both.
-    /// (A handle's value: handles cross to the stream worker as plain numbers.)
-    fn datatype(&self, dtype: DType) -> Result<usize> {
-        abi::datatype(dtype).ok_or_else(|| unsupported(format!("{dtype} arrays")))
-    }
-
-    /// The engine's operation for `op` on `dtype`.
-    fn op(&self, op: ReduceOp, dtype: DType) -> Result<usize> {
-        use gpuport_core::DTypeCode;
-        let code = dtype.code();
-        let value = match (op, code) {
-            (ReduceOp::Avg, _) => return Err(unsupported("ReduceOp::Avg (MPI has no mean; sum and divide)".into())),
-            (ReduceOp::Min | ReduceOp::Max, DTypeCode::Complex) => {
-                return Err(unsupported(format!("ReduceOp::{op:?} on {dtype} arrays (complex numbers have no order)")))
-            }
-            (ReduceOp::Sum | ReduceOp::Prod, DTypeCode::Bool) => {
-                return Err(unsupported(format!("ReduceOp::{op:?} on {dtype} arrays (use Max for or, Min for and)")))
-            }
-            (ReduceOp::Min, DTypeCode::Bool) => abi::LAND,
-            (ReduceOp::Max, DTypeCode::Bool) => abi::LOR,
-            (ReduceOp::Sum, _) => abi::SUM,
-            (ReduceOp::Prod, _) => abi::PROD,
-            (ReduceOp::Min, _) => abi::MIN,
-            (ReduceOp::Max, _) => abi::MAX,
-        };
-        Ok(value)
-    }
-
-    fn check_rank(&self, what: &str, name: &str, rank: usize) -> Result<c_int> {
+    fn check_rank(&self, what: &str, name: &str, rank: usize) -> Result<()> {
         if rank >= self.size() {
             return Err(Error::invalid_argument(format!(
                 "{what}: {name} {rank} is not a rank of this communicator (its ranks are 0 to {})",
                 self.size() - 1
             )));
         }
-        Ok(rank as c_int)
+        Ok(())
     }
 
     fn expect_elements(&self, what: &str, name: &str, array: &Array, want: usize) -> Result<()> {
@@ -451,248 +278,31 @@ impl Communicator {
         }
         Ok(())
     }
-
-    /// Queues `call` on the stream after the arrays' pending work, with each array's bytes
-    /// where the host reaches them (staged through pinned memory otherwise), and records it
-    /// as their reader or writer.
-    fn queue(
-        &self,
-        intent: Intent,
-        arrays: &[(&Array, Role)],
-        stream: Option<&AnyStream>,
-        call: impl FnOnce(&crate::mpi::Api, abi::Comm, &[*mut u8], *mut abi::Request) -> c_int + Send + 'static,
-    ) -> Result<Work> {
-        let what = intent.what;
-        let first = arrays.first().map(|(a, _)| *a).ok_or_else(|| Error::invalid_argument("no array"))?;
-        let owned;
-        let stream = match stream {
-            Some(s) => s,
-            None => {
-                owned = first.device().default_stream(DefaultStream::Legacy)?;
-                &owned
-            }
-        };
-        let device =
-            arrays.iter().map(|(a, _)| a.device()).find(|d| d.id() == stream.device_id()).ok_or_else(|| {
-                Error::invalid_argument(format!(
-                    "{what}: the stream is on {}, none of the arrays is",
-                    stream.device_id()
-                ))
-            })?;
-        for (a, role) in arrays {
-            if *role != Role::In && a.is_read_only() {
-                return Err(Error::invalid_argument(format!(
-                    "{what}: it writes its result into a read-only array (shape {:?} on {})",
-                    a.shape(),
-                    a.device_id()
-                )));
-            }
-            if !a.layout().is_c_contiguous() {
-                return Err(Error::invalid_argument(format!(
-                    "{what}: a strided array (shape {:?}, strides {:?}) — collectives take contiguous arrays; copy it first",
-                    a.shape(),
-                    a.strides()
-                )));
-            }
-            if a.dtype().itemsize().is_err() {
-                return Err(unsupported(format!("{} arrays", a.dtype())));
-            }
-            if !a.buffer().is_host_accessible() && a.device_id() != stream.device_id() {
-                return Err(Error::invalid_argument(format!(
-                    "{what}: an array on {} is queued on a stream of {}: a device array's collective runs on its \
-                     own device's stream",
-                    a.device_id(),
-                    stream.device_id()
-                )));
-            }
-        }
-        let mut call = Some(call);
-        if let Some(work) = self.run_at_once(what, arrays, stream, device, &mut call) {
-            return work;
-        }
-        let call = call.ok_or_else(|| Error::invalid_argument(format!("{what}: started, yet not finished")))?;
-        for (a, role) in arrays {
-            let access = if *role == Role::In { Access::Read } else { Access::Write };
-            a.wait_pending(stream, access)?;
-        }
-        // The bytes the engine sees: the arrays' own, or pinned stages filled on the stream.
-        let mut regions = Vec::with_capacity(arrays.len());
-        let mut staged = Vec::new();
-        for (a, role) in arrays {
-            let len = a.nbytes();
-            if a.buffer().is_host_accessible() {
-                regions.push(Region { buffer: a.buffer().clone(), offset: a.byte_offset(), len });
-                continue;
-            }
-            let stage = a.device().alloc_pinned(len, Default::default())?;
-            if *role != Role::Out {
-                stream.copy(a.buffer(), a.byte_offset(), &stage, 0, len)?;
-            }
-            if *role != Role::In {
-                staged.push((a, stage.clone()));
-            }
-            regions.push(Region { buffer: stage, offset: 0, len });
-        }
-        let call_state = self.new_call(what);
-        let (mpi, comm, state) = (self.inner.mpi.clone(), self.inner.comm, call_state.clone());
-        // The check's signature is numbered when the collective is queued: the order every
-        // rank must issue them in.
-        let signature = match (&self.inner.check, intent.checked) {
-            (Some(check), true) => Some((check.comm, intent.signature(check.next()))),
-            _ => None,
-        };
-        // The communicator stays alive (and unfreed) until the call has run.
-        let keep = self.clone();
-        stream.host_callback(Box::new(move || {
-            let agreed = match &signature {
-                Some((check_comm, signature)) => crate::check::agree(&mpi, *check_comm, keep.size(), signature),
-                None => Ok(()),
-            };
-            let ptrs = agreed.and_then(|()| regions.iter().map(Region::ptr).collect::<Result<Vec<_>>>());
-            let started =
-                ptrs.and_then(|ptrs| mpi.begin(call_name(what), |api, req| call(api, comm as abi::Comm, &ptrs, req)));
-            state.started(started);
-            state.drive();
-            drop((regions, keep));
-        }))?;
-        for (a, stage) in staged {
-            stream.copy(&stage, 0, a.buffer(), a.byte_offset(), a.nbytes())?;
-        }
-        for (a, role) in arrays {
-            if *role != Role::Out {
-                a.record_access(stream, Access::Read)?;
-            }
-            if *role != Role::In {
-                a.record_access(stream, Access::Write)?;
-            }
-        }
-        let event = device.create_event(EventFlags::DISABLE_TIMING)?;
-        stream.record(&event)?;
-        Ok(Work::new(what, event, call_state))
-    }
-
-    /// A collective's call state, not started yet.
-    fn new_call(&self, what: &'static str) -> Arc<Call> {
-        Call::queued(self.inner.mpi.clone(), what, self.rank(), self.size())
-    }
-
-    /// Runs a collective on the calling thread when the stream would run it at once — the
-    /// stream idle, nothing pending on its host-reachable arrays, the consistency check off
-    /// (its exchange may wait for ranks that are busy elsewhere) — and so spares
-    /// it the hand-off to the stream's worker and back, which costs more than a small
-    /// collective between processes of one machine. The call is started and tested for up
-    /// to [`AT_ONCE_LIMIT`](crate::mpi::AT_ONCE_LIMIT), the stream held meanwhile (work queued on it waits);
-    /// one still in flight then is handed to the stream, where it completes like any
-    /// other. `None` (`call` left in place) when the stream would not run it at once.
-    fn run_at_once<C>(
-        &self,
-        what: &'static str,
-        arrays: &[(&Array, Role)],
-        stream: &AnyStream,
-        device: &gpuport_runtime::AnyDevice,
-        call: &mut Option<C>,
-    ) -> Option<Result<Work>>
-    where
-        C: FnOnce(&crate::mpi::Api, abi::Comm, &[*mut u8], *mut abi::Request) -> c_int + Send + 'static,
-    {
-        let eligible = self.inner.check.is_none()
-            && arrays.iter().all(|(a, _)| a.buffer().is_host_accessible() && a.has_pending_work().ok() == Some(false));
-        if !eligible {
-            return None;
-        }
-        let mut work = None;
-        stream.run_if_idle(&mut || {
-            if let Some(call) = call.take() {
-                work = Some(self.start_here(what, arrays, stream, device, call));
-            }
-        });
-        work
-    }
-
-    /// [`Communicator::run_at_once`]'s part on the held stream.
-    fn start_here(
-        &self,
-        what: &'static str,
-        arrays: &[(&Array, Role)],
-        stream: &AnyStream,
-        device: &gpuport_runtime::AnyDevice,
-        call: impl FnOnce(&crate::mpi::Api, abi::Comm, &[*mut u8], *mut abi::Request) -> c_int + Send + 'static,
-    ) -> Result<Work> {
-        let mpi = &self.inner.mpi;
-        let regions: Vec<Region> = arrays
-            .iter()
-            .map(|(a, _)| Region { buffer: a.buffer().clone(), offset: a.byte_offset(), len: a.nbytes() })
-            .collect();
-        let comm = self.inner.comm;
-        let ptrs = regions.iter().map(Region::ptr).collect::<Result<Vec<_>>>()?;
-        // Never recorded, so complete: what a collective done before returning is waited by.
-        let event = device.create_event(EventFlags::DISABLE_TIMING)?;
-        let state = self.new_call(what);
-        // Tested here before anyone else can see it: no lock around the tests.
-        let mut flight = match mpi.begin(call_name(what), |api, req| call(api, comm as abi::Comm, &ptrs, req)) {
-            Ok(flight) => flight,
-            Err(e) => {
-                state.finished(Err(e));
-                return Ok(Work::new(what, event, state));
-            }
-        };
-        let mut pace = crate::mpi::Pace::new(mpi);
-        loop {
-            match mpi.poll(&mut flight, || state.describe()) {
-                Ok(false) if pace.elapsed() < crate::mpi::AT_ONCE_LIMIT => pace.pause(),
-                Ok(false) => break,
-                done => {
-                    state.finished(done.map(|_| ()));
-                    return Ok(Work::new(what, event, state));
-                }
-            }
-        }
-        state.started(Ok(flight));
-        // Still in flight: the stream (held, so nothing queued meanwhile runs first) carries
-        // it on, and the arrays' later users wait for the stream.
-        let held: Vec<Buffer> = regions.iter().map(|r| r.buffer.clone()).collect();
-        let (driven, keep) = (state.clone(), self.clone());
-        let handed = stream.host_callback(Box::new(move || {
-            driven.drive();
-            drop((regions, keep));
-        }));
-        if let Err(e) = handed {
-            // MPI is using the memory: complete the call here before anything is let go.
-            state.drive();
-            drop(held);
-            return Err(e);
-        }
-        drop(held);
-        for (a, role) in arrays {
-            if *role != Role::Out {
-                a.record_access(stream, Access::Read)?;
-            }
-            if *role != Role::In {
-                a.record_access(stream, Access::Write)?;
-            }
-        }
-        stream.record(&event)?;
-        Ok(Work::new(what, event, state))
-    }
 }
 
-/// The MPI function a collective calls, for its errors.
-fn call_name(what: &str) -> &'static str {
-    match what {
-        "all_reduce" => "MPI_Iallreduce_c",
-        "broadcast" => "MPI_Ibcast_c",
-        "reduce" => "MPI_Ireduce_c",
-        "all_gather" => "MPI_Iallgather_c",
-        "reduce_scatter" => "MPI_Ireduce_scatter_block_c",
-        "all_to_all" => "MPI_Ialltoall_c",
-        "send" => "MPI_Isend_c",
-        "recv" => "MPI_Irecv_c",
-        _ => "MPI",
+/// The checks every engine makes of a collective's arrays: an output is writable, each is
+/// contiguous, each dtype has a size.
+pub(crate) fn check_arrays(engine: &'static str, what: &str, arrays: &[(&Array, Role)]) -> Result<()> {
+    for (a, role) in arrays {
+        if *role != Role::In && a.is_read_only() {
+            return Err(Error::invalid_argument(format!(
+                "{what}: it writes its result into a read-only array (shape {:?} on {})",
+                a.shape(),
+                a.device_id()
+            )));
+        }
+        if !a.layout().is_c_contiguous() {
+            return Err(Error::invalid_argument(format!(
+                "{what}: a strided array (shape {:?}, strides {:?}) — collectives take contiguous arrays; copy it first",
+                a.shape(),
+                a.strides()
+            )));
+        }
+        if a.dtype().itemsize().is_err() {
+            return Err(Error::EngineUnsupported { engine, what: format!("{} arrays", a.dtype()) });
+        }
     }
-}
-
-fn unsupported(what: String) -> Error {
-    Error::EngineUnsupported { engine: ENGINE, what }
+    Ok(())
 }
 
 fn same_dtype(what: &str, x: &Array, out: &Array) -> Result<()> {
@@ -712,11 +322,6 @@ fn same_shape(what: &str, x: &Array, out: &Array) -> Result<()> {
 
 impl std::fmt::Debug for Communicator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Communicator(rank {} of {}, {ENGINE})", self.rank(), self.size())
+        write!(f, "Communicator(rank {} of {}, {})", self.rank(), self.size(), self.engine())
     }
-}
-
-/// A predefined handle from its value.
-fn h(value: usize) -> *mut std::ffi::c_void {
-    abi::predefined(value)
 }

@@ -3,10 +3,14 @@
 //! Collectives across processes and machines for gpuport arrays: one [`Communicator`] —
 //! `all_reduce`, `broadcast`, `reduce`, `all_gather`, `reduce_scatter`, `all_to_all`,
 //! `send`/`recv`, `barrier`, `split`, `dup` — queued on gpuport streams like any other
-//! work. Its engine is the one the field uses: MPI, loaded at run time through the MPI 5.0
-//! standard ABI (`libmpi_abi.so.1`, as MPICH 5 and the PyPI `mpich` wheel ship it), so
-//! nothing of MPI is needed at build time and a missing MPI is a reason
-//! ([`engines`]), never a crash. Re-exported by `gpuport` as `gpuport::collective`.
+//! work. Its engines are the ones the field uses, each loaded at run time so nothing of
+//! them is needed at build time and a missing one is a reason ([`engines`]), never a
+//! crash: MPI through the MPI 5.0 standard ABI (`libmpi_abi.so.1`, as MPICH 5 and the PyPI
+//! `mpich` wheel ship it) for ranks in processes ([`Communicator::world`]), and NCCL
+//! (`libnccl.so.2`) or RCCL (`librccl.so.1`) for ranks on the CUDA or ROCm devices of one
+//! process ([`Communicator::init_all`], their collectives issued together in a [`group`]),
+//! each collective followed by a watchdog that aborts a hung communicator.
+//! Re-exported by `gpuport` as `gpuport::collective`.
 //!
 //! ```no_run
 //! use gpuport_collective::{Communicator, ReduceOp};
@@ -25,19 +29,23 @@
 mod call;
 mod check;
 mod communicator;
+mod group;
 mod library;
 mod mpi;
 mod nccl;
 mod op;
 mod search;
+mod timeout;
 mod work;
 
 pub use check::CHECK_ENV;
 pub use communicator::Communicator;
+pub use group::group;
 pub use mpi::{LIBRARY_ENV, SINGLETON_ENV};
 pub use nccl::{NCCL_LIBRARY_ENV, RCCL_LIBRARY_ENV};
 pub use op::ReduceOp;
 pub use search::add_search_dir;
+pub use timeout::TIMEOUT_ENV;
 pub use work::Work;
 
 /// A collectives engine as this process finds it: its version, or why it cannot be used.
@@ -45,7 +53,8 @@ pub use work::Work;
 pub struct EngineReport {
     /// The engine (`MPI`, `NCCL`, `RCCL`).
     pub name: &'static str,
-    /// Its library's version line, or why it is unavailable.
+    /// Its library's version line (NCCL, RCCL: with where it was found), or why it is
+    /// unavailable.
     pub status: Result<String, String>,
     /// What the library found lacks, each feature with the version that has it (NCCL and
     /// RCCL: their features arrive with their versions); empty when nothing was found.
@@ -55,8 +64,9 @@ pub struct EngineReport {
 /// Every collectives engine gpuport knows, as this process finds it (loading, not
 /// initialising: listing them starts no MPI and touches no GPU).
 ///
-/// NCCL and RCCL are found and read (version, path, what the version lacks) but are
-/// unavailable to gpuport's communicators, which run on MPI; their reason says so.
+/// NCCL and RCCL, when found, are available with their version and path (`NCCL 2.32.3 at
+/// /…/libnccl.so.2`) and what their version lacks — each lacking feature is
+/// `EngineUnsupported` when used, never the whole engine.
 pub fn engines() -> Vec<EngineReport> {
     let mpi = mpi::loaded().map(|l| l.version.clone()).map_err(|e| e.to_string());
     let mpi = mpi.and_then(|version| match mpi::launch_problem(|v| std::env::var(v).ok()) {
@@ -69,10 +79,7 @@ pub fn engines() -> Vec<EngineReport> {
         out.push(match nccl::loaded(flavour) {
             Ok(found) => EngineReport {
                 name,
-                status: Err(format!(
-                    "{name} {} found at {}, but gpuport's communicators do not run on it: they run on MPI",
-                    found.version, found.library
-                )),
+                status: Ok(format!("{} at {}", found.version_line, found.library)),
                 lacks: found.lacks(),
             },
             Err(e) => EngineReport { name, status: Err(e.to_string()), lacks: Vec::new() },

@@ -12,16 +12,13 @@ fn report(name: &str) -> EngineReport {
     engines().into_iter().find(|e| e.name == name).unwrap_or_else(|| panic!("{name} is not listed"))
 }
 
-/// The version in a found engine's reason (`NAME X.Y.Z found at PATH, …`).
+/// The version and the path in a found engine's status (`NAME X.Y.Z at PATH`).
 fn found(report: &EngineReport) -> ((u32, u32, u32), String) {
-    let reason = report.status.clone().expect_err("found, and not driven by the communicators");
-    let rest = reason
-        .strip_prefix(&format!("{} ", report.name))
-        .unwrap_or_else(|| panic!("{} was not found: {reason}", report.name));
-    let (version, rest) = rest.split_once(" found at ").unwrap_or_else(|| panic!("no version: {reason}"));
+    let status = report.status.clone().unwrap_or_else(|why| panic!("{} was not found: {why}", report.name));
+    let rest = status.strip_prefix(&format!("{} ", report.name)).unwrap_or_else(|| panic!("not named: {status}"));
+    let (version, path) = rest.split_once(" at ").unwrap_or_else(|| panic!("no version: {status}"));
     let numbers: Vec<u32> = version.split('.').map(|n| n.parse().expect("a version number")).collect();
-    let path = rest.split_once(", but ").map_or(rest, |(p, _)| p).to_owned();
-    ((numbers[0], numbers[1], numbers[2]), path)
+    ((numbers[0], numbers[1], numbers[2]), path.to_owned())
 }
 
 /// Each feature `report` lacks names the NCCL version that has it (`from NCCL X.Y.Z;`),

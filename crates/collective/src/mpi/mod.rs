@@ -10,6 +10,7 @@
 //! `MPI_THREAD_MULTIPLE`.
 
 pub(crate) mod abi;
+pub(crate) mod communicator;
 
 use std::ffi::{c_char, c_int, CStr};
 use std::path::PathBuf;
@@ -28,22 +29,6 @@ pub const ENGINE: &str = "MPI";
 pub const LIBRARY_ENV: &str = "GPUPORT_MPI_LIBRARY";
 /// Set to `1` to run as a world of one rank in a process no launcher started.
 pub const SINGLETON_ENV: &str = "GPUPORT_MPI_SINGLETON";
-/// Seconds a collective may wait for the other ranks before the job is aborted.
-pub const TIMEOUT_ENV: &str = "GPUPORT_COLLECTIVE_TIMEOUT";
-/// [`TIMEOUT_ENV`]'s default: 10 minutes, as PyTorch's process groups wait.
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// The watchdog's limit (read once).
-fn timeout() -> Duration {
-    static LIMIT: OnceLock<Duration> = OnceLock::new();
-    *LIMIT.get_or_init(|| {
-        std::env::var(TIMEOUT_ENV)
-            .ok()
-            .and_then(|v| v.parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s > 0.0)
-            .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64)
-    })
-}
 
 /// What launchers set in each rank's environment: MPICH's Hydra and Slurm (PMI), PMIx
 /// launchers (Open MPI 5, Slurm with `--mpi=pmix`), Open MPI's own.
@@ -428,15 +413,16 @@ impl Mpi {
         }
         // The clock is read every 64 tests: a test of a small call costs less than a read.
         flight.tests = flight.tests.wrapping_add(1);
-        let limit = timeout();
+        let limit = crate::timeout::limit();
         if !flight.tests.is_multiple_of(64) || flight.started.elapsed() <= limit {
             return Ok(false);
         }
         let message = format!(
-            "gpuport: {} did not complete within {} s ({TIMEOUT_ENV}): a rank did not arrive — it exited, or \
+            "gpuport: {} did not complete within {} s ({}): a rank did not arrive — it exited, or \
              issued another collective; aborting the job",
             what(),
-            limit.as_secs()
+            limit.as_secs(),
+            crate::timeout::TIMEOUT_ENV
         );
         log::error!("{message}");
         // Straight to the process's stderr (a test harness captures `eprintln!`): the

@@ -54,7 +54,34 @@ pub(crate) const ENTRIES: [Entry; 25] = [
 ];
 
 /// [`ENTRIES`]' `ncclGetVersion`, read first (the one call an engine cannot lack).
-pub(crate) const GET_VERSION: usize = 0;
+pub(crate) const GET_VERSION: usize = index("ncclGetVersion");
+
+/// The position in [`ENTRIES`] of the call NCCL names `name` (evaluated when compiling:
+/// a name that is not there does not build).
+pub(crate) const fn index(name: &str) -> usize {
+    let mut i = 0;
+    while i < ENTRIES.len() {
+        if same(ENTRIES[i].nccl.as_bytes(), name.as_bytes()) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("not a call gpuport resolves")
+}
+
+const fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
 
 #[cfg(test)]
 mod tests {

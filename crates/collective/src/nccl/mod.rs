@@ -5,10 +5,15 @@
 //! unsupported, named with the version that has it ([`Loaded::lacks`]); a missing library,
 //! or one without `ncclGetVersion`, makes the engine unavailable, with every attempt named.
 //!
-//! gpuport's communicators do not run on these engines yet: [`crate::engines`] reports each
-//! as found (its version, its path, what it lacks) but unavailable for that reason.
+//! [`Communicator::init_all`](crate::Communicator::init_all) makes communicators on them
+//! ([`comm`]); [`collective`] queues their collectives on gpuport streams and [`flight`]
+//! follows each to its end.
 
+pub(crate) mod calls;
+pub(crate) mod collective;
+pub(crate) mod comm;
 mod entries;
+pub(crate) mod flight;
 mod version;
 
 use std::ffi::{c_int, c_void, OsString};
@@ -125,6 +130,8 @@ pub(crate) struct Loaded {
     pub(crate) library: String,
     /// What `ncclGetVersion` says.
     pub(crate) version: Version,
+    /// The engine and its version (`NCCL 2.32.3`).
+    pub(crate) version_line: String,
     lib: Library,
     /// Each call's address once asked for (`0`: the library lacks it).
     addresses: [OnceLock<usize>; ENTRIES.len()],
@@ -196,7 +203,15 @@ pub(crate) fn load(flavour: Flavour, candidates: &[String]) -> Result<Loaded> {
     match opened {
         Ok(found) => {
             let addresses = [const { OnceLock::new() }; ENTRIES.len()];
-            Ok(Loaded { flavour, library: found.name, version: found.accepted, lib: found.lib, addresses })
+            let version_line = format!("{name} {}", found.accepted);
+            Ok(Loaded {
+                flavour,
+                library: found.name,
+                version: found.accepted,
+                version_line,
+                lib: found.lib,
+                addresses,
+            })
         }
         Err(tried) => Err(Error::EngineUnavailable {
             engine: name,

@@ -1,0 +1,152 @@
+//! [`group`]: collectives issued together, as NCCL's `ncclGroupStart`/`ncclGroupEnd` group
+//! them — required when one thread drives several ranks of a communicator (one per
+//! device): NCCL waits in each rank's call for the others, which that thread has not
+//! issued yet.
+//!
+//! The group is the calling thread's. Each engine's `ncclGroupStart` is called when the
+//! group's first collective on that engine is queued; the group's end calls each
+//! `ncclGroupEnd`, which launches everything the group queued, and only then records each
+//! collective's end on its stream — an event recorded inside the group would be recorded
+//! before the collective it is meant to follow.
+
+use std::cell::RefCell;
+
+use gpuport_core::Result;
+
+use crate::nccl::Loaded;
+
+/// What runs at the group's end, once the engines have launched the group's work (given
+/// how that went).
+pub(crate) type AtEnd = Box<dyn FnOnce(&Result<()>)>;
+
+#[derive(Default)]
+struct Open {
+    /// Nested calls of [`group`] inside the outermost.
+    depth: usize,
+    /// The engines whose `ncclGroupStart` was called.
+    engines: Vec<&'static Loaded>,
+    at_end: Vec<AtEnd>,
+}
+
+thread_local! {
+    static GROUP: RefCell<Option<Open>> = const { RefCell::new(None) };
+}
+
+/// Runs `f`, queuing the collectives it issues on this thread together: they start when
+/// `f` returns (NCCL's `ncclGroupStart`/`ncclGroupEnd`; MPI's collectives, already
+/// nonblocking, start as they are issued). One thread driving several ranks of a
+/// communicator — one per device — must issue their collectives in a group: NCCL waits in
+/// each rank's call for the others.
+///
+/// A collective's [`Work`](crate::Work) issued inside the group cannot be waited for
+/// before the group has ended. Groups nest: the outermost one's end starts the work. `f`'s
+/// error is returned after the group has ended (the collectives it did issue run); an
+/// engine's failure to launch the group fails each of its collectives' work and is
+/// returned.
+///
+/// ```no_run
+/// # fn main() -> gpuport_core::Result<()> {
+/// use gpuport_collective::{group, Communicator, ReduceOp};
+/// let rt = gpuport_runtime::Runtime::discover();
+/// let devices = vec![rt.device("cuda:0")?, rt.device("cuda:1")?];
+/// let comms = Communicator::init_all(&devices)?;
+/// let xs = devices
+///     .iter()
+///     .map(|d| gpuport_runtime::Array::from_slice(d, &[1.0f32; 1024], &[1024]))
+///     .collect::<gpuport_core::Result<Vec<_>>>()?;
+/// let works = group(|| {
+///     let each = comms.iter().zip(&xs).map(|(c, x)| c.all_reduce(x, ReduceOp::Sum, None, None));
+///     each.collect::<gpuport_core::Result<Vec<_>>>()
+/// })?;
+/// for w in works {
+///     w.wait()?;
+/// }
+/// # Ok(()) }
+/// ```
+pub fn group<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    GROUP.with(|g| {
+        let mut g = g.borrow_mut();
+        match &mut *g {
+            Some(open) => open.depth += 1,
+            None => *g = Some(Open::default()),
+        }
+    });
+    // Closed however `f` leaves (a panic included): NCCL needs every start ended.
+    let closing = Closing;
+    let result = f();
+    let ended = closing.close();
+    let value = result?;
+    ended.map(|()| value)
+}
+
+struct Closing;
+
+impl Closing {
+    fn close(self) -> Result<()> {
+        std::mem::forget(self);
+        end()
+    }
+}
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        if let Err(e) = end() {
+            log::warn!("ending a collectives group left by a panic: {e}");
+        }
+    }
+}
+
+/// Ends one level of the group; the outermost ends the engines' groups and runs what waits
+/// for them.
+fn end() -> Result<()> {
+    let open = GROUP.with(|g| {
+        let mut g = g.borrow_mut();
+        match &mut *g {
+            Some(open) if open.depth > 0 => {
+                open.depth -= 1;
+                None
+            }
+            _ => g.take(),
+        }
+    });
+    let Some(open) = open else { return Ok(()) };
+    let mut ended = Ok(());
+    for engine in open.engines {
+        let result = crate::nccl::calls::group_end(engine);
+        if ended.is_ok() {
+            ended = result;
+        }
+    }
+    for at_end in open.at_end {
+        at_end(&ended);
+    }
+    ended
+}
+
+/// Whether a group is open on this thread; if so, `engine`'s `ncclGroupStart` has been
+/// called for it.
+pub(crate) fn join(engine: &'static Loaded) -> Result<bool> {
+    GROUP.with(|g| {
+        let mut g = g.borrow_mut();
+        let Some(open) = &mut *g else { return Ok(false) };
+        if !open.engines.iter().any(|e| std::ptr::eq(*e, engine)) {
+            crate::nccl::calls::group_start(engine)?;
+            open.engines.push(engine);
+        }
+        Ok(true)
+    })
+}
+
+/// Runs `f` when the open group ends ([`join`] said there is one); at once when none is.
+pub(crate) fn at_end(f: AtEnd) {
+    let unplaced = GROUP.with(|g| match &mut *g.borrow_mut() {
+        Some(open) => {
+            open.at_end.push(f);
+            None
+        }
+        None => Some(f),
+    });
+    if let Some(f) = unplaced {
+        f(&Ok(()));
+    }
+}

@@ -267,8 +267,13 @@ fi
 if [ -n "$nccl_lib" ]; then
   run_part nccl-loader env GPUPORT_NCCL_LIBRARY="$nccl_lib" "$bin/collective-real-engines" --ignored --exact \
     nccl_is_found_read_and_lacks_only_what_its_version_lacks --nocapture
+  # A communicator of one rank on cuda:0 over that NCCL: every collective, a message to
+  # itself, the order behind a held stream, arrays dropped under a waiting collective.
+  run_part nccl-one-rank env GPUPORT_NCCL_LIBRARY="$nccl_lib" GPUPORT_CONFORMANCE_BACKENDS=cuda \
+    "$bin/collective-nccl-one-rank" --ignored --nocapture
 else
   skip_part nccl-loader "no nvidia-nccl wheel (nvidia/nccl/lib/libnccl.so.2) in ${mpi_py:-python3}'s environment"
+  skip_part nccl-one-rank "no nvidia-nccl wheel in ${mpi_py:-python3}'s environment"
 fi
 
 # Benchmarks (ratios against floors measured in the same run; they assert nothing).

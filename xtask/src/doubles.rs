@@ -274,7 +274,7 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally, python: bool) -> bool {
     // them: every collective, ordering, refusals, and the watchdog.
     let mut engines = cargo();
     engines.args(["test", "-p", "gpuport-collective", "--test", "engines_on_double", "--test", "nccl_on_double"]);
-    engines.args(["--test", "nccl_watchdog_on_double", "--", "--ignored"]);
+    engines.args(["--test", "nccl_watchdog_on_double", "--test", "nccl_one_rank", "--", "--ignored"]);
     ok &= run_tests(with_double(engines, d), tally);
     // A double built with features (ROCm 5.2, HIP 7.2) checks its own version's answers;
     // the default builds' tests run with the workspace.
@@ -314,9 +314,18 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally, python: bool) -> bool {
     }
     let env: Vec<(&str, &std::ffi::OsStr)> = env.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
     let files: &[&str] = if d.backend == "cuda" {
-        &["tests/python/test_vendor_devices.py", "tests/python/test_raw_kernels.py", "tests/python/test_gpu.py"]
+        &[
+            "tests/python/test_vendor_devices.py",
+            "tests/python/test_raw_kernels.py",
+            "tests/python/test_distributed_devices.py",
+            "tests/python/test_gpu.py",
+        ]
     } else {
-        &["tests/python/test_vendor_devices.py", "tests/python/test_raw_kernels.py"]
+        &[
+            "tests/python/test_vendor_devices.py",
+            "tests/python/test_raw_kernels.py",
+            "tests/python/test_distributed_devices.py",
+        ]
     };
     if !python {
         println!("xtask: the Python tests on the {} double left out (--no-python)", d.name);

@@ -40,8 +40,10 @@ const PARTS: &[(&str, &str, &str)] = &[
     // their benchmark, under the `mpich` wheel's `mpiexec` (the wheel is in `mpi/`).
     ("gpuport-collective", "ranks", "collective-ranks"),
     ("gpuport-collective", "allreduce", "bench-allreduce"),
-    // The NCCL loader against the NCCL the machine's Python environment has.
+    // The NCCL loader against the NCCL the machine's Python environment has, and a
+    // one-rank communicator on it.
     ("gpuport-collective", "real_engines", "collective-real-engines"),
+    ("gpuport-collective", "nccl_one_rank", "collective-nccl-one-rank"),
     ("gpuport", "demo", "demo"),
     ("gpuport-runtime", "staged_copy", "bench-staged-copy"),
     ("gpuport-runtime", "cuda_bandwidth", "bench-cuda"),

@@ -49,14 +49,6 @@ enum Engine {
     Nccl(Arc<NcclComm>),
 }
 
-/// One array's part in a collective: whether the engine reads it, writes it, or both.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Role {
-    In,
-    Out,
-    InOut,
-}
-
 impl Communicator {
     /// Every rank of the job (`MPI_COMM_WORLD`), MPI initialised on first use — or joined,
     /// when the process initialised it already (it is then left for its owner to finalise).
@@ -278,31 +270,6 @@ impl Communicator {
         }
         Ok(())
     }
-}
-
-/// The checks every engine makes of a collective's arrays: an output is writable, each is
-/// contiguous, each dtype has a size.
-pub(crate) fn check_arrays(engine: &'static str, what: &str, arrays: &[(&Array, Role)]) -> Result<()> {
-    for (a, role) in arrays {
-        if *role != Role::In && a.is_read_only() {
-            return Err(Error::invalid_argument(format!(
-                "{what}: it writes its result into a read-only array (shape {:?} on {})",
-                a.shape(),
-                a.device_id()
-            )));
-        }
-        if !a.layout().is_c_contiguous() {
-            return Err(Error::invalid_argument(format!(
-                "{what}: a strided array (shape {:?}, strides {:?}) — collectives take contiguous arrays; copy it first",
-                a.shape(),
-                a.strides()
-            )));
-        }
-        if a.dtype().itemsize().is_err() {
-            return Err(Error::EngineUnsupported { engine, what: format!("{} arrays", a.dtype()) });
-        }
-    }
-    Ok(())
 }
 
 fn same_dtype(what: &str, x: &Array, out: &Array) -> Result<()> {

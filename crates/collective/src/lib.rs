@@ -26,22 +26,20 @@
 //! `docs/collectives.md` says how to launch, how the engine is found, how collectives
 //! are ordered and what is not there yet.
 
-mod call;
-mod check;
 mod communicator;
-mod group;
 mod library;
 mod mpi;
 mod nccl;
 mod op;
+mod operands;
 mod search;
 mod timeout;
 mod work;
 
-pub use check::CHECK_ENV;
 pub use communicator::Communicator;
-pub use group::group;
+pub use mpi::check::CHECK_ENV;
 pub use mpi::{LIBRARY_ENV, SINGLETON_ENV};
+pub use nccl::group::{group, Group};
 pub use nccl::{NCCL_LIBRARY_ENV, RCCL_LIBRARY_ENV};
 pub use op::ReduceOp;
 pub use search::add_search_dir;

@@ -14,8 +14,8 @@ use gpuport_collective::{group, Communicator, ReduceOp, Work};
 use gpuport_core::{BackendKind, DType, DefaultStream, Error, Layout, StreamFlags};
 use gpuport_runtime::{AnyDevice, AnyStream, Array, Runtime};
 
-mod on_double;
-use on_double::{kind_of, setup};
+mod on_devices;
+use on_devices::{kind_of, setup};
 
 /// `a`'s bytes seen as `n` elements of `dtype` (a view of its own: no pending work of `a`'s).
 fn retyped(a: &Array, dtype: DType, n: usize) -> Array {
@@ -184,27 +184,29 @@ fn ordered_after_work_held_on_its_stream_and_on_the_arrays_writers() {
     for d in &devices {
         d.synchronize().unwrap();
     }
+    // Sums `xs` over both ranks on their streams while `gate` holds something rank
+    // `watched`'s collective must follow: its work is not done until the gate opens.
+    let sum_behind = |gate: mpsc::Sender<()>, watched: usize, why: &str, want: f32| {
+        let works = group(|| {
+            let each =
+                comms.iter().enumerate().map(|(r, c)| c.all_reduce(&xs[r], ReduceOp::Sum, None, Some(&streams[r])));
+            each.collect::<gpuport_core::Result<Vec<_>>>()
+        })
+        .unwrap();
+        for _ in 0..20 {
+            assert!(!works[watched].is_done().unwrap(), "{why}");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        drop(gate);
+        for w in &works {
+            w.wait().unwrap();
+        }
+        for x in &xs {
+            assert_eq!(x.to_vec::<f32>().unwrap(), vec![want; 64]);
+        }
+    };
     // Rank 0's own stream held: neither rank's collective can end (rank 1 waits for rank 0).
-    let gate = hold(&streams[0]);
-    let works = group(|| {
-        comms
-            .iter()
-            .enumerate()
-            .map(|(r, c)| c.all_reduce(&xs[r], ReduceOp::Sum, None, Some(&streams[r])))
-            .collect::<gpuport_core::Result<Vec<_>>>()
-    })
-    .unwrap();
-    for _ in 0..20 {
-        assert!(!works[0].is_done().unwrap(), "done while its stream is held");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    drop(gate);
-    for w in &works {
-        w.wait().unwrap();
-    }
-    for x in &xs {
-        assert_eq!(x.to_vec::<f32>().unwrap(), vec![2.0; 64]);
-    }
+    sum_behind(hold(&streams[0]), 0, "done while its stream is held", 2.0);
 
     // Rank 1's input written on another stream, held: the collective on rank 1's stream
     // waits for that write (the array's pending work), and sees the value written.
@@ -214,25 +216,7 @@ fn ordered_after_work_held_on_its_stream_and_on_the_arrays_writers() {
     let gate = hold(&writer);
     writer.copy(fives.buffer(), 0, xs[1].buffer(), xs[1].byte_offset(), xs[1].nbytes()).unwrap();
     xs[1].record_access(&writer, gpuport_runtime::Access::Write).unwrap();
-    let works = group(|| {
-        comms
-            .iter()
-            .enumerate()
-            .map(|(r, c)| c.all_reduce(&xs[r], ReduceOp::Sum, None, Some(&streams[r])))
-            .collect::<gpuport_core::Result<Vec<_>>>()
-    })
-    .unwrap();
-    for _ in 0..20 {
-        assert!(!works[1].is_done().unwrap(), "done before the write it must follow");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    drop(gate);
-    for w in &works {
-        w.wait().unwrap();
-    }
-    for x in &xs {
-        assert_eq!(x.to_vec::<f32>().unwrap(), vec![7.0; 64]);
-    }
+    sum_behind(gate, 1, "done before the write it must follow", 7.0);
 }
 
 #[test]

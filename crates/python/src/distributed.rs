@@ -8,7 +8,7 @@
 //! that owns a foreign array cannot see gpuport's queue; `async_op=True` returns a `Work` at
 //! once instead, as `torch.distributed` does.
 
-use gpuport::collective::{self, Communicator, ReduceOp, Work};
+use gpuport::collective::{self, Communicator, Group, ReduceOp, Work};
 use gpuport::{AnyStream, Array};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -73,8 +73,63 @@ pub fn init(py: Python<'_>, engine: Option<&str>) -> PyResult<PyCommunicator> {
     match engine.map(str::to_ascii_lowercase).as_deref() {
         None | Some("mpi") => Ok(PyCommunicator { inner: py.detach(Communicator::world).py()? }),
         Some(other) => Err(PyValueError::new_err(format!(
-            "engine {other:?} is not one gpuport drives: its collectives engine is 'mpi' (see gpuport.distributed.engines())"
+            "engine {other:?} is not one init() starts: init() gives MPI's world ('mpi'); NCCL and RCCL communicators \
+             over this process's devices come from init_all(devices) (see gpuport.distributed.engines())"
         ))),
+    }
+}
+
+/// `init_all(devices)`: one communicator over devices this process drives, one rank per
+/// device in their order — NCCL for CUDA devices, RCCL for ROCm devices. One thread
+/// issuing the ranks' collectives issues them inside `with group():`.
+#[pyfunction]
+pub fn init_all(py: Python<'_>, devices: &Bound<'_, PyAny>) -> PyResult<Vec<PyCommunicator>> {
+    let devices =
+        devices.try_iter()?.map(|d| crate::device::parse_device(&d?)).collect::<PyResult<Vec<gpuport::AnyDevice>>>()?;
+    let comms = py.detach(|| Communicator::init_all(&devices)).py()?;
+    Ok(comms.into_iter().map(|inner| PyCommunicator { inner }).collect())
+}
+
+/// `with group():` — the collectives issued in the block start together when it ends
+/// (NCCL's `ncclGroupStart`/`ncclGroupEnd`): required when one thread drives several ranks.
+/// Each is issued with `async_op=True`, its `Work` waited for after the block.
+#[pyclass(module = "gpuport.distributed", name = "Group", unsendable)]
+pub struct PyGroup {
+    open: Option<Group>,
+}
+
+/// A group of collectives, as a context manager.
+#[pyfunction]
+pub fn group() -> PyGroup {
+    PyGroup { open: None }
+}
+
+#[pymethods]
+impl PyGroup {
+    fn __enter__(mut slf: PyRefMut<'_, Self>) -> PyResult<PyRefMut<'_, Self>> {
+        if slf.open.is_some() {
+            return Err(PyValueError::new_err("this group is open already: use a new group() for a nested one"));
+        }
+        slf.open = Some(Group::start());
+        Ok(slf)
+    }
+
+    /// Ends the group, launching its collectives; the engine's error is raised unless the
+    /// block raised one already.
+    fn __exit__(
+        &mut self,
+        exc_type: &Bound<'_, PyAny>,
+        exc: &Bound<'_, PyAny>,
+        tb: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let _ = (exc, tb); // the block's exception propagates as it is
+        if let Some(open) = self.open.take() {
+            let ended = open.end();
+            if exc_type.is_none() {
+                ended.py()?;
+            }
+        }
+        Ok(false)
     }
 }
 
@@ -188,6 +243,12 @@ impl PyCommunicator {
         result: Py<PyAny>,
         call: impl FnOnce(&Communicator) -> gpuport::Result<Work> + Send,
     ) -> PyResult<Py<PyAny>> {
+        if !async_op && Group::is_open() {
+            return Err(PyValueError::new_err(
+                "inside `with group():` a collective starts when the block ends: pass async_op=True and wait for \
+                 its Work after the block",
+            ));
+        }
         let work = py.detach(|| call(&self.inner)).py()?;
         if async_op {
             return Ok(Py::new(py, PyWork { work, result })?.into_any());
@@ -211,7 +272,7 @@ impl PyCommunicator {
         self.inner.size()
     }
 
-    /// The engine's name (`"MPI"`).
+    /// The engine's name (`"MPI"`, `"NCCL"`, `"RCCL"`).
     #[getter]
     fn engine(&self) -> &'static str {
         self.inner.engine()
@@ -424,8 +485,11 @@ pub fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     m.add_class::<PyEngine>()?;
     m.add_class::<PyCommunicator>()?;
     m.add_class::<PyWork>()?;
+    m.add_class::<PyGroup>()?;
     m.add_function(wrap_pyfunction!(engines, &m)?)?;
     m.add_function(wrap_pyfunction!(init, &m)?)?;
+    m.add_function(wrap_pyfunction!(init_all, &m)?)?;
+    m.add_function(wrap_pyfunction!(group, &m)?)?;
     Ok(m)
 }
 

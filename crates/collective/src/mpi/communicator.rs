@@ -8,10 +8,10 @@ use std::sync::Arc;
 use gpuport_core::{DType, DefaultStream, Error, EventFlags, Result};
 use gpuport_runtime::{Access, AnyStream, Array, Buffer};
 
-use crate::call::Call;
-use crate::communicator::{check_arrays, Role};
+use super::call::Call;
 use crate::mpi::{abi, Mpi, ENGINE};
 use crate::op::ReduceOp;
+use crate::operands::{check_arrays, Role};
 use crate::work::Work;
 
 /// An MPI communicator: the world, or one made from it by [`MpiComm::dup`] or
@@ -30,7 +30,7 @@ struct Inner {
     /// Freed when the last clone drops (not the world).
     owned: bool,
     /// The consistency check's own communicator (`GPUPORT_COLLECTIVE_CHECK=1`).
-    check: Option<crate::check::Check>,
+    check: Option<super::check::Check>,
 }
 
 impl Drop for Inner {
@@ -82,8 +82,8 @@ impl Intent {
         Intent { what, checked: false, op: None, dtype: None, count: 0, root: None }
     }
 
-    fn signature(&self, seq: u64) -> crate::check::Signature {
-        crate::check::Signature {
+    fn signature(&self, seq: u64) -> super::check::Signature {
+        super::check::Signature {
             seq,
             what: self.what,
             op: self.op,
@@ -123,7 +123,7 @@ impl MpiComm {
         mpi.call("MPI_Comm_rank", |api| unsafe { (api.comm_rank)(comm as abi::Comm, &mut rank) })?;
         // SAFETY: as above.
         mpi.call("MPI_Comm_size", |api| unsafe { (api.comm_size)(comm as abi::Comm, &mut size) })?;
-        let check = crate::check::enabled().then(|| crate::check::Check::new(&mpi, comm)).transpose()?;
+        let check = super::check::enabled().then(|| super::check::Check::new(&mpi, comm)).transpose()?;
         Ok(MpiComm { inner: Arc::new(Inner { mpi, comm, rank, size, owned, check }) })
     }
 
@@ -479,7 +479,7 @@ impl MpiComm {
         let keep = self.clone();
         stream.host_callback(Box::new(move || {
             let agreed = match &signature {
-                Some((check_comm, signature)) => crate::check::agree(&mpi, *check_comm, keep.size(), signature),
+                Some((check_comm, signature)) => super::check::agree(&mpi, *check_comm, keep.size(), signature),
                 None => Ok(()),
             };
             let ptrs = agreed.and_then(|()| regions.iter().map(Region::ptr).collect::<Result<Vec<_>>>());
@@ -502,7 +502,7 @@ impl MpiComm {
         }
         let event = device.create_event(EventFlags::DISABLE_TIMING)?;
         stream.record(&event)?;
-        Ok(Work::new(what, event, call_state))
+        Ok(work(what, event, call_state))
     }
 
     /// A collective's call state, not started yet.
@@ -567,7 +567,7 @@ impl MpiComm {
             Ok(flight) => flight,
             Err(e) => {
                 state.finished(Err(e));
-                return Ok(Work::new(what, event, state));
+                return Ok(work(what, event, state));
             }
         };
         let mut pace = crate::mpi::Pace::new(mpi);
@@ -577,7 +577,7 @@ impl MpiComm {
                 Ok(false) => break,
                 done => {
                     state.finished(done.map(|_| ()));
-                    return Ok(Work::new(what, event, state));
+                    return Ok(work(what, event, state));
                 }
             }
         }
@@ -606,8 +606,13 @@ impl MpiComm {
             }
         }
         stream.record(&event)?;
-        Ok(Work::new(what, event, state))
+        Ok(work(what, event, state))
     }
+}
+
+/// The [`Work`] of an MPI collective: its call, and `event` recorded after it.
+fn work(what: &'static str, event: gpuport_runtime::AnyEvent, call: Arc<Call>) -> Work {
+    Work::new(what, Arc::new(super::call::Followed { event, call }))
 }
 
 /// The MPI function a collective calls, for its errors.

@@ -10,6 +10,8 @@
 //! `MPI_THREAD_MULTIPLE`.
 
 pub(crate) mod abi;
+pub(crate) mod call;
+pub(crate) mod check;
 pub(crate) mod communicator;
 
 use std::ffi::{c_char, c_int, CStr};

@@ -19,9 +19,10 @@ use gpuport_runtime::{Access, AnyStream, Array};
 use super::calls::{self, Call, Launch};
 use super::comm::NcclComm;
 use super::flight::{self, Flight};
+use super::group;
 use super::Version;
-use crate::communicator::{check_arrays, Role};
 use crate::op::ReduceOp;
+use crate::operands::{check_arrays, Role};
 use crate::work::Work;
 
 /// `ncclDataType_t` values.
@@ -325,7 +326,7 @@ fn queue(
         arrays.iter().map(|(a, _)| a.buffer().range_addr(a.byte_offset(), a.nbytes())).collect::<Result<Vec<_>>>()?;
     let launch = launch(&addresses);
     let event = device.create_event(EventFlags::DISABLE_TIMING)?;
-    let grouped = crate::group::join(comm.loaded)?;
+    let grouped = group::join(comm.loaded)?;
     // SAFETY: the communicator is live while `with_live` holds it; the stream is the rank's
     // device's (checked above); the addresses are that device's memory, each range inside
     // its array's buffer, sized by the arrays the public layer checked against the
@@ -354,10 +355,10 @@ fn queue(
         }
     };
     if grouped {
-        crate::group::at_end(Box::new(after));
+        group::at_end(Box::new(after));
     } else {
         after(&Ok(()));
     }
     flight::follow(flight.clone());
-    Ok(Work::in_flight(what, flight))
+    Ok(Work::new(what, flight))
 }

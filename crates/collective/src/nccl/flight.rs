@@ -157,6 +157,20 @@ impl Flight {
     }
 }
 
+impl crate::work::Progress for Flight {
+    fn wait(&self) -> Result<()> {
+        Flight::wait(self)
+    }
+
+    fn is_done(&self) -> Result<bool> {
+        Ok(self.check().is_some())
+    }
+
+    fn event(&self) -> &AnyEvent {
+        Flight::event(self)
+    }
+}
+
 /// The flights the watchdog follows.
 struct Watch {
     flights: Mutex<Vec<Arc<Flight>>>,

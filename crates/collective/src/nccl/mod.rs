@@ -14,6 +14,7 @@ pub(crate) mod collective;
 pub(crate) mod comm;
 mod entries;
 pub(crate) mod flight;
+pub(crate) mod group;
 mod version;
 
 use std::ffi::{c_int, c_void, OsString};

@@ -2,7 +2,9 @@
 (every rank of the job, under `mpiexec -n N python script.py`), whose `all_reduce`,
 `broadcast`, `reduce`, `all_gather`, `reduce_scatter`, `all_to_all`, `send`/`recv` and
 `barrier` take gpuport arrays or any DLPack array (a writable NumPy array is reduced in
-place). `engines()` lists the collectives engines with their versions, or why each is
+place). `init_all(devices)` returns one NCCL (CUDA) or RCCL (ROCm) communicator per device
+of this process, whose collectives one thread issues together inside `with group():`.
+`engines()` lists the collectives engines with their versions, or why each is
 unavailable. Implemented in the native module; docs/collectives.md says how to launch.
 """
 
@@ -10,8 +12,11 @@ from .gpuport import _distributed as _native
 
 Communicator = _native.Communicator
 Engine = _native.Engine
+Group = _native.Group
 Work = _native.Work
 engines = _native.engines
+group = _native.group
 init = _native.init
+init_all = _native.init_all
 
-__all__ = ["Communicator", "Engine", "Work", "engines", "init"]
+__all__ = ["Communicator", "Engine", "Group", "Work", "engines", "group", "init", "init_all"]

@@ -1,10 +1,12 @@
 """Type stubs for `gpuport.distributed`: collectives across processes."""
 
+from collections.abc import Iterable
+from types import TracebackType
 from typing import Any, Literal, final
 
-from . import Array, Event, Stream
+from . import Array, Device, Event, Stream
 
-__all__ = ["Communicator", "Engine", "Work", "engines", "init"]
+__all__ = ["Communicator", "Engine", "Group", "Work", "engines", "group", "init", "init_all"]
 
 ReduceOpName = Literal["sum", "prod", "min", "max", "avg"]
 
@@ -69,3 +71,16 @@ def engines() -> list[Engine]:
 
 def init(engine: Literal["mpi"] | None = None) -> Communicator:
     """The world communicator (every rank of the job), its engine started."""
+
+def init_all(devices: Iterable[Device | str | tuple[int, int]]) -> list[Communicator]:
+    """One NCCL (CUDA) or RCCL (ROCm) communicator over this process's devices, a rank each."""
+
+@final
+class Group:
+    def __enter__(self) -> Group: ...
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool: ...
+
+def group() -> Group:
+    """`with group():` issues the block's collectives together (async_op=True), started when it ends."""

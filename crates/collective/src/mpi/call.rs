@@ -16,7 +16,7 @@ use std::time::Duration;
 use gpuport_core::{Error, Result};
 use gpuport_runtime::AnyEvent;
 
-use crate::mpi::{InFlight, Mpi, Pace};
+use super::{InFlight, Mpi, Pace};
 
 /// Where the call is.
 enum Stage {
@@ -195,5 +195,46 @@ impl Call {
         drop(self.stage()); // a worker between its check of `helped` and its sleep has slept
         self.wake();
         result
+    }
+}
+
+/// How long a waiter yields to the stream's worker before it sleeps until the stream has
+/// passed a completed collective.
+const PASS_SPIN: Duration = Duration::from_millis(1);
+
+/// An MPI collective as its [`Work`](crate::Work) follows it: its call, and the event
+/// recorded on its stream after it.
+pub(crate) struct Followed {
+    pub(crate) event: AnyEvent,
+    pub(crate) call: Arc<Call>,
+}
+
+impl crate::work::Progress for Followed {
+    fn wait(&self) -> Result<()> {
+        let (event, call) = (&self.event, &self.call);
+        if call.is_queued() {
+            // Behind other work: the stream's own wait, which refuses a wait from the
+            // stream's own work (it would never end), and after which the call is done.
+            event.synchronize()?;
+        }
+        call.wait(event)?;
+        // The stream's worker still has to pass the collective: the CPU is yielded to it
+        // (woken as the call completed, it may need this one) before this thread sleeps.
+        let since = std::time::Instant::now();
+        while !event.query()? {
+            if since.elapsed() > PASS_SPIN {
+                return event.synchronize();
+            }
+            std::thread::yield_now();
+        }
+        Ok(())
+    }
+
+    fn is_done(&self) -> Result<bool> {
+        Ok(self.call.is_done() && self.event.query()?)
+    }
+
+    fn event(&self) -> &AnyEvent {
+        &self.event
     }
 }

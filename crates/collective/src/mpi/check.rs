@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use gpuport_core::{DType, DTypeCode, Error, Result};
 
-use crate::mpi::{abi, Mpi, ENGINE};
+use super::{abi, Mpi, ENGINE};
 use crate::op::ReduceOp;
 
 /// The variable that turns the check on (`1`).

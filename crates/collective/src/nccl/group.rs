@@ -10,10 +10,11 @@
 //! before the collective it is meant to follow.
 
 use std::cell::RefCell;
+use std::marker::PhantomData;
 
 use gpuport_core::Result;
 
-use crate::nccl::Loaded;
+use super::Loaded;
 
 /// What runs at the group's end, once the engines have launched the group's work (given
 /// how that went).
@@ -64,34 +65,52 @@ thread_local! {
 /// # Ok(()) }
 /// ```
 pub fn group<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
-    GROUP.with(|g| {
-        let mut g = g.borrow_mut();
-        match &mut *g {
-            Some(open) => open.depth += 1,
-            None => *g = Some(Open::default()),
-        }
-    });
-    // Closed however `f` leaves (a panic included): NCCL needs every start ended.
-    let closing = Closing;
+    // Ended however `f` leaves (a panic included): NCCL needs every start ended.
+    let open = Group::start();
     let result = f();
-    let ended = closing.close();
+    let ended = open.end();
     let value = result?;
     ended.map(|()| value)
 }
 
-struct Closing;
+/// A [`group`] opened on this thread and ended by [`Group::end`] — or, with its error only
+/// logged, when dropped — for callers that cannot wrap the group's calls in a closure (a
+/// Python `with` block). It stays on the thread that started it.
+#[must_use = "the group's collectives start when it ends"]
+pub struct Group {
+    _on_this_thread: PhantomData<*const ()>,
+}
 
-impl Closing {
-    fn close(self) -> Result<()> {
+impl Group {
+    /// Opens a group on this thread (inside an open one: a nested level).
+    pub fn start() -> Group {
+        GROUP.with(|g| {
+            let mut g = g.borrow_mut();
+            match &mut *g {
+                Some(open) => open.depth += 1,
+                None => *g = Some(Open::default()),
+            }
+        });
+        Group { _on_this_thread: PhantomData }
+    }
+
+    /// Ends this level; the outermost launches the group's collectives. The engine's error
+    /// if it could not (each collective's work fails with it too).
+    pub fn end(self) -> Result<()> {
         std::mem::forget(self);
         end()
     }
+
+    /// Whether a group is open on this thread: a collective issued now starts when it ends.
+    pub fn is_open() -> bool {
+        GROUP.with(|g| g.borrow().is_some())
+    }
 }
 
-impl Drop for Closing {
+impl Drop for Group {
     fn drop(&mut self) {
         if let Err(e) = end() {
-            log::warn!("ending a collectives group left by a panic: {e}");
+            log::warn!("ending a collectives group that was dropped: {e}");
         }
     }
 }
@@ -112,7 +131,7 @@ fn end() -> Result<()> {
     let Some(open) = open else { return Ok(()) };
     let mut ended = Ok(());
     for engine in open.engines {
-        let result = crate::nccl::calls::group_end(engine);
+        let result = super::calls::group_end(engine);
         if ended.is_ok() {
             ended = result;
         }
@@ -130,7 +149,7 @@ pub(crate) fn join(engine: &'static Loaded) -> Result<bool> {
         let mut g = g.borrow_mut();
         let Some(open) = &mut *g else { return Ok(false) };
         if !open.engines.iter().any(|e| std::ptr::eq(*e, engine)) {
-            crate::nccl::calls::group_start(engine)?;
+            super::calls::group_start(engine)?;
             open.engines.push(engine);
         }
         Ok(true)

@@ -1,0 +1,81 @@
+"""`gpuport.distributed` on NCCL (over the CUDA double) and RCCL (over the HIP doubles): the
+engine listed as available, one communicator over both simulated devices from
+`init_all`, collectives on device arrays issued together in `with group():` and checked
+against NumPy, and what the block and the engines refuse. Run for the backend named in
+GPUPORT_CONFORMANCE_BACKENDS (`cargo xtask test --backend cuda|rocm --double` sets it,
+with the double's engine named by GPUPORT_NCCL_LIBRARY / GPUPORT_RCCL_LIBRARY); skipped
+otherwise."""
+
+import os
+
+import numpy as np
+import pytest
+
+import gpuport
+from gpuport import distributed
+
+BACKEND = os.environ.get("GPUPORT_CONFORMANCE_BACKENDS", "")
+pytestmark = pytest.mark.skipif(
+    BACKEND not in ("cuda", "rocm"), reason="GPUPORT_CONFORMANCE_BACKENDS names no vendor backend"
+)
+ENGINE = {"cuda": "NCCL", "rocm": "RCCL"}.get(BACKEND)
+DEVICES = [f"{BACKEND}:0", f"{BACKEND}:1"]
+
+
+def on(rank, values, dtype=np.float32):
+    return gpuport.asarray(np.asarray(values, dtype=dtype)).to(DEVICES[rank])
+
+
+def test_the_engine_is_available_with_its_version_and_place():
+    engine = next(e for e in distributed.engines() if e.name == ENGINE)
+    assert engine.available and engine.reason is None, engine
+    assert engine.version.startswith(f"{ENGINE} 2.32.3 at /") and engine.lacks == [], engine
+
+
+def test_collectives_on_device_arrays_issued_together():
+    comms = distributed.init_all(DEVICES)
+    assert [(c.rank, c.size, c.engine) for c in comms] == [(0, 2, ENGINE), (1, 2, ENGINE)]
+    assert all(c.engine_version.startswith(f"{ENGINE} 2.") for c in comms)
+    base = np.arange(1001, dtype=np.float32)
+    xs = [on(r, base + r) for r in range(2)]
+    with distributed.group():
+        works = [c.all_reduce(x, op="avg", async_op=True) for c, x in zip(comms, xs)]
+    for x, w in zip(xs, works):
+        assert w.wait() is x
+        np.testing.assert_array_equal(np.array(x.tolist(), dtype=np.float32), base + 0.5)
+
+    parts = [on(r, [r * 10, r * 10 + 1], np.int64) for r in range(2)]
+    with distributed.group():
+        works = [c.all_gather(p, async_op=True) for c, p in zip(comms, parts)]
+    for w in works:
+        assert w.wait().tolist() == [[0, 1], [10, 11]]
+
+    flags = [on(r, [r == 0, False], np.bool_) for r in range(2)]
+    with distributed.group():
+        works = [c.all_reduce(f, op="max", async_op=True) for c, f in zip(comms, flags)]
+    assert [w.wait().tolist() for w in works] == [[True, False], [True, False]]
+
+
+def test_what_a_group_and_the_engines_refuse():
+    comms = distributed.init_all(DEVICES)
+    x = on(0, [1.0, 2.0])
+    with distributed.group():
+        with pytest.raises(ValueError, match="async_op=True"):
+            comms[0].all_reduce(x)
+    with pytest.raises(ValueError, match="backend mismatch in all_reduce"):
+        comms[0].all_reduce(np.ones(2, np.float32))
+    with pytest.raises(ValueError, match="tag"):
+        comms[0].send(x, 1, tag=3)
+    with pytest.raises(ValueError, match="MPI communicators only"):
+        comms[0].barrier()
+    with pytest.raises(ValueError, match="named twice"):
+        distributed.init_all([DEVICES[0], DEVICES[0]])
+    with pytest.raises(ValueError, match="init_all"):
+        distributed.init(ENGINE.lower())
+    # The block's own exception passes through; the group still ends.
+    with pytest.raises(KeyError):
+        with distributed.group():
+            raise KeyError("inside")
+    with distributed.group():
+        works = [c.all_reduce(on(r, [r + 1.0]), async_op=True) for r, c in enumerate(comms)]
+    assert [w.wait().tolist() for w in works] == [[3.0], [3.0]]

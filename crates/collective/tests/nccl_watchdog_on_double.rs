@@ -18,10 +18,11 @@ use on_devices::{kind_of, setup};
 #[test]
 #[ignore = "needs a driver double's NCCL or RCCL (cargo xtask test --backend cuda|rocm --double)"]
 fn errors_and_missing_ranks_abort_the_communicator_and_fail_the_work() {
-    // Before anything reads them: a one-second watchdog, and the second all-reduce call
-    // (rank 1's, in the first group) carrying a remote error.
+    // Before anything reads them: a one-second watchdog, the second all-reduce call (rank
+    // 1's, in the first group) carrying a remote error, and the first broadcast's rank
+    // lost (its part never comes).
     std::env::set_var(TIMEOUT_ENV, "1");
-    std::env::set_var("GPUPORT_DOUBLE_FAULTS", "ncclAllReduce:2=REMOTE_ERROR");
+    std::env::set_var("GPUPORT_DOUBLE_FAULTS", "ncclAllReduce:2=REMOTE_ERROR,ncclBroadcast:1=LOST");
     let (devices, comms) = setup();
     let xs: Vec<Array> = devices.iter().map(|d| Array::from_slice(d, &[1.0f32; 16], &[16]).unwrap()).collect();
 
@@ -63,4 +64,18 @@ fn errors_and_missing_ranks_abort_the_communicator_and_fail_the_work() {
     assert_eq!((comms[1].rank(), comms[1].size()), (1, 2));
     drop(comms);
     assert_eq!(xs[0].to_vec::<f32>().unwrap(), vec![1.0; 16], "an aborted collective moved nothing");
+
+    // A rank lost in the middle of a broadcast: the rank waiting for it fails at the
+    // timeout, and waiting for the lost rank's own work ends too (never a hang).
+    let comms = Communicator::init_all(&devices).unwrap();
+    let works = group(|| {
+        let each = comms.iter().enumerate().map(|(r, c)| c.broadcast(&xs[r], 0, None));
+        each.collect::<gpuport_core::Result<Vec<_>>>()
+    })
+    .unwrap();
+    let e = works[1].wait().unwrap_err().to_string();
+    assert!(e.contains("broadcast on rank 1 of 2") && e.contains("did not complete within 1 s"), "{e}");
+    let _ = works[0].wait();
+    assert!(works.iter().all(|w| w.is_done().unwrap()));
+    drop(comms);
 }

@@ -56,10 +56,8 @@ const V2_10: Version = Version::new(2, 10, 0);
 /// How the engine reduces `dtype` with `op`: its dtype, how many of its elements one array
 /// element is, and its operation. Complex numbers sum (and average) as pairs of reals;
 /// booleans take `Max` for or and `Min` for and.
-fn reduction(comm: &NcclComm, dtype: DType, op: ReduceOp) -> Result<(c_int, usize, c_int)> {
-    let engine = comm.loaded.flavour.name();
+fn reduction(engine: &'static str, version: Version, dtype: DType, op: ReduceOp) -> Result<(c_int, usize, c_int)> {
     let refuse = |what: String| Error::EngineUnsupported { engine, what };
-    let version = comm.loaded.version;
     let since = |v: Version, what: &str| -> Result<()> {
         if version < v {
             return Err(refuse(format!("{what} (from NCCL {v}; {engine} {version} is loaded)")));
@@ -127,7 +125,7 @@ pub(crate) fn all_reduce(
     out: Option<&Array>,
     stream: Option<&AnyStream>,
 ) -> Result<Work> {
-    let (dtype, per, op) = reduction(comm, x.dtype(), op)?;
+    let (dtype, per, op) = reduction(comm.loaded.flavour.name(), comm.loaded.version, x.dtype(), op)?;
     let count = x.numel() * per;
     let arrays = match out {
         None => vec![(x, Role::InOut)],
@@ -166,7 +164,7 @@ pub(crate) fn reduce(
     out: Option<&Array>,
     stream: Option<&AnyStream>,
 ) -> Result<Work> {
-    let (dtype, per, op) = reduction(comm, x.dtype(), op)?;
+    let (dtype, per, op) = reduction(comm.loaded.flavour.name(), comm.loaded.version, x.dtype(), op)?;
     let (count, at_root) = (x.numel() * per, comm.rank == root);
     let arrays = match out {
         Some(out) => vec![(x, Role::In), (out, Role::Out)],
@@ -206,7 +204,7 @@ pub(crate) fn reduce_scatter(
     out: &Array,
     stream: Option<&AnyStream>,
 ) -> Result<Work> {
-    let (dtype, per, op) = reduction(comm, x.dtype(), op)?;
+    let (dtype, per, op) = reduction(comm.loaded.flavour.name(), comm.loaded.version, x.dtype(), op)?;
     let count = out.numel() * per;
     queue(comm, "reduce_scatter", &[(x, Role::In), (out, Role::Out)], stream, |p| Launch {
         call: Call::ReduceScatter,
@@ -361,4 +359,49 @@ fn queue(
     }
     flight::follow(flight.clone());
     Ok(Work::new(what, flight))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: Version = Version::new(2, 32, 3);
+
+    #[test]
+    fn dtypes_and_reductions_map_to_the_engines_values() {
+        let sum = |dtype| reduction("NCCL", NOW, dtype, ReduceOp::Sum).map_err(|e| e.to_string());
+        assert_eq!(sum(DType::F32), Ok((dtype::FLOAT32, 1, redop::SUM)));
+        assert_eq!(sum(DType::I64), Ok((dtype::INT64, 1, redop::SUM)));
+        assert_eq!(sum(DType::U8), Ok((dtype::UINT8, 1, redop::SUM)));
+        assert_eq!(sum(DType::F16), Ok((dtype::FLOAT16, 1, redop::SUM)));
+        assert_eq!(sum(DType::BF16), Ok((dtype::BFLOAT16, 1, redop::SUM)));
+        assert_eq!(sum(DType::C64), Ok((dtype::FLOAT32, 2, redop::SUM)));
+        assert_eq!(sum(DType::C128), Ok((dtype::FLOAT64, 2, redop::SUM)));
+        for (op, code) in [
+            (ReduceOp::Prod, redop::PROD),
+            (ReduceOp::Max, redop::MAX),
+            (ReduceOp::Min, redop::MIN),
+            (ReduceOp::Avg, redop::AVG),
+        ] {
+            assert_eq!(reduction("NCCL", NOW, DType::F64, op).ok(), Some((dtype::FLOAT64, 1, code)), "{op:?}");
+        }
+        assert_eq!(reduction("NCCL", NOW, DType::BOOL, ReduceOp::Max).ok(), Some((dtype::UINT8, 1, redop::MAX)));
+        assert_eq!(reduction("NCCL", NOW, DType::BOOL, ReduceOp::Min).ok(), Some((dtype::UINT8, 1, redop::MIN)));
+    }
+
+    #[test]
+    fn what_the_engine_cannot_reduce_is_unsupported_and_named() {
+        let refused = |v: Version, dtype: DType, op: ReduceOp| match reduction("RCCL", v, dtype, op) {
+            Err(Error::EngineUnsupported { engine: "RCCL", what }) => what,
+            other => panic!("{dtype} {op:?} on {v}: {other:?}"),
+        };
+        assert!(refused(NOW, DType::BOOL, ReduceOp::Sum).contains("Max for or"));
+        assert!(refused(NOW, DType::C64, ReduceOp::Max).contains("Sum and Avg only"));
+        assert!(refused(NOW, DType::I16, ReduceOp::Sum).contains("reductions of int16"));
+        assert!(refused(NOW, DType::F8_E4M3FN, ReduceOp::Sum).contains("reductions of"));
+        let old = Version::new(2, 9, 9);
+        assert!(refused(old, DType::F32, ReduceOp::Avg).contains("from NCCL 2.10.0; RCCL 2.9.9 is loaded"));
+        assert!(refused(old, DType::BF16, ReduceOp::Sum).contains("bfloat16"));
+        assert!(reduction("RCCL", Version::new(2, 10, 0), DType::F32, ReduceOp::Avg).is_ok());
+    }
 }

@@ -169,3 +169,53 @@ pub(crate) fn at_end(f: AtEnd) {
         f(&Ok(()));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    use super::*;
+
+    #[test]
+    fn what_waits_for_a_group_runs_once_when_the_outermost_ends() {
+        let ran = Rc::new(Cell::new(0));
+        let counted = |ran: &Rc<Cell<i32>>| {
+            let ran = ran.clone();
+            Box::new(move |ended: &Result<()>| {
+                assert!(ended.is_ok());
+                ran.set(ran.get() + 1);
+            })
+        };
+        assert!(!Group::is_open());
+        let outer = Group::start();
+        at_end(counted(&ran));
+        let inner = Group::start();
+        at_end(counted(&ran));
+        inner.end().unwrap();
+        assert_eq!(ran.get(), 0, "a nested group's end launches nothing");
+        assert!(Group::is_open());
+        outer.end().unwrap();
+        assert_eq!(ran.get(), 2);
+        assert!(!Group::is_open());
+        // Outside a group it runs at once; a group's closure error comes back after its end.
+        at_end(counted(&ran));
+        assert_eq!(ran.get(), 3);
+        let failed = group(|| -> Result<()> {
+            at_end(counted(&ran));
+            Err(gpuport_core::Error::invalid_argument("the closure's own"))
+        });
+        assert!(failed.is_err() && ran.get() == 4 && !Group::is_open());
+    }
+
+    #[test]
+    fn a_group_dropped_without_end_is_ended() {
+        let ran = Rc::new(Cell::new(false));
+        {
+            let _open = Group::start();
+            let ran = ran.clone();
+            at_end(Box::new(move |_| ran.set(true)));
+        }
+        assert!(ran.get() && !Group::is_open());
+    }
+}

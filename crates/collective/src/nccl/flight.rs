@@ -2,7 +2,9 @@
 //! the watchdog that follows every flight, as PyTorch's `ProcessGroupNCCL` does.
 //!
 //! A flight holds what the collective uses — its buffers and its communicator — until its
-//! end event has completed, whoever dropped the arrays or the communicator meanwhile. The
+//! end event has completed, whoever dropped the arrays or the communicator meanwhile (a
+//! failed one too: its waiter is told at once, and what it holds goes once the abort has
+//! ended it on the device). The
 //! watchdog (one thread for the process, started with the first flight) checks each flight
 //! every [`PERIOD`] and a waiter checks its own as it waits: an end event completed ends
 //! the flight (released); an asynchronous error of its communicator
@@ -34,11 +36,10 @@ enum Stage {
     /// recorded yet).
     Grouped(Held),
     /// Launched on its stream at `since`.
-    Launched {
-        held: Held,
-        since: Instant,
-    },
-    Ended(Result<()>),
+    Launched { held: Held, since: Instant },
+    /// Done, or failed. A collective the watchdog failed keeps what it holds until its
+    /// end event has completed (the abort ends it on the device), or its device fails.
+    Ended { result: Result<()>, held: Option<Held> },
 }
 
 /// One collective, from launch to end.
@@ -81,10 +82,13 @@ impl Flight {
     pub(crate) fn launched(&self, ended: &Result<()>) {
         let mut stage = self.stage();
         let Stage::Grouped(_) = &*stage else { return };
-        let Stage::Grouped(held) = std::mem::replace(&mut *stage, Stage::Ended(Ok(()))) else { return };
+        let Stage::Grouped(held) = std::mem::replace(&mut *stage, Stage::Ended { result: Ok(()), held: None }) else {
+            return;
+        };
         *stage = match ended {
             Ok(()) => Stage::Launched { held, since: Instant::now() },
-            Err(e) => Stage::Ended(Err(e.clone())),
+            // Its end event is not recorded: it completes at once, and lets go.
+            Err(e) => Stage::Ended { result: Err(e.clone()), held: Some(held) },
         };
     }
 
@@ -97,8 +101,14 @@ impl Flight {
     /// waits for its group's end).
     pub(crate) fn check(&self) -> Option<Result<()>> {
         let mut stage = self.stage();
-        let (held, since) = match &*stage {
-            Stage::Ended(result) => return Some(result.clone()),
+        let (held, since) = match &mut *stage {
+            Stage::Ended { result, held } => {
+                // What a failed collective holds goes once the device is done with it.
+                if held.is_some() && self.event.query().unwrap_or(true) {
+                    *held = None;
+                }
+                return Some(result.clone());
+            }
             Stage::Grouped(_) => return None,
             Stage::Launched { held, since } => (held, *since),
         };
@@ -112,25 +122,38 @@ impl Flight {
                 message: format!("{}: {cause}; the communicator was aborted", self.describe()),
             })
         };
-        let ended = match self.event.query() {
+        let (result, device_done) = match self.event.query() {
             Ok(done) => match comm.fault() {
-                Some(e) => fail(format!("the communicator met an error: {e}")),
-                None if done => Ok(()),
-                None if since.elapsed() > crate::timeout::limit() => fail(format!(
-                    "it did not complete within {} s ({}): a rank did not arrive, or issued another collective",
-                    crate::timeout::limit().as_secs_f64(),
-                    crate::timeout::TIMEOUT_ENV
-                )),
+                Some(e) => (fail(format!("the communicator met an error: {e}")), done),
+                None if done => (Ok(()), true),
+                None if since.elapsed() > crate::timeout::limit() => (
+                    fail(format!(
+                        "it did not complete within {} s ({}): a rank did not arrive, or issued another collective",
+                        crate::timeout::limit().as_secs_f64(),
+                        crate::timeout::TIMEOUT_ENV
+                    )),
+                    false,
+                ),
                 None => return None,
             },
-            Err(e) => fail(format!("its device failed: {e}")),
+            Err(e) => (fail(format!("its device failed: {e}")), true),
         };
-        if let Err(e) = &ended {
+        if let Err(e) = &result {
             log::warn!("{e}");
         }
-        // The buffers and the communicator are let go here.
-        *stage = Stage::Ended(ended.clone());
-        Some(ended)
+        let Stage::Launched { held, .. } = std::mem::replace(&mut *stage, Stage::Ended { result: Ok(()), held: None })
+        else {
+            return Some(result);
+        };
+        // Done on the device: the buffers and the communicator are let go here; else once
+        // the abort has ended the collective there.
+        *stage = Stage::Ended { result: result.clone(), held: (!device_done).then_some(held) };
+        Some(result)
+    }
+
+    /// Whether it has ended and let go of what it held.
+    fn released(&self) -> bool {
+        matches!(*self.stage(), Stage::Ended { held: None, .. })
     }
 
     /// Whether it waits for its group's end.
@@ -211,7 +234,7 @@ fn watchdog() {
             let guard = w.more.wait_while(guard, |f| f.is_empty()).unwrap_or_else(|p| p.into_inner());
             guard.clone()
         };
-        let ended: Vec<bool> = flights.iter().map(|f| f.check().is_some()).collect();
+        let ended: Vec<bool> = flights.iter().map(|f| f.check().is_some() && f.released()).collect();
         w.flights
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -23,7 +23,7 @@ use crate::work::Work;
 /// - **NCCL** on CUDA devices and **RCCL** on ROCm devices
 ///   ([`Communicator::init_all`]): one rank per device, the collectives running on the
 ///   device on the rank's stream. The arrays must be that device's memory (another
-///   vendor's is `BackendMismatch`, another device's `InvalidArgument`). One thread driving
+///   device's or vendor's is `BackendMismatch`, host memory `InvalidArgument`). One thread driving
 ///   several ranks issues their collectives inside a [`group`](crate::group). Each
 ///   collective is followed by a watchdog until it has ended: its buffers and the
 ///   communicator are kept alive until then, and a collective the communicator reports an

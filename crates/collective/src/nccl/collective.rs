@@ -285,22 +285,15 @@ fn queue(
             &owned
         }
     };
+    // Another vendor's handle, or another device's: the rank's collectives run on its own
+    // device, whose stream and memory the engine is given.
     let on_device = |id: gpuport_core::DeviceId, thing: &str| -> Result<()> {
-        if id.kind != device.id().kind {
+        if id != device.id() {
             return Err(Error::BackendMismatch {
                 operation: what,
-                expected: format!("{} ({engine} rank {} is on {})", device.id().kind, comm.rank, device.id()),
+                expected: format!("{} ({engine} rank {} of {}'s device)", device.id(), comm.rank, comm.size),
                 found: format!("{thing} on {id}"),
             });
-        }
-        if id != device.id() {
-            return Err(Error::invalid_argument(format!(
-                "{what}: {thing} on {id}, but {engine} rank {} of {} is on {}: each rank's arrays and streams are \
-                 its device's",
-                comm.rank,
-                comm.size,
-                device.id()
-            )));
         }
         Ok(())
     };

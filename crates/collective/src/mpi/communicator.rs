@@ -543,7 +543,7 @@ impl MpiComm {
         work
     }
 
-    /// [`Communicator::run_at_once`]'s part on the held stream.
+    /// [`MpiComm::run_at_once`]'s part on the held stream.
     fn start_here(
         &self,
         what: &'static str,

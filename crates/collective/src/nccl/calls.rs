@@ -20,7 +20,7 @@ type Stream = *mut c_void;
 /// `ncclSuccess`.
 const SUCCESS: c_int = 0;
 /// `ncclInProgress`: a non-blocking communicator's operation is still under way.
-pub(crate) const IN_PROGRESS: c_int = 7;
+const IN_PROGRESS: c_int = 7;
 
 /// The address of call `I` of the entry table as a function of type `F`.
 ///
@@ -48,7 +48,7 @@ fn check(loaded: &Loaded, code: c_int, call: &'static str, comm: Option<usize>) 
 }
 
 /// `ncclGetErrorString`.
-pub(crate) fn error_string(loaded: &Loaded, code: c_int) -> String {
+fn error_string(loaded: &Loaded, code: c_int) -> String {
     type F = unsafe extern "C" fn(c_int) -> *const c_char;
     // SAFETY: the call's signature.
     let Ok(f) = (unsafe { resolve::<F>(loaded, index("ncclGetErrorString")) }) else {

@@ -113,10 +113,9 @@ fn reduction(engine: &'static str, version: Version, dtype: DType, op: ReduceOp)
     Ok((ty, per, code))
 }
 
-/// A collective that moves data without reducing it: its elements as bytes.
-fn bytes(x: &Array) -> usize {
-    x.nbytes()
-}
+/// The dtype of a collective that moves data without reducing it: its elements go as
+/// bytes, so every dtype moves, whatever the engine's own dtypes are.
+const BYTES: c_int = dtype::INT8;
 
 pub(crate) fn all_reduce(
     comm: &Arc<NcclComm>,
@@ -144,13 +143,13 @@ pub(crate) fn all_reduce(
 
 pub(crate) fn broadcast(comm: &Arc<NcclComm>, x: &Array, root: usize, stream: Option<&AnyStream>) -> Result<Work> {
     let role = if comm.rank == root { Role::In } else { Role::Out };
-    let (count, root) = (bytes(x), rank_arg(root)?);
+    let (count, root) = (x.nbytes(), rank_arg(root)?);
     queue(comm, "broadcast", &[(x, role)], stream, |p| Launch {
         call: Call::Broadcast,
         send: p[0],
         recv: p[0],
         count,
-        dtype: dtype::INT8,
+        dtype: BYTES,
         op: 0,
         rank: root,
     })
@@ -185,13 +184,13 @@ pub(crate) fn reduce(
 }
 
 pub(crate) fn all_gather(comm: &Arc<NcclComm>, x: &Array, out: &Array, stream: Option<&AnyStream>) -> Result<Work> {
-    let count = bytes(x);
+    let count = x.nbytes();
     queue(comm, "all_gather", &[(x, Role::In), (out, Role::Out)], stream, |p| Launch {
         call: Call::AllGather,
         send: p[0],
         recv: p[1],
         count,
-        dtype: dtype::INT8,
+        dtype: BYTES,
         op: 0,
         rank: 0,
     })
@@ -219,13 +218,13 @@ pub(crate) fn reduce_scatter(
 
 pub(crate) fn all_to_all(comm: &Arc<NcclComm>, x: &Array, out: &Array, stream: Option<&AnyStream>) -> Result<Work> {
     // NCCL's count is one block's: what goes to each rank.
-    let count = bytes(x) / comm.size;
+    let count = x.nbytes() / comm.size;
     queue(comm, "all_to_all", &[(x, Role::In), (out, Role::Out)], stream, |p| Launch {
         call: Call::AllToAll,
         send: p[0],
         recv: p[1],
         count,
-        dtype: dtype::INT8,
+        dtype: BYTES,
         op: 0,
         rank: 0,
     })
@@ -249,13 +248,13 @@ pub(crate) fn message(
             ),
         });
     }
-    let (count, peer, role) = (bytes(x), rank_arg(peer)?, if send { Role::In } else { Role::Out });
+    let (count, peer, role) = (x.nbytes(), rank_arg(peer)?, if send { Role::In } else { Role::Out });
     queue(comm, what, &[(x, role)], stream, |p| Launch {
         call: if send { Call::Send } else { Call::Recv },
         send: p[0],
         recv: p[0],
         count,
-        dtype: dtype::INT8,
+        dtype: BYTES,
         op: 0,
         rank: peer,
     })

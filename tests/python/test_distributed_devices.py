@@ -79,3 +79,34 @@ def test_what_a_group_and_the_engines_refuse():
     with distributed.group():
         works = [c.all_reduce(on(r, [r + 1.0]), async_op=True) for r, c in enumerate(comms)]
     assert [w.wait().tolist() for w in works] == [[3.0], [3.0]]
+
+
+def test_ranks_made_one_by_one_on_their_own_threads():
+    import threading
+
+    uid = distributed.unique_id(DEVICES[0])
+    assert isinstance(uid, bytes) and len(uid) == 128
+    results, errors = [None, None], []
+
+    def rank(r):
+        try:
+            comm = distributed.init_rank(DEVICES[r], uid, 2, r)
+            assert (comm.rank, comm.size, comm.engine) == (r, 2, ENGINE)
+            x = on(r, np.arange(5) * (r + 1))
+            comm.all_reduce(x, op="sum")
+            results[r] = x.tolist()
+        except BaseException as e:  # noqa: BLE001 - reported below, on the test's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and results == [[0.0, 3.0, 6.0, 9.0, 12.0]] * 2
+    with pytest.raises(ValueError, match="128 bytes, not 3"):
+        distributed.init_rank(DEVICES[0], b"abc", 2, 0)
+    with pytest.raises(ValueError, match="rank 2 of 2"):
+        distributed.init_rank(DEVICES[0], uid, 2, 2)
+    with pytest.raises(ValueError, match="size must be"):
+        distributed.init_rank(DEVICES[0], uid, -1, 0)

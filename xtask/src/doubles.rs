@@ -271,11 +271,30 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally, python: bool) -> bool {
     ok &= run_tests(with_double(between, d), tally);
     // gpuport's NCCL and RCCL loader on the doubles' engines (found where they are named,
     // their version read, every call gpuport resolves present), and its communicators on
-    // them: every collective, ordering, refusals, and the watchdog.
+    // them: every collective, ordering, refusals, ranks made one at a time, and the watchdog.
     let mut engines = cargo();
     engines.args(["test", "-p", "gpuport-collective", "--test", "engines_on_double", "--test", "nccl_on_double"]);
-    engines.args(["--test", "nccl_watchdog_on_double", "--test", "nccl_one_rank", "--", "--ignored"]);
+    engines.args(["--test", "nccl_watchdog_on_double", "--test", "nccl_one_rank", "--test", "nccl_ranks_on_double"]);
+    engines.args(["--", "--ignored"]);
     ok &= run_tests(with_double(engines, d), tally);
+    // An MPI communicator made into the engine's (the unique id over MPI), with the `mpich`
+    // wheel's library: a world of this process alone, whose ranks the double can hold.
+    match crate::collectives::mpich() {
+        _ if !python => {
+            let why = "--no-python: its MPI is the Python environment's";
+            println!("xtask: Communicator::for_device on the {} double left out ({why})", d.name);
+        }
+        Ok((_, library)) => {
+            let mut for_device = cargo();
+            for_device.args(["test", "-p", "gpuport-collective", "--test", "nccl_bootstrap_on_double"]);
+            for_device.args(["--", "--ignored"]).env("GPUPORT_MPI_LIBRARY", library).env("GPUPORT_MPI_SINGLETON", "1");
+            ok &= run_tests(with_double(for_device, d), tally);
+        }
+        Err(e) => {
+            tally.note_failure(format!("Communicator::for_device on the {} double", d.name), vec![e]);
+            ok = false;
+        }
+    }
     // A double built with features (ROCm 5.2, HIP 7.2) checks its own version's answers;
     // the default builds' tests run with the workspace.
     if !d.features.is_empty() {

@@ -207,6 +207,9 @@ impl VendorCalls for PluginCalls {
         // Plugins have no current device: every call names its device.
         Ok(())
     }
+    fn make_current(&self) -> Result<()> {
+        Err(Error::unsupported(self.id.kind, "a current device (a plugin's calls each name their device)"))
+    }
     fn info(&self) -> Result<DeviceInfo> {
         // SAFETY: this device is open.
         let info = unsafe { self.t().device_info(self.raw) }?;

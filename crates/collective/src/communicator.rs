@@ -11,6 +11,7 @@ use crate::mpi::communicator::MpiComm;
 use crate::nccl::comm::NcclComm;
 use crate::op::ReduceOp;
 use crate::work::Work;
+use crate::UniqueId;
 
 /// A group of ranks and the collectives over them. Cloning shares it; the last clone frees
 /// it (never MPI's world).
@@ -20,9 +21,11 @@ use crate::work::Work;
 ///   [`split`](Communicator::split)): one rank per process, on any device's arrays —
 ///   memory the host cannot reach (a GPU's) is staged through pinned host memory of its
 ///   device on the same stream, two copies more, at the bus's speed.
-/// - **NCCL** on CUDA devices and **RCCL** on ROCm devices
-///   ([`Communicator::init_all`]): one rank per device, the collectives running on the
-///   device on the rank's stream. The arrays must be that device's memory (another
+/// - **NCCL** on CUDA devices and **RCCL** on ROCm devices ([`Communicator::init_all`]
+///   for several devices of this process, [`Communicator::init_rank`] for one rank per
+///   thread or process with a shared [`UniqueId`], [`Communicator::for_device`] for an MPI
+///   communicator's ranks): one rank per device, the collectives running on the device on
+///   the rank's stream. The arrays must be that device's memory (another
 ///   device's or vendor's is `BackendMismatch`, host memory `InvalidArgument`). One thread driving
 ///   several ranks issues their collectives inside a [`group`](crate::group). Each
 ///   collective is followed by a watchdog until it has ended: its buffers and the
@@ -68,6 +71,68 @@ impl Communicator {
     pub fn init_all(devices: &[AnyDevice]) -> Result<Vec<Communicator>> {
         let comms = NcclComm::init_all(devices)?;
         Ok(comms.into_iter().map(|c| Communicator { engine: Engine::Nccl(Arc::new(c)) }).collect())
+    }
+
+    /// Rank `rank` of `size` on `device`, one rank per call — from a thread of this
+    /// process or from another process, each passing the same `id` (made by one of them:
+    /// [`UniqueId`]) — on NCCL for a CUDA device, RCCL for a ROCm device. Returns once every
+    /// rank has joined; ranks that have not all joined within `GPUPORT_COLLECTIVE_TIMEOUT`
+    /// end the attempt with an error (the communicator is non-blocking, as NCCL 2.14 and
+    /// later make it, so its start and its launches can be aborted rather than hang). An
+    /// engine older than 2.14 is `EngineUnsupported`.
+    ///
+    /// ```no_run
+    /// # fn main() -> gpuport_core::Result<()> {
+    /// use gpuport_collective::{Communicator, UniqueId};
+    /// let rt = gpuport_runtime::Runtime::discover();
+    /// let devices = [rt.device("cuda:0")?, rt.device("cuda:1")?];
+    /// let id = UniqueId::new(&devices[0])?;
+    /// let comms = std::thread::scope(|s| {
+    ///     let ranks: Vec<_> =
+    ///         devices.iter().enumerate().map(|(r, d)| s.spawn(move || Communicator::init_rank(d, &id, 2, r))).collect();
+    ///     ranks.into_iter().map(|r| r.join().expect("a rank's thread")).collect::<gpuport_core::Result<Vec<_>>>()
+    /// })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn init_rank(device: &AnyDevice, id: &UniqueId, size: usize, rank: usize) -> Result<Communicator> {
+        let comm = NcclComm::init_rank(device, id.as_bytes(), size, rank)?;
+        Ok(Communicator { engine: Engine::Nccl(Arc::new(comm)) })
+    }
+
+    /// This MPI communicator's ranks, in its order, on NCCL (CUDA) or RCCL (ROCm): each rank
+    /// passes its own `device` — as a job launched with `mpiexec` and one GPU per process
+    /// starts its GPU collectives. Rank 0 makes the [`UniqueId`] and broadcasts it over
+    /// this communicator; then [`Communicator::init_rank`]. Collective: every rank calls
+    /// it. A rank 0 that cannot make the id fails every rank with its reason.
+    pub fn for_device(&self, device: &AnyDevice) -> Result<Communicator> {
+        let mpi = self.mpi("for_device")?;
+        // Rank 0's id, or why it has none: [1, id…] or [0, reason…].
+        let mut message = [0u8; 1 + UniqueId::BYTES];
+        if mpi.rank() == 0 {
+            match UniqueId::new(device) {
+                Ok(id) => {
+                    message[0] = 1;
+                    message[1..].copy_from_slice(id.as_bytes());
+                }
+                Err(e) => {
+                    let why = e.to_string();
+                    let n = why.len().min(UniqueId::BYTES);
+                    message[1..1 + n].copy_from_slice(&why.as_bytes()[..n]);
+                }
+            }
+        }
+        mpi.broadcast_bytes(&mut message, 0)?;
+        if message[0] != 1 {
+            let why = String::from_utf8_lossy(&message[1..]).trim_end_matches('\0').to_owned();
+            return Err(Error::Collective {
+                engine: crate::mpi::ENGINE,
+                call: "Communicator::for_device",
+                code: 0,
+                message: format!("rank 0 could not make the unique id: {why}"),
+            });
+        }
+        let id = UniqueId::from_bytes(&message[1..])?;
+        Communicator::init_rank(device, &id, mpi.size(), mpi.rank())
     }
 
     /// This rank, from 0.

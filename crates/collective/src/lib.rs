@@ -40,6 +40,7 @@ pub use communicator::Communicator;
 pub use mpi::check::CHECK_ENV;
 pub use mpi::{LIBRARY_ENV, SINGLETON_ENV};
 pub use nccl::group::{group, Group};
+pub use nccl::unique_id::UniqueId;
 pub use nccl::{NCCL_LIBRARY_ENV, RCCL_LIBRARY_ENV};
 pub use op::ReduceOp;
 pub use search::add_search_dir;

@@ -1,7 +1,8 @@
 //! gpuport's communicators on NCCL or RCCL with one rank on device 0: what a machine with
 //! one GPU can check of the real engine — every collective (a single rank's result is its
 //! input, reduced by the engine), a message to itself, the ordering behind work held on the
-//! rank's stream, arrays dropped while their collective waits, and the refusals. The GPU
+//! rank's stream, arrays dropped while their collective waits, and the refusals — and a
+//! one-rank communicator made by `init_rank` (non-blocking) on a thread of its own. The GPU
 //! bundle runs it on `cuda:0` with the machine's NCCL; `cargo xtask test --backend
 //! cuda|rocm --double` runs it on the collectives double. Ignored by default.
 
@@ -77,4 +78,25 @@ fn one_rank_runs_every_collective_in_stream_order() {
     let refused = comm.all_reduce(&host, ReduceOp::Sum, None, None).map(|_| ()).unwrap_err();
     assert_eq!(on_devices::kind_of(&refused), "BackendMismatch", "{refused}");
     comm.all_reduce(&x, ReduceOp::Sum, None, None).unwrap().wait().unwrap();
+}
+
+#[test]
+#[ignore = "needs NCCL or RCCL and a device: the GPU bundle, or cargo xtask test --backend cuda|rocm --double"]
+fn one_rank_made_by_init_rank_on_a_thread_of_its_own() {
+    let device = on_devices::devices().remove(0);
+    let id = gpuport_collective::UniqueId::new(&device).unwrap();
+    // A fresh thread: the device is made current for the engine, which takes it from there.
+    let comm = std::thread::scope(|s| s.spawn(|| Communicator::init_rank(&device, &id, 1, 0)).join().unwrap())
+        .expect("a one-rank communicator from init_rank");
+    assert_eq!((comm.rank(), comm.size()), (0, 1));
+    let values: Vec<i32> = (0..1025).map(|i| i * 3 - 500).collect();
+    let x = Array::from_slice(&device, &values, &[values.len()]).unwrap();
+    let stream = device.create_stream(gpuport_core::StreamFlags::NON_BLOCKING, 0).unwrap();
+    for op in [ReduceOp::Sum, ReduceOp::Max] {
+        comm.all_reduce(&x, op, None, Some(&stream)).unwrap().wait().unwrap();
+    }
+    comm.broadcast(&x, 0, None).unwrap().wait().unwrap();
+    assert_eq!(x.to_vec::<i32>().unwrap(), values);
+    // Dropped: finalised, then destroyed, with nothing in flight.
+    drop(comm);
 }

@@ -3,13 +3,14 @@
 //! collective) and a rank that never calls (one rank's all-reduce alone, past
 //! `GPUPORT_COLLECTIVE_TIMEOUT`) each abort the communicator and fail the waiting work with
 //! a `Collective` error naming the collective, the rank and the cause — never a hang — and
-//! the aborted communicator's later use says why it was aborted. One test: the timeout and
+//! the aborted communicator's later use says why it was aborted; a rank that never joins a
+//! communicator made rank by rank ends the others' `init_rank` the same way. One test: the timeout and
 //! the double's faults are read once per process. Ignored by default: `cargo xtask test
 //! --backend cuda|rocm --double` runs it.
 
 use std::time::{Duration, Instant};
 
-use gpuport_collective::{group, Communicator, ReduceOp, TIMEOUT_ENV};
+use gpuport_collective::{group, Communicator, ReduceOp, UniqueId, TIMEOUT_ENV};
 use gpuport_runtime::Array;
 
 mod on_devices;
@@ -78,4 +79,17 @@ fn errors_and_missing_ranks_abort_the_communicator_and_fail_the_work() {
     let _ = works[0].wait();
     assert!(works.iter().all(|w| w.is_done().unwrap()));
     drop(comms);
+
+    // A rank that never joins: the other's `init_rank` ends with an error once the second
+    // has passed, and not before — never a hang.
+    let id = UniqueId::new(&devices[0]).unwrap();
+    let started = Instant::now();
+    let e = Communicator::init_rank(&devices[0], &id, 2, 0).unwrap_err();
+    let waited = started.elapsed();
+    let text = e.to_string();
+    assert_eq!(kind_of(&e), "Collective", "{text}");
+    assert!(waited >= Duration::from_secs(1), "failed after {waited:?}, before the timeout: {text}");
+    for part in ["rank 0 of 2", "initialising the communicator", "did not finish within 1 s", TIMEOUT_ENV] {
+        assert!(text.contains(part), "{part:?} not in {text}");
+    }
 }

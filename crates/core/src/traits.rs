@@ -157,6 +157,18 @@ pub trait Device: Clone + Send + Sync + 'static {
     unsafe fn wrap_event(&self, raw: usize) -> Result<<Self::Backend as Backend>::Event>;
     /// Blocks until all work on all of this device's streams has completed.
     fn synchronize(&self) -> Result<()>;
+    /// Makes this device the calling thread's current device in its vendor's runtime (a
+    /// CUDA primary context, HIP's `hipSetDevice`), for code outside gpuport that takes
+    /// the current device rather than a device argument — NCCL's `ncclCommInitRank`, a
+    /// cuBLAS handle. gpuport's own calls never need it (each makes its device current
+    /// itself), and any of them may change what is current, so call this right before the
+    /// foreign call. `Unsupported` (the default) where the backend has no such notion.
+    fn make_current(&self) -> Result<()> {
+        Err(crate::Error::unsupported(
+            self.id().kind,
+            "a current device (the backend has no per-thread current device)",
+        ))
+    }
 
     /// Whether this device can access `peer`'s memory directly.
     fn can_access_peer(&self, peer: &Self) -> Result<bool>;

@@ -8,10 +8,11 @@
 //! that owns a foreign array cannot see gpuport's queue; `async_op=True` returns a `Work` at
 //! once instead, as `torch.distributed` does.
 
-use gpuport::collective::{self, Communicator, Group, ReduceOp, Work};
+use gpuport::collective::{self, Communicator, Group, ReduceOp, UniqueId, Work};
 use gpuport::{AnyStream, Array};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 use crate::array::PyArray;
 use crate::device::{PyEvent, PyStream};
@@ -74,7 +75,8 @@ pub fn init(py: Python<'_>, engine: Option<&str>) -> PyResult<PyCommunicator> {
         None | Some("mpi") => Ok(PyCommunicator { inner: py.detach(Communicator::world).py()? }),
         Some(other) => Err(PyValueError::new_err(format!(
             "engine {other:?} is not one init() starts: init() gives MPI's world ('mpi'); NCCL and RCCL communicators \
-             over this process's devices come from init_all(devices) (see gpuport.distributed.engines())"
+             come from init_all(devices), init_rank(device, unique_id, size, rank) or \
+             init().for_device(device) (see gpuport.distributed.engines())"
         ))),
     }
 }
@@ -88,6 +90,33 @@ pub fn init_all(py: Python<'_>, devices: &Bound<'_, PyAny>) -> PyResult<Vec<PyCo
         devices.try_iter()?.map(|d| crate::device::parse_device(&d?)).collect::<PyResult<Vec<gpuport::AnyDevice>>>()?;
     let comms = py.detach(|| Communicator::init_all(&devices)).py()?;
     Ok(comms.into_iter().map(|inner| PyCommunicator { inner }).collect())
+}
+
+/// `unique_id(device)`: a new NCCL (CUDA) or RCCL (ROCm) unique id, as the 128 `bytes`
+/// every rank of a new communicator is given (send them over mpi4py, a file, a store).
+#[pyfunction]
+pub fn unique_id(py: Python<'_>, device: &Bound<'_, PyAny>) -> PyResult<Py<PyBytes>> {
+    let device = crate::device::parse_device(device)?;
+    let id = py.detach(|| UniqueId::new(&device)).py()?;
+    Ok(PyBytes::new(py, id.as_bytes()).unbind())
+}
+
+/// `init_rank(device, unique_id, size, rank)`: rank `rank` of `size` on `device`, returned
+/// once every rank — a thread or a process each — has joined with the same id; ranks that
+/// have not all joined within `GPUPORT_COLLECTIVE_TIMEOUT` raise instead of hanging.
+#[pyfunction]
+pub fn init_rank(
+    py: Python<'_>,
+    device: &Bound<'_, PyAny>,
+    unique_id: &[u8],
+    size: i64,
+    rank: i64,
+) -> PyResult<PyCommunicator> {
+    let device = crate::device::parse_device(device)?;
+    let id = UniqueId::from_bytes(unique_id).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let (size, rank) = (index(size, "size")?, index(rank, "rank")?);
+    let inner = py.detach(|| Communicator::init_rank(&device, &id, size, rank)).py()?;
+    Ok(PyCommunicator { inner })
 }
 
 /// `with group():` — the collectives issued in the block start together when it ends
@@ -308,6 +337,14 @@ impl PyCommunicator {
         Ok(made.map(|inner| PyCommunicator { inner }))
     }
 
+    /// This MPI communicator's ranks on NCCL (CUDA) or RCCL (ROCm), each rank on the
+    /// `device` it passes: rank 0 makes the unique id and broadcasts it over MPI. Every
+    /// rank calls it.
+    fn for_device(&self, py: Python<'_>, device: &Bound<'_, PyAny>) -> PyResult<PyCommunicator> {
+        let device = crate::device::parse_device(device)?;
+        Ok(PyCommunicator { inner: py.detach(|| self.inner.for_device(&device)).py()? })
+    }
+
     /// Returns once every rank has called it.
     fn barrier(&self, py: Python<'_>) -> PyResult<()> {
         py.detach(|| self.inner.barrier()).py()
@@ -489,6 +526,8 @@ pub fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     m.add_function(wrap_pyfunction!(engines, &m)?)?;
     m.add_function(wrap_pyfunction!(init, &m)?)?;
     m.add_function(wrap_pyfunction!(init_all, &m)?)?;
+    m.add_function(wrap_pyfunction!(init_rank, &m)?)?;
+    m.add_function(wrap_pyfunction!(unique_id, &m)?)?;
     m.add_function(wrap_pyfunction!(group, &m)?)?;
     Ok(m)
 }

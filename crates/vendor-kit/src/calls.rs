@@ -63,6 +63,12 @@ pub trait VendorCalls: Send + Sync + Sized + 'static {
     }
     /// Makes the device current on the calling thread.
     fn bind(&self) -> Result<()>;
+    /// `Device::make_current`, for code outside gpuport that reads the current device:
+    /// [`VendorCalls::bind`] (the default). A backend whose binding is no current device
+    /// a foreign library could read says `Unsupported` instead.
+    fn make_current(&self) -> Result<()> {
+        self.bind()
+    }
 
     // --- The device ---------------------------------------------------------------------
 

@@ -113,6 +113,12 @@ impl<V: VendorCalls> VendorDevice<V> {
         Ok(VendorEvent::from_parts(self, RawHandle::from_raw(raw), false, EventFlags::empty()))
     }
 
+    /// `Device::make_current`: [`VendorCalls::make_current`] (the backend's own binding —
+    /// a CUDA primary context made current, `hipSetDevice` — as before each of its calls).
+    pub fn make_current(&self) -> Result<()> {
+        self.calls.make_current()
+    }
+
     /// `Device::synchronize`: waits for the device, then reports its streams' kept errors
     /// (sticky while the stream lives).
     pub fn synchronize(&self) -> Result<()> {

@@ -184,6 +184,20 @@ impl MpiComm {
         self.inner.mpi.call_waiting("MPI_Ibarrier", what, |api, req| unsafe { (api.barrier)(self.handle(), req) })
     }
 
+    /// Rank `root`'s `bytes` on every rank (`MPI_Ibcast`, waited for under the watchdog),
+    /// on the calling thread: how a communicator's setup travels (an NCCL unique id).
+    /// Collective: every rank calls it, with as many bytes.
+    pub(crate) fn broadcast_bytes(&self, bytes: &mut [u8], root: usize) -> Result<()> {
+        let count = abi::Count::try_from(bytes.len()).map_err(|_| Error::invalid_argument("too many bytes"))?;
+        let root = c_int::try_from(root).map_err(|_| Error::invalid_argument(format!("root {root}")))?;
+        let uint8 = abi::predefined(abi::datatype(DType::U8).unwrap_or(0x241));
+        let what = || format!("a broadcast of setup data on rank {} of {}", self.rank(), self.size());
+        // SAFETY: `bytes` holds `count` bytes and outlives the wait; a live communicator.
+        self.inner.mpi.call_waiting("MPI_Ibcast_c", what, |api, req| unsafe {
+            (api.bcast)(bytes.as_mut_ptr().cast(), count, uint8, root, self.handle(), req)
+        })
+    }
+
     fn handle(&self) -> abi::Comm {
         self.inner.comm as abi::Comm
     }

@@ -74,6 +74,97 @@ fn last_error(loaded: &Loaded, comm: usize) -> Option<String> {
     (!text.is_null()).then(|| unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned())
 }
 
+/// `code` as a result where a non-blocking communicator may answer `ncclInProgress` (its
+/// operation continues in the background: [`comm_state`] says when it is done).
+fn check_started(loaded: &Loaded, code: c_int, call: &'static str, comm: Option<usize>) -> Result<()> {
+    if code == IN_PROGRESS {
+        return Ok(());
+    }
+    check(loaded, code, call, comm)
+}
+
+/// `NCCL_UNIQUE_ID_BYTES`.
+pub(crate) const UNIQUE_ID_BYTES: usize = 128;
+
+/// `ncclUniqueId`: a struct of 128 chars, passed by value to `ncclCommInitRank*`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct RawId {
+    internal: [u8; UNIQUE_ID_BYTES],
+}
+
+/// `ncclGetUniqueId`: the id rank 0 makes and every rank of a new communicator is given.
+pub(crate) fn get_unique_id(loaded: &Loaded) -> Result<[u8; UNIQUE_ID_BYTES]> {
+    type F = unsafe extern "C" fn(*mut RawId) -> c_int;
+    // SAFETY: the call's signature.
+    let f = unsafe { resolve::<F>(loaded, index("ncclGetUniqueId")) }?;
+    let mut id = RawId { internal: [0; UNIQUE_ID_BYTES] };
+    // SAFETY: a writable id.
+    check(loaded, unsafe { f(&mut id) }, "ncclGetUniqueId", None)?;
+    Ok(id.internal)
+}
+
+/// `ncclConfig_t` as NCCL 2.14 declared it (size, magic, version, blocking), padded with
+/// the first field 2.17 added. NCCL copies `size` bytes of it over its defaults and, seeing
+/// version 2.14, keeps its defaults for every later field — so one layout serves every
+/// version from 2.14 on, NCCL's and RCCL's.
+#[repr(C)]
+struct Config {
+    size: usize,
+    magic: u32,
+    version: u32,
+    blocking: c_int,
+    cga_cluster_size: c_int,
+}
+
+/// `NCCL_API_MAGIC`.
+const API_MAGIC: u32 = 0xcafe_beef;
+/// `NCCL_CONFIG_UNDEF_INT`: "the library's default".
+const UNDEF_INT: c_int = c_int::MIN;
+
+impl Config {
+    /// `NCCL_CONFIG_INITIALIZER` of NCCL 2.14, with `blocking`.
+    fn v2_14(blocking: bool) -> Config {
+        Config {
+            size: std::mem::size_of::<Config>(),
+            magic: API_MAGIC,
+            version: 21400,
+            blocking: c_int::from(blocking),
+            cga_cluster_size: UNDEF_INT,
+        }
+    }
+}
+
+/// `ncclCommInitRankConfig` on the calling thread's current device, non-blocking: the
+/// communicator's handle at once, its initialisation going on until [`comm_state`] says
+/// it is done (the other ranks have joined) or failed.
+pub(crate) fn comm_init_rank(loaded: &Loaded, id: &[u8; UNIQUE_ID_BYTES], ranks: c_int, rank: c_int) -> Result<usize> {
+    type F = unsafe extern "C" fn(*mut Comm, c_int, RawId, c_int, *const Config) -> c_int;
+    // SAFETY: the call's signature.
+    let f = unsafe { resolve::<F>(loaded, index("ncclCommInitRankConfig")) }?;
+    let config = Config::v2_14(false);
+    let mut comm: Comm = std::ptr::null_mut();
+    // SAFETY: a writable handle, an id by value and a config NCCL reads `size` bytes of.
+    let code = unsafe { f(&mut comm, ranks, RawId { internal: *id }, rank, &config) };
+    if let Err(e) = check_started(loaded, code, "ncclCommInitRankConfig", None) {
+        // A communicator that exists despite the error is ended, not leaked.
+        if !comm.is_null() {
+            // SAFETY: a handle NCCL gave back, not used again.
+            let _ = unsafe { comm_abort(loaded, comm as usize) };
+        }
+        return Err(e);
+    }
+    if comm.is_null() {
+        return Err(Error::Collective {
+            engine: loaded.flavour.name(),
+            call: "ncclCommInitRankConfig",
+            code: 0,
+            message: "no communicator came back".into(),
+        });
+    }
+    Ok(comm as usize)
+}
+
 /// `ncclCommInitAll`: one communicator per device ordinal of `devices`, ranks in that order.
 pub(crate) fn comm_init_all(loaded: &Loaded, devices: &[c_int]) -> Result<Vec<usize>> {
     type F = unsafe extern "C" fn(*mut Comm, c_int, *const c_int) -> c_int;
@@ -136,19 +227,51 @@ pub(crate) unsafe fn comm_abort(loaded: &Loaded, comm: usize) -> Result<()> {
     check(loaded, unsafe { f(comm as Comm) }, "ncclCommAbort", None)
 }
 
-/// `ncclCommGetAsyncError`: `None` while the communicator is well (or its initialisation is
-/// still under way), else the error it has met.
-pub(crate) fn comm_async_error(loaded: &Loaded, comm: usize) -> Result<Option<Error>> {
+/// Where a communicator stands (`ncclCommGetAsyncError`).
+#[derive(Debug)]
+pub(crate) enum State {
+    Ready,
+    /// A non-blocking communicator's operation (its initialisation, a launch, its
+    /// finalisation) is still under way.
+    InProgress,
+    Failed(Error),
+}
+
+/// `ncclCommGetAsyncError`.
+pub(crate) fn comm_state(loaded: &Loaded, comm: usize) -> Result<State> {
     type F = unsafe extern "C" fn(Comm, *mut c_int) -> c_int;
     // SAFETY: the call's signature.
     let f = unsafe { resolve::<F>(loaded, index("ncclCommGetAsyncError")) }?;
     let mut state: c_int = SUCCESS;
     // SAFETY: a live communicator and a writable status.
     check(loaded, unsafe { f(comm as Comm, &mut state) }, "ncclCommGetAsyncError", Some(comm))?;
-    if state == SUCCESS || state == IN_PROGRESS {
-        return Ok(None);
-    }
-    Ok(check(loaded, state, "ncclCommGetAsyncError", Some(comm)).err())
+    Ok(match state {
+        SUCCESS => State::Ready,
+        IN_PROGRESS => State::InProgress,
+        failed => State::Failed(check(loaded, failed, "ncclCommGetAsyncError", Some(comm)).unwrap_err()),
+    })
+}
+
+/// `ncclCommGetAsyncError`: `None` while the communicator is well (or an operation of it is
+/// still under way), else the error it has met.
+pub(crate) fn comm_async_error(loaded: &Loaded, comm: usize) -> Result<Option<Error>> {
+    Ok(match comm_state(loaded, comm)? {
+        State::Ready | State::InProgress => None,
+        State::Failed(e) => Some(e),
+    })
+}
+
+/// `ncclCommFinalize`: flushes a communicator's work before [`comm_destroy`] (a non-blocking
+/// one finishes in the background: [`comm_state`] says when).
+///
+/// # Safety
+/// `comm` is live and gets no more work.
+pub(crate) unsafe fn comm_finalize(loaded: &Loaded, comm: usize) -> Result<()> {
+    type F = unsafe extern "C" fn(Comm) -> c_int;
+    // SAFETY: the call's signature.
+    let f = unsafe { resolve::<F>(loaded, index("ncclCommFinalize")) }?;
+    // SAFETY: the caller's promise.
+    check_started(loaded, unsafe { f(comm as Comm) }, "ncclCommFinalize", Some(comm))
 }
 
 /// `ncclGroupStart`.
@@ -165,8 +288,10 @@ pub(crate) fn group_end(loaded: &Loaded) -> Result<()> {
     type F = unsafe extern "C" fn() -> c_int;
     // SAFETY: the call's signature.
     let f = unsafe { resolve::<F>(loaded, index("ncclGroupEnd")) }?;
+    // A group with non-blocking communicators launches in the background: each collective's
+    // communicator is waited for before its end is recorded.
     // SAFETY: as above.
-    check(loaded, unsafe { f() }, "ncclGroupEnd", None)
+    check_started(loaded, unsafe { f() }, "ncclGroupEnd", None)
 }
 
 /// One collective as the engine takes it: its call, the device addresses, the element count
@@ -243,5 +368,7 @@ pub(crate) unsafe fn enqueue(loaded: &Loaded, comm: usize, stream: usize, l: &La
             Call::Recv => resolve::<Message>(loaded, i)?(recv, l.count, l.dtype, l.rank, c, s),
         }
     };
-    check(loaded, code, l.call.name(), Some(comm))
+    // A non-blocking communicator may still be launching it: waited for before its end is
+    // recorded.
+    check_started(loaded, code, l.call.name(), Some(comm))
 }

@@ -297,6 +297,15 @@ fn queue(
         Ok(())
     };
     on_device(stream.device_id(), "a stream")?;
+    // NCCL resolves the per-thread default stream on the thread that launches, which for a
+    // non-blocking communicator may be a thread of NCCL's own, whose stream is another.
+    if comm.per_thread_stream.is_some_and(|h| h == stream.raw_handle()) {
+        return Err(Error::invalid_argument(format!(
+            "{what}: the per-thread default stream, with a non-blocking {engine} communicator (made by init_rank): \
+             {engine} may launch it from a thread of its own, whose per-thread stream is another — pass a created \
+             stream, or None for the legacy default stream"
+        )));
+    }
     check_arrays(engine, what, arrays)?;
     for (a, _) in arrays {
         on_device(a.device_id(), "an array")?;
@@ -327,10 +336,12 @@ fn queue(
     // After the launch (at the group's end when grouped): the arrays' later users wait for
     // the stream, and the end event follows the collective.
     let after = {
-        let (flight, stream) = (flight.clone(), stream.clone());
+        let (flight, stream, comm) = (flight.clone(), stream.clone(), comm.clone());
         let arrays: Vec<(Array, Role)> = arrays.iter().map(|(a, r)| ((*a).clone(), *r)).collect();
         move |ended: &Result<()>| {
             let recorded = ended.clone().and_then(|()| {
+                // A non-blocking communicator may still be launching it.
+                comm.settle(launch.call.name(), what)?;
                 for (a, role) in &arrays {
                     if *role != Role::Out {
                         a.record_access(&stream, Access::Read)?;

@@ -4,11 +4,14 @@
 
 use std::ffi::c_int;
 use std::sync::{RwLock, RwLockReadGuard};
+use std::time::{Duration, Instant};
 
-use gpuport_core::{BackendKind, Error, Result};
+use gpuport_core::{BackendKind, DefaultStream, Error, Result};
 use gpuport_runtime::AnyDevice;
 
+use super::calls::{State, UNIQUE_ID_BYTES};
 use super::{calls, Flavour, Loaded};
+use crate::timeout::{limit, TIMEOUT_ENV};
 
 /// The communicator's handle, until it is aborted.
 enum Handle {
@@ -25,16 +28,23 @@ pub(crate) struct NcclComm {
     pub(crate) size: usize,
     /// The rank's device: its arrays and streams are this device's.
     pub(crate) device: AnyDevice,
+    /// Made non-blocking (`ncclCommInitRankConfig`): its calls may answer `ncclInProgress`,
+    /// and [`NcclComm::settle`] waits for what they started.
+    pub(crate) non_blocking: bool,
+    /// The handle of the device's per-thread default stream, for a non-blocking
+    /// communicator (which refuses it); `None` otherwise or where there is none.
+    pub(crate) per_thread_stream: Option<usize>,
 }
 
-/// The engine a device's backend uses, or why it has none.
-pub(crate) fn engine_for(device: &AnyDevice) -> Result<&'static Loaded> {
+/// The engine a device's backend uses, or why it has none (`operation` names the call
+/// that asked).
+pub(crate) fn engine_for(device: &AnyDevice, operation: &'static str) -> Result<&'static Loaded> {
     let flavour = match device.id().kind {
         BackendKind::Cuda => Flavour::Nccl,
         BackendKind::Rocm => Flavour::Rccl,
         other => {
             return Err(Error::BackendMismatch {
-                operation: "Communicator::init_all",
+                operation,
                 expected: "cuda or rocm (NCCL or RCCL)".into(),
                 found: other.to_string(),
             })
@@ -63,7 +73,7 @@ impl NcclComm {
                 )));
             }
         }
-        let loaded = engine_for(first)?;
+        let loaded = engine_for(first, "Communicator::init_all")?;
         let ordinals = devices
             .iter()
             .map(|d| {
@@ -77,8 +87,15 @@ impl NcclComm {
         for (handle, device) in handles.into_iter().zip(devices) {
             let checked = calls::comm_rank_size(loaded, handle);
             let (rank, size) = *checked.as_ref().unwrap_or(&(0, 0));
-            let comm =
-                NcclComm { loaded, handle: RwLock::new(Handle::Live(handle)), rank, size, device: device.clone() };
+            let comm = NcclComm {
+                loaded,
+                handle: RwLock::new(Handle::Live(handle)),
+                rank,
+                size,
+                device: device.clone(),
+                non_blocking: false,
+                per_thread_stream: None,
+            };
             match checked {
                 Ok(_) => out.push(comm),
                 // `comm` is freed as it drops here; the others with `out`.
@@ -91,6 +108,74 @@ impl NcclComm {
             Some(e) => Err(e),
             None => Ok(out),
         }
+    }
+
+    /// Rank `rank` of `size` on `device` (`ncclCommInitRankConfig`, non-blocking), returned
+    /// once every rank has joined with the same `id` — from this process's threads or other
+    /// processes. Ranks that have not all joined within `GPUPORT_COLLECTIVE_TIMEOUT` abort
+    /// the initialisation: an error, never a hang.
+    pub(crate) fn init_rank(
+        device: &AnyDevice,
+        id: &[u8; UNIQUE_ID_BYTES],
+        size: usize,
+        rank: usize,
+    ) -> Result<NcclComm> {
+        const WHAT: &str = "Communicator::init_rank";
+        if rank >= size {
+            return Err(Error::invalid_argument(format!("{WHAT}: rank {rank} of {size}")));
+        }
+        let loaded = engine_for(device, WHAT)?;
+        let ranks = c_int::try_from(size).map_err(|_| Error::invalid_argument(format!("{WHAT}: {size} ranks")))?;
+        // `rank < size`, so it fits too.
+        let r = rank as c_int;
+        // NCCL takes the rank's device from the calling thread.
+        device.make_current()?;
+        let handle = calls::comm_init_rank(loaded, id, ranks, r)?;
+        let comm = NcclComm {
+            loaded,
+            handle: RwLock::new(Handle::Live(handle)),
+            rank,
+            size,
+            device: device.clone(),
+            non_blocking: true,
+            per_thread_stream: device.default_stream(DefaultStream::PerThread).ok().map(|s| s.raw_handle()),
+        };
+        comm.settle("ncclCommInitRankConfig", "initialising the communicator (every rank joining)")?;
+        let engine_says = comm.with_live(|h| calls::comm_rank_size(loaded, h))?;
+        if engine_says != (rank, size) {
+            return Err(Error::Collective {
+                engine: loaded.flavour.name(),
+                call: "ncclCommUserRank",
+                code: 0,
+                message: format!("asked for rank {rank} of {size}, made rank {} of {}", engine_says.0, engine_says.1),
+            });
+        }
+        Ok(comm)
+    }
+
+    /// Waits until what `call` started on a non-blocking communicator — `what`, in words —
+    /// has finished (at once for a blocking one). The engine's error, or a timeout past
+    /// `GPUPORT_COLLECTIVE_TIMEOUT`, aborts the communicator and is returned, naming the
+    /// call, the rank and the cause.
+    pub(crate) fn settle(&self, call: &'static str, what: &str) -> Result<()> {
+        if !self.non_blocking {
+            return Ok(());
+        }
+        let state = poll_until_done(|| self.with_live(|h| calls::comm_state(self.loaded, h)))?;
+        let cause = match state {
+            State::Ready => return Ok(()),
+            State::Failed(e) => format!("{what}: {e}"),
+            State::InProgress => {
+                format!("{what} did not finish within {} s ({TIMEOUT_ENV})", limit().as_secs_f64())
+            }
+        };
+        self.abort(&cause);
+        Err(Error::Collective {
+            engine: self.loaded.flavour.name(),
+            call,
+            code: 0,
+            message: format!("rank {} of {}: {cause}; the communicator was aborted", self.rank, self.size),
+        })
     }
 
     fn handle(&self) -> RwLockReadGuard<'_, Handle> {
@@ -149,8 +234,23 @@ impl Drop for NcclComm {
         let handle =
             std::mem::replace(self.handle.get_mut().unwrap_or_else(|p| p.into_inner()), Handle::Aborted(String::new()));
         let Handle::Live(h) = handle else { return };
-        let loaded = self.loaded;
+        let (loaded, non_blocking) = (self.loaded, self.non_blocking);
         let destroy = move || {
+            // A non-blocking communicator is finalised first, as NCCL asks, and aborted
+            // when that fails or does not finish.
+            if non_blocking {
+                // SAFETY: the last reference to a live communicator, given no more work.
+                let finalized = unsafe { calls::comm_finalize(loaded, h) }
+                    .and_then(|()| poll_until_done(|| calls::comm_state(loaded, h)));
+                if !matches!(finalized, Ok(State::Ready)) {
+                    log::warn!("finalising a communicator did not finish ({finalized:?}): aborting it");
+                    // SAFETY: as above; not used again.
+                    if let Err(e) = unsafe { calls::comm_abort(loaded, h) } {
+                        log::warn!("aborting a communicator: {e}");
+                    }
+                    return;
+                }
+            }
             // SAFETY: the last reference to a live communicator; no work of it is in flight
             // (each holds a reference until it is done).
             if let Err(e) = unsafe { calls::comm_destroy(loaded, h) } {
@@ -162,5 +262,21 @@ impl Drop for NcclComm {
         } else {
             destroy();
         }
+    }
+}
+
+/// Polls `state` until it is no longer `InProgress` or the collectives' timeout has passed
+/// (then `InProgress`): briefly at first — a launch is usually done at once — then every
+/// millisecond.
+fn poll_until_done(mut state: impl FnMut() -> Result<State>) -> Result<State> {
+    let deadline = Instant::now() + limit();
+    let mut pause = Duration::from_micros(10);
+    loop {
+        let now = state()?;
+        if !matches!(now, State::InProgress) || Instant::now() >= deadline {
+            return Ok(now);
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(1));
     }
 }

@@ -5,9 +5,10 @@
 //! unsupported, named with the version that has it ([`Loaded::lacks`]); a missing library,
 //! or one without `ncclGetVersion`, makes the engine unavailable, with every attempt named.
 //!
-//! [`Communicator::init_all`](crate::Communicator::init_all) makes communicators on them
-//! ([`comm`]); [`collective`] queues their collectives on gpuport streams and [`flight`]
-//! follows each to its end.
+//! [`Communicator::init_all`](crate::Communicator::init_all) and
+//! [`Communicator::init_rank`](crate::Communicator::init_rank) make communicators on them
+//! ([`comm`], from a [`unique_id`]); [`collective`] queues their collectives on gpuport
+//! streams and [`flight`] follows each to its end.
 
 pub(crate) mod calls;
 pub(crate) mod collective;
@@ -15,6 +16,7 @@ pub(crate) mod comm;
 mod entries;
 pub(crate) mod flight;
 pub(crate) mod group;
+pub(crate) mod unique_id;
 mod version;
 
 use std::ffi::{c_int, c_void, OsString};

@@ -3,7 +3,10 @@
 `broadcast`, `reduce`, `all_gather`, `reduce_scatter`, `all_to_all`, `send`/`recv` and
 `barrier` take gpuport arrays or any DLPack array (a writable NumPy array is reduced in
 place). `init_all(devices)` returns one NCCL (CUDA) or RCCL (ROCm) communicator per device
-of this process, whose collectives one thread issues together inside `with group():`.
+of this process, whose collectives one thread issues together inside `with group():`;
+`init_rank(device, unique_id, size, rank)` one rank of one, made by each rank's thread or
+process with the same `unique_id(device)` bytes, and `init().for_device(device)` the MPI
+world's ranks on their GPUs.
 `engines()` lists the collectives engines with their versions, or why each is
 unavailable. Implemented in the native module; docs/collectives.md says how to launch.
 """
@@ -18,5 +21,7 @@ engines = _native.engines
 group = _native.group
 init = _native.init
 init_all = _native.init_all
+init_rank = _native.init_rank
+unique_id = _native.unique_id
 
-__all__ = ["Communicator", "Engine", "Group", "Work", "engines", "group", "init", "init_all"]
+__all__ = ["Communicator", "Engine", "Group", "Work", "engines", "group", "init", "init_all", "init_rank", "unique_id"]

@@ -6,7 +6,7 @@ from typing import Any, Literal, final
 
 from . import Array, Device, Event, Stream
 
-__all__ = ["Communicator", "Engine", "Group", "Work", "engines", "group", "init", "init_all"]
+__all__ = ["Communicator", "Engine", "Group", "Work", "engines", "group", "init", "init_all", "init_rank", "unique_id"]
 
 ReduceOpName = Literal["sum", "prod", "min", "max", "avg"]
 
@@ -43,6 +43,8 @@ class Communicator:
     def engine_version(self) -> str: ...
     def dup(self) -> Communicator: ...
     def split(self, color: int | None, key: int = 0) -> Communicator | None: ...
+    def for_device(self, device: Device | str | tuple[int, int]) -> Communicator:
+        """This MPI communicator's ranks on NCCL (CUDA) or RCCL (ROCm), each on the device it passes."""
     def barrier(self) -> None: ...
     def all_reduce(
         self, x: Any, op: ReduceOpName = "sum", out: Any | None = None, stream: Stream | None = None, *, async_op: bool = False
@@ -74,6 +76,12 @@ def init(engine: Literal["mpi"] | None = None) -> Communicator:
 
 def init_all(devices: Iterable[Device | str | tuple[int, int]]) -> list[Communicator]:
     """One NCCL (CUDA) or RCCL (ROCm) communicator over this process's devices, a rank each."""
+
+def unique_id(device: Device | str | tuple[int, int]) -> bytes:
+    """A new NCCL (CUDA) or RCCL (ROCm) unique id: the 128 bytes every rank of a new communicator is given."""
+
+def init_rank(device: Device | str | tuple[int, int], unique_id: bytes, size: int, rank: int) -> Communicator:
+    """Rank `rank` of `size` on `device`, once every rank has joined with the same id (or raises after the timeout)."""
 
 @final
 class Group:

@@ -55,6 +55,8 @@ twin_trait! {
         @unsafe fn wrap_event(&self, raw: usize) -> Result<AnyEvent>;
         /// See [`Device::synchronize`].
         fn synchronize(&self) -> Result<()>;
+        /// See [`Device::make_current`].
+        fn make_current(&self) -> Result<()>;
         /// See [`Device::can_access_peer`].
         fn can_access_peer(&self, peer: &AnyDevice) -> Result<bool>;
         /// See [`Device::enable_peer_access`].
@@ -121,6 +123,9 @@ impl<D: Device> DynDevice for D {
     }
     fn synchronize(&self) -> Result<()> {
         Device::synchronize(self)
+    }
+    fn make_current(&self) -> Result<()> {
+        Device::make_current(self)
     }
     fn can_access_peer(&self, peer: &AnyDevice) -> Result<bool> {
         match peer.as_any().downcast_ref::<D>() {

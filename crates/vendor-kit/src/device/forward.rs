@@ -78,6 +78,9 @@ macro_rules! impl_vendor_device {
             fn synchronize(&self) -> $crate::__core::Result<()> {
                 self.0.synchronize()
             }
+            fn make_current(&self) -> $crate::__core::Result<()> {
+                self.0.make_current()
+            }
             fn can_access_peer(&self, peer: &Self) -> $crate::__core::Result<bool> {
                 self.0.can_access_peer(&peer.0)
             }

@@ -206,7 +206,9 @@ pub unsafe fn get_version(cx: &Call<'_>, version: *mut c_int) -> Outcome {
     Ok(())
 }
 
-/// `ncclGetUniqueId`: an id no other call of this process gives.
+/// `ncclGetUniqueId`: an id no other call of this process gives — or, with `NCCL_COMM_ID`
+/// set (NCCL's own bootstrap: the address rank 0 listens at), the one id that address
+/// names, the same on every rank that has it.
 ///
 /// # Safety
 /// `id` is null or a writable `ncclUniqueId`.
@@ -214,13 +216,18 @@ pub unsafe fn get_unique_id(cx: &Call<'_>, id: *mut UniqueId) -> Outcome {
     if id.is_null() {
         return Err(misuse(cx, "null-pointer", status::INVALID_ARGUMENT, "a null id pointer".into()));
     }
-    let n = {
-        let mut r = registry();
-        r.next_id += 1;
-        r.next_id
+    let text = match std::env::var("NCCL_COMM_ID") {
+        Ok(address) => format!("gpuport-double nccl id at {address}"),
+        Err(_) => {
+            let n = {
+                let mut r = registry();
+                r.next_id += 1;
+                r.next_id
+            };
+            format!("gpuport-double nccl id {} {n}", std::process::id())
+        }
     };
     let mut bytes = [0 as c_char; UNIQUE_ID_BYTES];
-    let text = format!("gpuport-double nccl id {} {n}", std::process::id());
     for (b, t) in bytes.iter_mut().zip(text.bytes()) {
         *b = t as c_char;
     }

@@ -1,0 +1,97 @@
+//! gpuport's NCCL and RCCL communicators made one rank at a time (`Communicator::init_rank`,
+//! each rank on its own thread with the same `UniqueId`, as ranks in separate processes
+//! make theirs) on the collectives double: every rank joins, each thread drives its own
+//! rank's collectives without a group, and what cannot be a rank is refused with a typed
+//! error. A thread that never used its device gets it made current for the engine (NCCL
+//! takes the rank's device from the calling thread). Ignored by default: `cargo xtask test
+//! --backend cuda|rocm --double` runs it.
+
+use gpuport_collective::{Communicator, ReduceOp, UniqueId};
+use gpuport_core::{BackendKind, DefaultStream, StreamFlags};
+use gpuport_runtime::{AnyDevice, Array, Runtime};
+
+mod on_devices;
+use on_devices::{devices, kind_of};
+
+/// Rank `r`'s share of the collectives below, run on its own thread: what it ends up with.
+fn rank_body(device: &AnyDevice, id: &UniqueId, r: usize) -> gpuport_core::Result<Vec<Vec<f32>>> {
+    let comm = Communicator::init_rank(device, id, 2, r)?;
+    let expected = if device.id().kind == BackendKind::Cuda { "NCCL" } else { "RCCL" };
+    assert_eq!((comm.rank(), comm.size(), comm.engine()), (r, 2, expected));
+    assert_eq!(comm.device().map(|d| d.id()), Some(device.id()));
+    let n = 257usize;
+    let mine: Vec<f32> = (0..n).map(|i| (r + 1) as f32 * i as f32).collect();
+    let x = Array::from_slice(device, &mine, &[n])?;
+    comm.all_reduce(&x, ReduceOp::Sum, None, None)?.wait()?;
+    let b = Array::from_slice(device, &[r as f32 + 10.0; 3], &[3])?;
+    comm.broadcast(&b, 1, None)?.wait()?;
+    let gathered = Array::zeros(device, &[2 * n], gpuport_core::DType::F32)?;
+    let part = Array::from_slice(device, &mine, &[n])?;
+    comm.all_gather(&part, &gathered, None)?.wait()?;
+    // A message from rank 0 to rank 1, each thread issuing its own side.
+    let m = Array::from_slice(device, &[if r == 0 { 7.5f32 } else { -1.0 }; 4], &[4])?;
+    let sent = if r == 0 { comm.send(&m, 1, 0, None)? } else { comm.recv(&m, 0, 0, None)? };
+    sent.wait()?;
+    Ok(vec![x.to_vec()?, b.to_vec()?, gathered.to_vec()?, m.to_vec()?])
+}
+
+#[test]
+#[ignore = "needs a driver double's NCCL or RCCL (cargo xtask test --backend cuda|rocm --double)"]
+fn ranks_made_on_their_own_threads_run_every_kind_of_collective() {
+    let mut devices = devices();
+    assert!(devices.len() >= 2, "two devices needed, {} found: the doubles have two", devices.len());
+    devices.truncate(2);
+    // The id travels as bytes, as it would between processes.
+    let made = UniqueId::new(&devices[0]).expect("a unique id");
+    let id = UniqueId::from_bytes(made.as_bytes()).unwrap();
+    assert_eq!(id, made);
+    let results = std::thread::scope(|s| {
+        let ranks: Vec<_> = devices.iter().enumerate().map(|(r, d)| s.spawn(move || rank_body(d, &id, r))).collect();
+        ranks.into_iter().map(|h| h.join().expect("a rank's thread")).collect::<Vec<_>>()
+    });
+    let n = 257usize;
+    for (r, result) in results.into_iter().enumerate() {
+        let got = result.unwrap_or_else(|e| panic!("rank {r}: {e}"));
+        let sum: Vec<f32> = (0..n).map(|i| 3.0 * i as f32).collect();
+        assert_eq!(got[0], sum, "all_reduce on rank {r}");
+        assert_eq!(got[1], vec![11.0; 3], "broadcast from rank 1, seen on rank {r}");
+        let gathered: Vec<f32> = (0..n).map(|i| i as f32).chain((0..n).map(|i| 2.0 * i as f32)).collect();
+        assert_eq!(got[2], gathered, "all_gather on rank {r}");
+        assert_eq!(got[3], vec![7.5; 4], "the message, on rank {r}");
+    }
+}
+
+#[test]
+#[ignore = "needs a driver double's NCCL or RCCL (cargo xtask test --backend cuda|rocm --double)"]
+fn what_cannot_be_a_rank_is_refused() {
+    let devices = devices();
+    let id = UniqueId::new(&devices[0]).unwrap();
+    let e = Communicator::init_rank(&devices[0], &id, 2, 2).unwrap_err();
+    assert_eq!(kind_of(&e), "InvalidArgument", "{e}");
+    assert!(e.to_string().contains("rank 2 of 2"), "{e}");
+    let e = Communicator::init_rank(&devices[0], &id, 0, 0).unwrap_err();
+    assert_eq!(kind_of(&e), "InvalidArgument", "{e}");
+    // The host has no collectives engine: neither an id nor a rank on it.
+    let host = Runtime::discover().device("host:0").unwrap();
+    let e = UniqueId::new(&host).unwrap_err();
+    assert_eq!(kind_of(&e), "BackendMismatch", "{e}");
+    assert!(e.to_string().contains("UniqueId::new"), "{e}");
+    let e = Communicator::init_rank(&host, &id, 1, 0).unwrap_err();
+    assert_eq!(kind_of(&e), "BackendMismatch", "{e}");
+    // A one-rank communicator needs nobody else: made at once, and it works.
+    let one = Communicator::init_rank(&devices[0], &UniqueId::new(&devices[0]).unwrap(), 1, 0).unwrap();
+    let x = Array::from_slice(&devices[0], &[2.0f64, 3.0], &[2]).unwrap();
+    one.all_reduce(&x, ReduceOp::Prod, None, None).unwrap().wait().unwrap();
+    assert_eq!(x.to_vec::<f64>().unwrap(), vec![2.0, 3.0]);
+    // It is non-blocking: the per-thread default stream (where the backend has one) would
+    // be another thread's when NCCL launches from its own, so it is refused; a created
+    // stream is taken.
+    if let Ok(per_thread) = devices[0].default_stream(DefaultStream::PerThread) {
+        let e = one.all_reduce(&x, ReduceOp::Sum, None, Some(&per_thread)).map(|_| ()).unwrap_err();
+        assert_eq!(kind_of(&e), "InvalidArgument", "{e}");
+        assert!(e.to_string().contains("per-thread default stream"), "{e}");
+    }
+    let created = devices[0].create_stream(StreamFlags::NON_BLOCKING, 0).unwrap();
+    one.all_reduce(&x, ReduceOp::Sum, None, Some(&created)).unwrap().wait().unwrap();
+    assert_eq!(x.to_vec::<f64>().unwrap(), vec![2.0, 3.0]);
+}

@@ -6,7 +6,8 @@
 //! status), well within the time limit.
 //! Each run has a time limit, so a rank that never arrives fails the run rather than
 //! hanging it. With the driver doubles, `tests/ranks.rs` runs again with 2 ranks on each
-//! (`on_double`, from the doubles' step), their devices' arrays among the host's and ext's.
+//! (`on_double`, from the doubles' step), their devices' arrays among the host's and ext's,
+//! and `tests/nccl_processes.rs` with 2 and 4: NCCL or RCCL with one rank per process.
 //! The NCCL loader is checked against the real `libnccl.so.2` of the pinned wheel (no GPU
 //! needed: found, version read, every call present). Rank 0's output is counted; the other ranks' goes to `target/collectives/`, printed when
 //! the run fails.
@@ -128,14 +129,15 @@ fn launch(mpiexec: &Path, library: &Path, logs: &Path, exe: &Path, ranks: u32, c
 }
 
 /// `tests/ranks.rs` with 2 ranks with a driver double's device among the arrays' (`env`
-/// loads the double): device memory staged through pinned memory, as on a GPU.
+/// loads the double): device memory staged through pinned memory, as on a GPU. Then
+/// `tests/nccl_processes.rs` with every count of [`RANKS`]: the double's NCCL or RCCL with
+/// one rank per process, the processes' doubles meeting through shared memory.
 pub(crate) fn on_double(name: &str, env: &[(&str, std::ffi::OsString)], tally: &mut Tally) -> bool {
-    let what = format!("the collectives with 2 ranks on the {name} double");
-    let built = mpich().and_then(|found| {
-        let exe = crate::rocm_sid::test_binary(&["test", "-p", "gpuport-collective", "--test", "ranks"], "ranks")?;
-        Ok((found, exe))
-    });
-    let ((mpiexec, library), exe) = match built {
+    let what = format!("the collectives across processes on the {name} double");
+    let build =
+        |target: &str| crate::rocm_sid::test_binary(&["test", "-p", "gpuport-collective", "--test", target], target);
+    let built = mpich().and_then(|found| Ok((found, build("ranks")?, build("nccl_processes")?)));
+    let ((mpiexec, library), ranks_exe, nccl_exe) = match built {
         Ok(found) => found,
         Err(e) => {
             tally.note_failure(what, vec![e]);
@@ -143,13 +145,17 @@ pub(crate) fn on_double(name: &str, env: &[(&str, std::ffi::OsString)], tally: &
         }
     };
     let logs = logs_dir();
-    let mut cmd = launch(&mpiexec, &library, &logs, &exe, 2, false);
-    cmd.envs(env.iter().map(|(k, v)| (*k, v.as_os_str())));
-    let passed = crate::run_tests(cmd, tally);
-    if !passed {
-        print_other_ranks(&logs, 2);
+    let mut ok = true;
+    for (exe, ranks) in std::iter::once((&ranks_exe, 2)).chain(RANKS.map(|n| (&nccl_exe, n))) {
+        let mut cmd = launch(&mpiexec, &library, &logs, exe, ranks, false);
+        cmd.envs(env.iter().map(|(k, v)| (*k, v.as_os_str())));
+        let passed = crate::run_tests(cmd, tally);
+        if !passed {
+            print_other_ranks(&logs, ranks);
+        }
+        ok &= passed;
     }
-    passed
+    ok
 }
 
 /// `examples/allreduce.rs` under `mpiexec -n 4`: one verified line from each rank.

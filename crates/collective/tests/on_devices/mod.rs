@@ -27,6 +27,7 @@ pub fn setup() -> (Vec<AnyDevice>, Vec<Communicator>) {
 }
 
 /// The error's variant (`InvalidArgument`).
+#[allow(dead_code)] // the tests across processes name no error
 pub fn kind_of(e: &Error) -> String {
     format!("{e:#?}").split(':').next().unwrap_or_default().to_owned()
 }

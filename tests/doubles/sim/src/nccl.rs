@@ -1,5 +1,6 @@
 //! NCCL's C API — which RCCL exports too — over the simulated machine, for ranks that are
-//! devices of this process. Each driver double exports these functions beside the driver's
+//! devices of this process, and ranks in other processes (their doubles meet through
+//! shared memory: [`crate::collective::shared`]). Each driver double exports these functions beside the driver's
 //! (`nccl_exports!`), and the build gives the same file a second name (`libnccl.so.2` beside
 //! the CUDA double, `librccl.so.1` beside the HIP one): the dynamic loader opens a file it
 //! already holds once, so the engine and the driver share one machine, as NCCL shares the
@@ -21,6 +22,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use crate::collective::elements::{DType, RedOp};
+use crate::collective::shared::Folder;
 use crate::collective::{Clique, Comm, Kind, Spec};
 use crate::config::FAULTS_ENV;
 use crate::faults::{Fault, Faults, StatusTable};
@@ -78,9 +80,9 @@ struct Entry {
     comm: Arc<Comm>,
     /// The call that made it, for the leak report.
     origin: String,
-    /// A non-blocking communicator's initialisation while other ranks have not joined yet
-    /// (its unique id): the communicator cannot be used until it completes.
-    joining: Option<Vec<u8>>,
+    /// A non-blocking communicator's initialisation while other ranks have not joined yet:
+    /// the communicator cannot be used until it completes.
+    joining: Option<Joining>,
     /// Splits of it so far (the n-th split of each rank meets the n-th of the others).
     splits: u64,
 }
@@ -96,11 +98,18 @@ struct Split {
     taken: usize,
 }
 
-/// An initialisation under way: the ranks' devices as they arrive.
+/// An initialisation under way: the devices of this process's ranks as they arrive, and
+/// the folder where every process's ranks say they have joined.
 struct Init {
     devices: Vec<Option<usize>>,
     clique: Arc<Clique>,
+    generation: u64,
+    folder: Folder,
 }
+
+/// One initialisation: its unique id, and which of the communicators made with that id it
+/// is (an id from `NCCL_COMM_ID` makes one after another).
+type Joining = (Vec<u8>, u64);
 
 #[derive(Default)]
 struct Registry {
@@ -108,6 +117,8 @@ struct Registry {
     next_comm: u64,
     next_id: u64,
     inits: BTreeMap<Vec<u8>, Init>,
+    /// Initialisations completed, by unique id.
+    generations: BTreeMap<Vec<u8>, u64>,
     /// Splits under way, by the parent's clique and the split's number.
     splits: BTreeMap<(u64, u64), Split>,
 }
@@ -117,6 +128,7 @@ static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     next_comm: 0,
     next_id: 0,
     inits: BTreeMap::new(),
+    generations: BTreeMap::new(),
     splits: BTreeMap::new(),
 });
 /// Signalled when an initialisation gains a rank.
@@ -129,7 +141,7 @@ fn registry() -> MutexGuard<'static, Registry> {
 /// What waits for the other ranks — at its call, or at the end of the group it was made in:
 /// a rank's initialisation or split, joined when it was called.
 enum Pending {
-    Init { out: *mut u64, id: Vec<u8>, clique: Arc<Clique>, rank: usize, device: usize, origin: String },
+    Init { out: *mut u64, joining: Joining, clique: Arc<Clique>, rank: usize, device: usize, origin: String },
     Split { out: *mut u64, key: (u64, u64), rank: usize, device: usize, origin: String },
 }
 
@@ -245,7 +257,7 @@ fn current_device(cx: &Call<'_>) -> Result<usize, Failure> {
     machine()?.current_device(cx).map_err(|e| fail(status::UNHANDLED_CUDA_ERROR, format!("no current device ({e:?})")))
 }
 
-fn register(comm: Comm, origin: String, joining: Option<Vec<u8>>) -> u64 {
+fn register(comm: Comm, origin: String, joining: Option<Joining>) -> u64 {
     let mut r = registry();
     r.next_comm += 1;
     let handle = COMM_TAG | r.next_comm;
@@ -253,16 +265,52 @@ fn register(comm: Comm, origin: String, joining: Option<Vec<u8>>) -> u64 {
     handle
 }
 
-/// Whether every rank of the initialisation of `id` has joined.
-fn all_joined(r: &Registry, id: &[u8]) -> bool {
-    r.inits.get(id).is_none_or(|i| i.devices.iter().all(Option::is_some))
+/// Whether initialisation `joining` is complete — every rank has joined, in this process
+/// or another — completing it when first seen so: the clique learns whether its ranks span
+/// processes (then they meet through the folder; else the folder goes).
+fn complete(r: &mut Registry, joining: &Joining) -> bool {
+    let (id, generation) = joining;
+    // Gone, or a later communicator of the same id under way: this one completed.
+    let Some(init) = r.inits.get(id).filter(|i| i.generation == *generation) else { return true };
+    let here = init.devices.iter().all(Option::is_some);
+    if !here && !(0..init.devices.len()).all(|k| init.devices[k].is_some() || init.folder.has_joined(k)) {
+        return false;
+    }
+    let Some(init) = r.inits.remove(id) else { return true };
+    *r.generations.entry(id.clone()).or_default() += 1;
+    if here {
+        init.folder.remove();
+    } else {
+        init.clique.share(init.folder);
+    }
+    JOINED.notify_all();
+    true
 }
 
-/// Adds rank `rank` (on `device`) to the initialisation of `id`; the clique.
-fn join(cx: &Call<'_>, id: Vec<u8>, ranks: usize, rank: usize, device: usize) -> Result<Arc<Clique>, Failure> {
+/// The ranks of initialisation `joining` not joined yet (in any process).
+fn not_joined(r: &Registry, joining: &Joining) -> Vec<usize> {
+    let Some(init) = r.inits.get(&joining.0) else { return Vec::new() };
+    (0..init.devices.len()).filter(|&k| init.devices[k].is_none() && !init.folder.has_joined(k)).collect()
+}
+
+/// Adds rank `rank` (on `device`) to the initialisation of `id` — in this process's
+/// registry and in the folder every process's ranks meet in; the clique and which
+/// initialisation it is.
+fn join(
+    cx: &Call<'_>,
+    id: Vec<u8>,
+    ranks: usize,
+    rank: usize,
+    device: usize,
+) -> Result<(Arc<Clique>, Joining), Failure> {
     let mut r = registry();
-    let init =
-        r.inits.entry(id).or_insert_with(|| Init { devices: vec![None; ranks], clique: Clique::new(ranks, limit()) });
+    let generation = r.generations.get(&id).copied().unwrap_or(0);
+    let init = r.inits.entry(id.clone()).or_insert_with(|| Init {
+        devices: vec![None; ranks],
+        clique: Clique::new(ranks, limit()),
+        generation,
+        folder: Folder::of(&id, generation),
+    });
     if init.devices.len() != ranks {
         let why = format!("{ranks} ranks for a unique id another rank initialised with {}", init.devices.len());
         return Err(misuse(cx, "collective-mismatch", status::INVALID_USAGE, why));
@@ -275,8 +323,12 @@ fn join(cx: &Call<'_>, id: Vec<u8>, ranks: usize, rank: usize, device: usize) ->
         return Err(misuse(cx, "collective-mismatch", status::INVALID_USAGE, why));
     }
     init.devices[rank] = Some(device);
+    let (clique, generation) = (init.clique.clone(), init.generation);
+    if let Err(e) = init.folder.join(rank, device) {
+        return Err(fail(status::SYSTEM_ERROR, format!("telling the other processes' ranks: {e}")));
+    }
     JOINED.notify_all();
-    Ok(init.clique.clone())
+    Ok((clique, (id, generation)))
 }
 
 /// What a wait on the registry found: done, or the ranks still missing.
@@ -305,7 +357,9 @@ fn wait_for_ranks<T>(
             let why = format!("rank(s) {missing:?} never {what} within {:?}", limit());
             return Err(misuse(cx, "rank-never-arrived", status::REMOTE_ERROR, why));
         }
-        r = JOINED.wait_timeout(r, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+        // Ranks of other processes join through files: look again every few milliseconds.
+        let pause = (deadline - now).min(Duration::from_millis(2));
+        r = JOINED.wait_timeout(r, pause).unwrap_or_else(|p| p.into_inner()).0;
     }
 }
 
@@ -314,15 +368,13 @@ fn missing<T>(wanted: &[Option<T>]) -> Vec<usize> {
     (0..wanted.len()).filter(|&i| wanted[i].is_none()).collect()
 }
 
-/// Waits until every rank of the initialisation of `id` has joined (at most the limit).
-fn wait_joined(cx: &Call<'_>, id: &[u8]) -> Outcome {
+/// Waits until every rank of initialisation `joining` has joined (at most the limit).
+fn wait_joined(cx: &Call<'_>, joining: &Joining) -> Outcome {
     wait_for_ranks(cx, "joined the communicator", |r| {
-        let Some(init) = r.inits.get(id) else { return Ok(Found::Done(())) };
-        if init.devices.iter().all(Option::is_some) {
-            r.inits.remove(id);
+        if complete(r, joining) {
             return Ok(Found::Done(()));
         }
-        Ok(Found::Missing(missing(&init.devices)))
+        Ok(Found::Missing(not_joined(r, joining)))
     })
 }
 
@@ -394,16 +446,16 @@ pub unsafe fn comm_init_rank(
     let device = current_device(cx)?;
     // SAFETY: checked non-null; the caller's promise that it is readable.
     let id = id_bytes(unsafe { &*id });
-    let clique = join(cx, id.clone(), ranks, rank, device)?;
+    let (clique, joining) = join(cx, id, ranks, rank, device)?;
     if non_blocking {
-        let ready = all_joined(&registry(), &id);
-        let handle = register(Comm::new(clique, rank, device), cx.describe(), (!ready).then_some(id));
+        let ready = complete(&mut registry(), &joining);
+        let handle = register(Comm::new(clique, rank, device), cx.describe(), (!ready).then_some(joining));
         // SAFETY: checked non-null; the caller's promise that it is writable.
         unsafe { out.write(handle) };
         return Ok(if ready { status::SUCCESS } else { status::IN_PROGRESS });
     }
     // SAFETY: forwarded.
-    unsafe { wait_or_defer(cx, Pending::Init { out, id, clique, rank, device, origin: cx.describe() }) }?;
+    unsafe { wait_or_defer(cx, Pending::Init { out, joining, clique, rank, device, origin: cx.describe() }) }?;
     Ok(status::SUCCESS)
 }
 
@@ -426,8 +478,8 @@ unsafe fn wait_or_defer(cx: &Call<'_>, pending: Pending) -> Outcome {
 /// Its `out` is writable.
 unsafe fn finish(cx: &Call<'_>, pending: Pending) -> Outcome {
     let (out, handle) = match pending {
-        Pending::Init { out, id, clique, rank, device, origin } => {
-            wait_joined(cx, &id)?;
+        Pending::Init { out, joining, clique, rank, device, origin } => {
+            wait_joined(cx, &joining)?;
             (out, register(Comm::new(clique, rank, device), origin, None))
         }
         Pending::Split { out, key, rank, device, origin } => match wait_split(cx, key, rank)? {
@@ -477,6 +529,10 @@ pub unsafe fn comm_split(
         entry.splits += 1;
         (entry.comm.clone(), entry.splits)
     };
+    if comm.clique.is_shared() {
+        // Not a misuse: the double's own limit, said as NCCL says what it cannot do.
+        return Err(fail(status::INTERNAL_ERROR, "the double splits communicators of one process's ranks only"));
+    }
     let key_of_split = (comm.clique.id(), n);
     {
         let mut r = registry();
@@ -566,7 +622,8 @@ pub unsafe fn comm_init_all(cx: &Call<'_>, out: *mut u64, count: c_int, devices:
 
 fn comm_of(cx: &Call<'_>, handle: u64) -> Result<Arc<Comm>, Failure> {
     let mut r = registry();
-    let ready = r.comms.get(&handle).map(|e| e.joining.as_ref().is_none_or(|id| all_joined(&r, id)));
+    let joining = r.comms.get(&handle).map(|e| e.joining.clone());
+    let ready = joining.map(|j| j.is_none_or(|j| complete(&mut r, &j)));
     match (ready, r.comms.get_mut(&handle)) {
         (Some(true), Some(entry)) => {
             entry.joining = None;
@@ -587,8 +644,9 @@ fn comm_of(cx: &Call<'_>, handle: u64) -> Result<Arc<Comm>, Failure> {
 /// Whether communicator `handle` is still joining (non-blocking, ranks missing); `None`
 /// for a handle that is not live.
 fn joining(handle: u64) -> Option<bool> {
-    let r = registry();
-    r.comms.get(&handle).map(|e| e.joining.as_ref().is_some_and(|id| !all_joined(&r, id)))
+    let mut r = registry();
+    let joining = r.comms.get(&handle).map(|e| e.joining.clone())?;
+    Some(joining.is_some_and(|j| !complete(&mut r, &j)))
 }
 
 /// `ncclCommDestroy` (`abort`: `ncclCommAbort`, which also releases the communicator's
@@ -605,6 +663,7 @@ pub fn comm_destroy(cx: &Call<'_>, handle: u64, abort: bool) -> Outcome {
     if abort {
         entry.comm.clique.abort();
     }
+    entry.comm.clique.leave(entry.comm.rank);
     Ok(())
 }
 

@@ -11,13 +11,15 @@
 //! releases its waiting parts with an error.
 
 pub mod elements;
+pub mod shared;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use elements::{reduce, DType, RedOp};
+use shared::{Folder, Shared};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -153,6 +155,8 @@ pub struct Clique {
     limit: Duration,
     state: Mutex<State>,
     cv: Condvar,
+    /// Set once its ranks are known to span processes: they meet through files instead.
+    shared: OnceLock<Shared>,
 }
 
 impl Clique {
@@ -160,7 +164,28 @@ impl Clique {
     pub fn new(ranks: usize, limit: Duration) -> Arc<Clique> {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
-        Arc::new(Clique { id, ranks, limit, state: Mutex::default(), cv: Condvar::new() })
+        Arc::new(Clique { id, ranks, limit, state: Mutex::default(), cv: Condvar::new(), shared: OnceLock::new() })
+    }
+
+    /// Its ranks span processes: from now on they meet through files in `folder`.
+    pub fn share(&self, folder: Folder) {
+        let _ = self.shared.set(Shared::new(folder, self.ranks, self.limit));
+    }
+
+    /// Whether its ranks span processes.
+    pub fn is_shared(&self) -> bool {
+        self.shared.get().is_some()
+    }
+
+    /// Rank `rank` of this process is gone (its communicator destroyed).
+    pub fn leave(&self, rank: usize) {
+        if let Some(shared) = self.shared.get() {
+            shared.leave(rank);
+        }
+    }
+
+    fn aborted(&self) -> bool {
+        lock(&self.state).aborted
     }
 
     /// Its number, unique in the process.
@@ -193,6 +218,10 @@ impl Clique {
     /// collective is done (or has failed). `report` reports a misuse (a kind and what
     /// happened).
     pub fn arrive(&self, seq: u64, rank: usize, part: Part, report: &dyn Fn(&str, String)) -> Outcome {
+        if let Some(shared) = self.shared.get() {
+            let spoiled = lock(&self.state).meetings.remove(&seq).and_then(|m| m.spoiled);
+            return shared.arrive(seq, rank, part, spoiled, &|| self.aborted(), report);
+        }
         let mut st = lock(&self.state);
         if st.aborted {
             return Outcome::Failed("the communicator was aborted".into());
@@ -253,6 +282,9 @@ impl Clique {
     /// returns when all of `rank`'s have (or failed: sides that disagree on type or count,
     /// a peer that does not come within the limit, an abort).
     pub fn exchange(&self, rank: usize, sends: &[Side], recvs: &[Side], report: &dyn Fn(&str, String)) -> Outcome {
+        if let Some(shared) = self.shared.get() {
+            return shared.exchange(rank, sends, recvs, &|| self.aborted(), report);
+        }
         let keys: Vec<(usize, usize, u64)> =
             sends.iter().map(|s| (rank, s.peer, s.n)).chain(recvs.iter().map(|r| (r.peer, rank, r.n))).collect();
         let mut st = lock(&self.state);

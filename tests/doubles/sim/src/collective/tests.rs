@@ -1,10 +1,26 @@
 //! The meeting of ranks and each collective's data movement, with threads standing in for
-//! the ranks' stream threads and plain vectors for their buffers.
+//! the ranks' stream threads and plain vectors for their buffers — in memory, as ranks of
+//! one process meet, and through files, as ranks in separate processes do (the same
+//! threads standing in for the processes).
 
 use std::sync::Mutex;
 use std::thread;
 
 use super::*;
+
+/// Two cliques of `ranks` ranks: one meeting in memory, one through files.
+fn both(ranks: usize, limit: Duration) -> [Arc<Clique>; 2] {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let shared = Clique::new(ranks, limit);
+    let id = format!("collective tests {} {}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
+    shared.share(Folder::of(id.as_bytes(), 0));
+    [Clique::new(ranks, limit), shared]
+}
+
+/// Every rank of `clique` leaves (a shared one's folder goes).
+fn leave(clique: &Clique) {
+    (0..clique.ranks()).for_each(|r| clique.leave(r));
+}
 
 fn f32s(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_ne_bytes()).collect()
@@ -53,7 +69,13 @@ const LIMIT: Duration = Duration::from_secs(60);
 
 #[test]
 fn every_collective_moves_what_nccl_documents() {
-    let clique = Clique::new(3, LIMIT);
+    for clique in both(3, LIMIT) {
+        every_collective_on(&clique);
+        leave(&clique);
+    }
+}
+
+fn every_collective_on(clique: &Clique) {
     let sends: Vec<Vec<u8>> = (0..3).map(|r| f32s(&[r as f32, 10.0 * r as f32, 1.0, 2.0, 3.0, 4.0])).collect();
     let cases: [(Kind, usize, usize, Vec<Vec<f32>>); 5] = [
         (Kind::AllReduce(RedOp::Sum), 2, 8, vec![vec![3.0, 30.0]; 3]),
@@ -73,7 +95,7 @@ fn every_collective_moves_what_nccl_documents() {
         (Kind::Broadcast { root: 2 }, 2, 8, vec![vec![2.0, 20.0]; 3]),
     ];
     for (seq, (kind, count, recv_len, want)) in cases.into_iter().enumerate() {
-        let (got, reports) = meet(&clique, seq as u64, &[spec(kind, count); 3], &sends, recv_len);
+        let (got, reports) = meet(clique, seq as u64, &[spec(kind, count); 3], &sends, recv_len);
         assert!(reports.is_empty(), "{kind:?}: {reports:?}");
         for (r, (outcome, recv)) in got.iter().enumerate() {
             assert_eq!(*outcome, Outcome::Done, "{kind:?}");
@@ -81,22 +103,28 @@ fn every_collective_moves_what_nccl_documents() {
         }
     }
     // A reduction writes the root alone.
-    let (got, _) = meet(&clique, 9, &[spec(Kind::Reduce { op: RedOp::Prod, root: 1 }, 2); 3], &sends, 8);
+    let (got, _) = meet(clique, 9, &[spec(Kind::Reduce { op: RedOp::Prod, root: 1 }, 2); 3], &sends, 8);
     assert_eq!(as_f32s(&got[1].1), [0.0, 0.0]);
     let sends: Vec<Vec<u8>> = (1..4).map(|r| f32s(&[r as f32, 1.0])).collect();
-    let (got, _) = meet(&clique, 10, &[spec(Kind::Reduce { op: RedOp::Prod, root: 1 }, 2); 3], &sends, 8);
+    let (got, _) = meet(clique, 10, &[spec(Kind::Reduce { op: RedOp::Prod, root: 1 }, 2); 3], &sends, 8);
     assert_eq!((as_f32s(&got[0].1), as_f32s(&got[1].1)), (vec![0.0, 0.0], vec![6.0, 1.0]));
 }
 
 #[test]
 fn in_place_collectives_read_what_was_sent() {
     // Each rank's send and receive buffers are one buffer.
-    let clique = Clique::new(2, LIMIT);
+    for clique in both(2, LIMIT) {
+        in_place_on(&clique);
+        leave(&clique);
+    }
+}
+
+fn in_place_on(clique: &Clique) {
     let report = |_: &str, why: String| panic!("{why}");
     thread::scope(|s| {
         let handles: Vec<_> = (0..2)
             .map(|r| {
-                let (clique, report) = (&clique, &report);
+                let report = &report;
                 s.spawn(move || {
                     let mut buf = f32s(&[r as f32 + 1.0, 0.0, 0.0, 0.0]);
                     let p = buf.as_mut_ptr();
@@ -119,7 +147,14 @@ fn in_place_collectives_read_what_was_sent() {
 
 #[test]
 fn ranks_that_disagree_are_reported_and_every_rank_fails_with_nothing_moved() {
-    let clique = Clique::new(2, LIMIT);
+    // In memory the meeting reports once; through files each rank (process) reports.
+    for (clique, reported) in both(2, LIMIT).into_iter().zip([1, 2]) {
+        disagreement_on(&clique, reported);
+        leave(&clique);
+    }
+}
+
+fn disagreement_on(clique: &Clique, reported: usize) {
     let sends = vec![f32s(&[1.0, 2.0]), f32s(&[3.0, 4.0])];
     for (a, b) in [
         (spec(Kind::AllReduce(RedOp::Sum), 2), spec(Kind::AllReduce(RedOp::Sum), 1)),
@@ -134,9 +169,9 @@ fn ranks_that_disagree_are_reported_and_every_rank_fails_with_nothing_moved() {
     .map(|(i, (a, b))| ((i, a), b))
     {
         let (seq, a) = a;
-        let (got, reports) = meet(&clique, seq, &[a, b], &sends, 8);
-        assert_eq!(reports.len(), 1, "{a:?} / {b:?}: {reports:?}");
-        assert_eq!(reports[0].0, "collective-mismatch");
+        let (got, reports) = meet(clique, seq, &[a, b], &sends, 8);
+        assert_eq!(reports.len(), reported, "{a:?} / {b:?}: {reports:?}");
+        assert!(reports.iter().all(|(kind, _)| kind == "collective-mismatch"), "{reports:?}");
         assert!(reports[0].1.contains("rank 0") && reports[0].1.contains("rank 1"), "{reports:?}");
         for (outcome, recv) in got {
             assert!(matches!(outcome, Outcome::Failed(_)), "{a:?} / {b:?}");
@@ -147,12 +182,18 @@ fn ranks_that_disagree_are_reported_and_every_rank_fails_with_nothing_moved() {
 
 #[test]
 fn a_rank_that_never_arrives_fails_the_collective_after_the_limit_and_is_reported() {
-    let clique = Clique::new(3, Duration::from_millis(200));
+    for clique in both(3, Duration::from_millis(200)) {
+        never_arrives_on(&clique);
+        leave(&clique);
+    }
+}
+
+fn never_arrives_on(clique: &Clique) {
     let sends = vec![f32s(&[1.0]); 2];
     let reports = Mutex::new(Vec::new());
     thread::scope(|s| {
         for r in 0..2 {
-            let (clique, sends, reports) = (&clique, &sends, &reports);
+            let (sends, reports) = (&sends, &reports);
             s.spawn(move || {
                 let mut recv = [0u8; 4];
                 let part = Part {
@@ -210,11 +251,16 @@ fn side(peer: usize, n: u64, count: usize, buf: *mut u8) -> Side {
 fn messages_around_a_ring_each_meet_their_other_side() {
     // Each rank sends its value to the next and receives the previous rank's, in one
     // exchange (as a group fuses them): no rank waits for a send before its receive.
-    let clique = Clique::new(3, LIMIT);
+    for clique in both(3, LIMIT) {
+        ring_on(&clique);
+        leave(&clique);
+    }
+}
+
+fn ring_on(clique: &Clique) {
     let got: Vec<Vec<f32>> = thread::scope(|s| {
         let handles: Vec<_> = (0..3)
             .map(|r| {
-                let clique = &clique;
                 s.spawn(move || {
                     let mut out = f32s(&[r as f32 * 10.0, r as f32 * 10.0 + 1.0]);
                     let mut inbox = vec![0u8; 8];
@@ -241,12 +287,17 @@ fn messages_around_a_ring_each_meet_their_other_side() {
 
 #[test]
 fn sides_that_disagree_or_never_meet_are_reported() {
-    let clique = Clique::new(2, Duration::from_millis(200));
+    for clique in both(2, Duration::from_millis(200)) {
+        sides_on(&clique);
+        leave(&clique);
+    }
+}
+
+fn sides_on(clique: &Clique) {
     let reports = Mutex::new(Vec::new());
     let report = |kind: &str, why: String| lock(&reports).push((kind.to_owned(), why));
     thread::scope(|s| {
         let report = &report;
-        let clique = &clique;
         s.spawn(move || {
             let mut out = f32s(&[1.0, 2.0]);
             let outcome = clique.exchange(0, &[side(1, 0, 2, out.as_mut_ptr())], &[], report);

@@ -218,34 +218,7 @@ else
   rm -rf "$site"
 fi
 
-# The collectives with several ranks: the mpich wheel (mpi/) installed with pip into a
-# scratch prefix for its launcher and its MPI standard-ABI library; the multi-rank tests
-# (cuda:0's arrays, staged through pinned memory, among the host's and ext's) with 2 and 4
-# ranks, then all_reduce beside MPI_Allreduce_c called directly with 2 and 4 ranks.
 mpi_py="${GPUPORT_BUNDLE_PYTHON:-$(command -v python3 || true)}"
-mpi_prefix="$(mktemp -d "${TMPDIR:-/tmp}/gpuport-mpi.XXXXXX")"
-if [ -z "$mpi_py" ]; then
-  skip_part collectives "no python3 here (pip installs the mpich wheel)"
-elif ! "$mpi_py" -m pip install --quiet --ignore-installed --no-index --no-deps --no-warn-script-location \
-    --prefix "$mpi_prefix" "$here"/mpi/mpich-*.whl >"$logdir/mpich-install.log" 2>&1 || [ ! -x "$mpi_prefix/bin/mpiexec" ]; then
-  skip_part collectives "the mpich wheel did not install (mpich-install.log)"
-else
-  mpilib="$mpi_prefix/lib/libmpi_abi.so.1"
-  for n in 2 4; do
-    run_part "collectives-$n" env GPUPORT_MPI_LIBRARY="$mpilib" "$mpi_prefix/bin/mpiexec" -n "$n" \
-      "$bin/collective-ranks" --include-ignored --test-threads=1
-  done
-  for n in 2 4; do
-    run_part "bench-collectives-$n" env GPUPORT_MPI_LIBRARY="$mpilib" "$mpi_prefix/bin/mpiexec" -n "$n" "$bin/bench-allreduce"
-  done
-  if "$bin/xtask" bench-collectives-table "$logdir/bench-collectives-2.log" "$logdir/bench-collectives-4.log" \
-      >"$logdir/bench-collectives-table.md" 2>&1; then
-    { echo; echo "all_reduce beside MPI_Allreduce_c called directly (host memory, 2 and 4 ranks)"; cat "$logdir/bench-collectives-table.md"; } >>"$summary"
-  else
-    skip_part bench-collectives-table "$(cat "$logdir/bench-collectives-table.md")"
-  fi
-fi
-rm -rf "$mpi_prefix"
 
 # NCCL as this machine's Python has it (the nvidia-nccl wheel PyTorch brings): gpuport's
 # loader finds it, reads its version and resolves every call that version has.
@@ -264,6 +237,46 @@ for d in (spec.submodule_search_locations or []) if spec else []:
         break
 ' 2>/dev/null || true)"
 fi
+
+# The collectives with several ranks: the mpich wheel (mpi/) installed with pip into a
+# scratch prefix for its launcher and its MPI standard-ABI library; the multi-rank tests
+# (cuda:0's arrays, staged through pinned memory, among the host's and ext's) with 2 and 4
+# ranks, then all_reduce beside MPI_Allreduce_c called directly with 2 and 4 ranks.
+mpi_prefix="$(mktemp -d "${TMPDIR:-/tmp}/gpuport-mpi.XXXXXX")"
+if [ -z "$mpi_py" ]; then
+  skip_part collectives "no python3 here (pip installs the mpich wheel)"
+elif ! "$mpi_py" -m pip install --quiet --ignore-installed --no-index --no-deps --no-warn-script-location \
+    --prefix "$mpi_prefix" "$here"/mpi/mpich-*.whl >"$logdir/mpich-install.log" 2>&1 || [ ! -x "$mpi_prefix/bin/mpiexec" ]; then
+  skip_part collectives "the mpich wheel did not install (mpich-install.log)"
+else
+  mpilib="$mpi_prefix/lib/libmpi_abi.so.1"
+  for n in 2 4; do
+    run_part "collectives-$n" env GPUPORT_MPI_LIBRARY="$mpilib" "$mpi_prefix/bin/mpiexec" -n "$n" \
+      "$bin/collective-ranks" --include-ignored --test-threads=1
+  done
+  # NCCL with one rank per process, one process per GPU: MPI's world made into an NCCL
+  # communicator (the unique id over MPI), every collective across the processes.
+  if [ -n "$nccl_lib" ]; then
+    gpus="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)"
+    gpus="${gpus:-1}"; [ "$gpus" -ge 1 ] 2>/dev/null || gpus=1
+    run_part "nccl-processes-$gpus" env GPUPORT_MPI_LIBRARY="$mpilib" GPUPORT_NCCL_LIBRARY="$nccl_lib" \
+      GPUPORT_CONFORMANCE_BACKENDS=cuda "$mpi_prefix/bin/mpiexec" -n "$gpus" \
+      "$bin/collective-nccl-processes" --include-ignored --test-threads=1
+  else
+    skip_part nccl-processes "no nvidia-nccl wheel in ${mpi_py:-python3}'s environment"
+  fi
+  for n in 2 4; do
+    run_part "bench-collectives-$n" env GPUPORT_MPI_LIBRARY="$mpilib" "$mpi_prefix/bin/mpiexec" -n "$n" "$bin/bench-allreduce"
+  done
+  if "$bin/xtask" bench-collectives-table "$logdir/bench-collectives-2.log" "$logdir/bench-collectives-4.log" \
+      >"$logdir/bench-collectives-table.md" 2>&1; then
+    { echo; echo "all_reduce beside MPI_Allreduce_c called directly (host memory, 2 and 4 ranks)"; cat "$logdir/bench-collectives-table.md"; } >>"$summary"
+  else
+    skip_part bench-collectives-table "$(cat "$logdir/bench-collectives-table.md")"
+  fi
+fi
+rm -rf "$mpi_prefix"
+
 if [ -n "$nccl_lib" ]; then
   run_part nccl-loader env GPUPORT_NCCL_LIBRARY="$nccl_lib" "$bin/collective-real-engines" --ignored --exact \
     nccl_is_found_read_and_lacks_only_what_its_version_lacks --nocapture

@@ -44,6 +44,8 @@ const PARTS: &[(&str, &str, &str)] = &[
     // one-rank communicator on it.
     ("gpuport-collective", "real_engines", "collective-real-engines"),
     ("gpuport-collective", "nccl_one_rank", "collective-nccl-one-rank"),
+    // NCCL with one rank per process (one per GPU), under the same `mpiexec`.
+    ("gpuport-collective", "nccl_processes", "collective-nccl-processes"),
     ("gpuport", "demo", "demo"),
     ("gpuport-runtime", "staged_copy", "bench-staged-copy"),
     ("gpuport-runtime", "cuda_bandwidth", "bench-cuda"),

@@ -1,7 +1,7 @@
 //! NCCL and RCCL communicators whose ranks are separate processes: run under `mpiexec -n
 //! 2` and `-n 4` with a driver double loaded in every process (each its own simulated
-//! machine; the collectives double's ranks meet through shared memory), or on a machine
-//! with one GPU per process. MPI's world becomes the engine's communicator (`for_device`:
+//! machine; the collectives double's ranks meet through shared memory), or by the GPU
+//! bundle with one process per GPU. MPI's world becomes the engine's communicator (`for_device`:
 //! rank 0's unique id broadcast over MPI), then every collective runs across the processes,
 //! checked on each rank against what it computes from every rank's inputs, with messages
 //! around a ring, and a second communicator of the same ranks beside the first. Ignored by
@@ -44,14 +44,15 @@ fn the_world_on_its_devices_runs_every_collective() {
     comm.all_reduce(&ints, ReduceOp::Max, Some(&out), None).unwrap().wait().unwrap();
     assert_eq!(out.to_vec::<i64>().unwrap(), vec![(size as i64 - 1) * 3 - 4, 0]);
 
-    // broadcast from the last rank; reduce onto rank 1.
+    // broadcast from the last rank; reduce onto rank 1 (rank 0 on a machine with one GPU).
     let b = on(&input(rank, 7));
     comm.broadcast(&b, size - 1, None).unwrap().wait().unwrap();
     assert_eq!(b.to_vec::<f32>().unwrap(), input(size - 1, 7));
     let partial = on(&input(rank, 5));
     let reduced = Array::zeros(device, &[5], DType::F32).unwrap();
-    comm.reduce(&partial, ReduceOp::Sum, 1, Some(&reduced), None).unwrap().wait().unwrap();
-    if rank == 1 {
+    let root = 1 % size;
+    comm.reduce(&partial, ReduceOp::Sum, root, Some(&reduced), None).unwrap().wait().unwrap();
+    if rank == root {
         let want: Vec<f32> = (0..5).map(|i| (0..size).map(|r| input(r, 5)[i]).sum()).collect();
         assert_eq!(reduced.to_vec::<f32>().unwrap(), want);
     }

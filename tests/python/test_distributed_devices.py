@@ -110,3 +110,19 @@ def test_ranks_made_one_by_one_on_their_own_threads():
         distributed.init_rank(DEVICES[0], uid, 2, 2)
     with pytest.raises(ValueError, match="size must be"):
         distributed.init_rank(DEVICES[0], uid, -1, 0)
+
+
+def test_ranks_of_one_thread_split_together():
+    comms = distributed.init_all(DEVICES)
+    new = distributed.split_all(comms, [0, 0], keys=[1, 0])
+    assert [(c.rank, c.size, c.engine) for c in new] == [(1, 2, ENGINE), (0, 2, ENGINE)]
+    xs = [on(r, [float(r)] * 3) for r in range(2)]
+    with distributed.group():
+        works = [c.all_reduce(x, op="max", async_op=True) for c, x in zip(new, xs)]
+    assert [w.wait().tolist() for w in works] == [[1.0] * 3] * 2
+    alone = distributed.split_all(comms, [0, None])
+    assert alone[1] is None and (alone[0].rank, alone[0].size) == (0, 1)
+    with pytest.raises(ValueError, match="color must be"):
+        distributed.split_all(comms, [-1, 0])
+    with pytest.raises(ValueError, match="2 colors but 1 keys"):
+        distributed.split_all(comms, [0, 0], keys=[0])

@@ -69,8 +69,7 @@ impl Communicator {
     /// One thread driving several of the returned ranks issues their collectives inside a
     /// [`group`](crate::group): NCCL waits in each rank's call for the others.
     pub fn init_all(devices: &[AnyDevice]) -> Result<Vec<Communicator>> {
-        let comms = NcclComm::init_all(devices)?;
-        Ok(comms.into_iter().map(|c| Communicator { engine: Engine::Nccl(Arc::new(c)) }).collect())
+        Ok(NcclComm::init_all(devices)?.into_iter().map(Communicator::nccl).collect())
     }
 
     /// Rank `rank` of `size` on `device`, one rank per call — from a thread of this
@@ -95,8 +94,7 @@ impl Communicator {
     /// # Ok(()) }
     /// ```
     pub fn init_rank(device: &AnyDevice, id: &UniqueId, size: usize, rank: usize) -> Result<Communicator> {
-        let comm = NcclComm::init_rank(device, id.as_bytes(), size, rank)?;
-        Ok(Communicator { engine: Engine::Nccl(Arc::new(comm)) })
+        NcclComm::init_rank(device, id.as_bytes(), size, rank).map(Communicator::nccl)
     }
 
     /// This MPI communicator's ranks, in its order, on NCCL (CUDA) or RCCL (ROCm): each rank
@@ -195,17 +193,53 @@ impl Communicator {
     }
 
     /// A communicator of the same ranks whose traffic never mixes with this one's
-    /// (`MPI_Comm_dup`). Collective: every rank calls it. MPI only.
+    /// (`MPI_Comm_dup`; on NCCL and RCCL a split with one color, ranked as here).
+    /// Collective: every rank calls it.
     pub fn dup(&self) -> Result<Communicator> {
-        Ok(Communicator { engine: Engine::Mpi(self.mpi("dup")?.dup()?) })
+        match &self.engine {
+            Engine::Mpi(m) => Ok(Communicator { engine: Engine::Mpi(m.dup()?) }),
+            Engine::Nccl(_) => {
+                let key = i32::try_from(self.rank()).map_err(|_| Error::invalid_argument("a rank past i32"))?;
+                let made = self.split(Some(0), key)?;
+                made.ok_or_else(|| Error::invalid_argument("dup: the engine made no communicator"))
+            }
+        }
     }
 
     /// The ranks that pass the same `color` form a new communicator, ordered by `key` (then
-    /// by rank here); a rank passing `None` joins none and gets `None` (`MPI_Comm_split`).
-    /// Collective: every rank calls it. MPI only.
+    /// by rank here); a rank passing `None` joins none and gets `None` (`MPI_Comm_split`;
+    /// `ncclCommSplit` from NCCL 2.18, the new communicator non-blocking like
+    /// [`Communicator::init_rank`]'s). Collective: every rank calls it — on NCCL and RCCL,
+    /// one thread driving several ranks splits them together with
+    /// [`Communicator::split_all`], and never inside a [`group`](crate::group).
     pub fn split(&self, color: Option<u32>, key: i32) -> Result<Option<Communicator>> {
-        let split = self.mpi("split")?.split(color, key)?;
-        Ok(split.map(|m| Communicator { engine: Engine::Mpi(m) }))
+        match &self.engine {
+            Engine::Mpi(m) => Ok(m.split(color, key)?.map(|m| Communicator { engine: Engine::Mpi(m) })),
+            Engine::Nccl(n) => Ok(NcclComm::split_all(&[n], &[(color, key)])?.pop().flatten().map(Communicator::nccl)),
+        }
+    }
+
+    /// Splits several ranks of one NCCL or RCCL communicator that this thread drives (as
+    /// [`Communicator::init_all`] makes them) together, `how[i]` being `comms[i]`'s color and
+    /// key as [`Communicator::split`] takes them: each rank's new communicator, or `None`.
+    /// MPI's ranks are processes, each calling [`Communicator::split`] itself:
+    /// `InvalidArgument` here.
+    pub fn split_all(comms: &[Communicator], how: &[(Option<u32>, i32)]) -> Result<Vec<Option<Communicator>>> {
+        let parents = comms
+            .iter()
+            .map(|c| match &c.engine {
+                Engine::Nccl(n) => Ok(&**n),
+                Engine::Mpi(_) => Err(Error::invalid_argument(
+                    "Communicator::split_all takes NCCL or RCCL ranks: each MPI rank is a process that calls split",
+                )),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let made = NcclComm::split_all(&parents, how)?;
+        Ok(made.into_iter().map(|m| m.map(Communicator::nccl)).collect())
+    }
+
+    fn nccl(comm: NcclComm) -> Communicator {
+        Communicator { engine: Engine::Nccl(Arc::new(comm)) }
     }
 
     /// Blocks until every rank has called it (`MPI_Ibarrier`, waited for under the

@@ -35,7 +35,7 @@ fn on_every_rank(comms: &[Communicator], f: impl Fn(usize, &Communicator) -> gpu
 #[test]
 #[ignore = "needs a driver double's NCCL or RCCL (cargo xtask test --backend cuda|rocm --double)"]
 fn every_collective_on_every_rank() {
-    let (devices, comms) = setup();
+    let (_turn, devices, comms) = setup();
     let expected = if devices[0].id().kind == BackendKind::Cuda { "NCCL" } else { "RCCL" };
     for (r, c) in comms.iter().enumerate() {
         assert_eq!((c.rank(), c.size(), c.engine()), (r, 2, expected));
@@ -177,7 +177,7 @@ fn hold(stream: &AnyStream) -> mpsc::Sender<()> {
 #[test]
 #[ignore = "needs a driver double's NCCL or RCCL (cargo xtask test --backend cuda|rocm --double)"]
 fn ordered_after_work_held_on_its_stream_and_on_the_arrays_writers() {
-    let (devices, comms) = setup();
+    let (_turn, devices, comms) = setup();
     let streams: Vec<AnyStream> =
         devices.iter().map(|d| d.create_stream(StreamFlags::NON_BLOCKING, 0).unwrap()).collect();
     let xs: Vec<Array> = devices.iter().map(|d| Array::from_slice(d, &[1.0f32; 64], &[64]).unwrap()).collect();
@@ -222,7 +222,7 @@ fn ordered_after_work_held_on_its_stream_and_on_the_arrays_writers() {
 #[test]
 #[ignore = "needs a driver double's NCCL or RCCL (cargo xtask test --backend cuda|rocm --double)"]
 fn buffers_and_communicators_live_until_the_collective_ends() {
-    let (devices, comms) = setup();
+    let (_turn, devices, comms) = setup();
     let stream = devices[0].default_stream(DefaultStream::Legacy).unwrap();
     let xs: Vec<Array> = devices.iter().map(|d| Array::from_slice(d, &[3i32; 256], &[256]).unwrap()).collect();
     let gate = hold(&stream);
@@ -248,7 +248,7 @@ fn buffers_and_communicators_live_until_the_collective_ends() {
 #[test]
 #[ignore = "needs a driver double's NCCL or RCCL (cargo xtask test --backend cuda|rocm --double)"]
 fn what_the_engines_cannot_take_is_refused_with_its_type() {
-    let (devices, comms) = setup();
+    let (_turn, devices, comms) = setup();
     let rt = Runtime::discover();
     let host = rt.device("host").unwrap();
     let on0 = Array::from_slice(&devices[0], &[1.0f32; 4], &[4]).unwrap();
@@ -277,8 +277,11 @@ fn what_the_engines_cannot_take_is_refused_with_its_type() {
         "EngineUnsupported"
     );
     assert_eq!(kind_of(&comms[0].barrier().unwrap_err()), "EngineUnsupported");
-    assert_eq!(kind_of(&comms[0].split(Some(0), 0).map(|_| ()).unwrap_err()), "EngineUnsupported");
-    assert_eq!(kind_of(&comms[0].dup().map(|_| ()).unwrap_err()), "EngineUnsupported");
+    // Splitting inside a group, or with colors for the wrong number of ranks.
+    let in_group = group(|| comms[0].split(Some(0), 0)).map(|_| ()).unwrap_err();
+    assert_eq!(kind_of(&in_group), "InvalidArgument", "{in_group}");
+    let short = Communicator::split_all(&comms, &[(Some(0), 0)]).map(|_| ()).unwrap_err();
+    assert_eq!(kind_of(&short), "InvalidArgument", "{short}");
 
     let refused = |devices: &[AnyDevice]| kind_of(&Communicator::init_all(devices).map(|_| ()).unwrap_err());
     assert_eq!(refused(std::slice::from_ref(&host)), "BackendMismatch");
@@ -303,4 +306,36 @@ fn what_the_engines_cannot_take_is_refused_with_its_type() {
         w.wait().unwrap();
     }
     assert!(matches!(inside.1, Error::InvalidArgument { .. }));
+}
+
+#[test]
+#[ignore = "needs a driver double's NCCL or RCCL (cargo xtask test --backend cuda|rocm --double)"]
+fn ranks_one_thread_drives_split_together_into_new_communicators() {
+    let (_turn, devices, comms) = setup();
+    // Reversed by key: the parent's rank 0 is rank 1 of the new communicator.
+    let reversed = Communicator::split_all(&comms, &[(Some(7), 1), (Some(7), 0)]).unwrap();
+    let reversed: Vec<Communicator> = reversed.into_iter().map(|c| c.expect("a color: a communicator")).collect();
+    let ranks: Vec<(usize, usize)> = reversed.iter().map(|c| (c.rank(), c.size())).collect();
+    assert_eq!(ranks, [(1, 2), (0, 2)]);
+    assert_eq!(reversed[0].device().map(|d| d.id()), Some(devices[0].id()));
+    // all_gather orders the blocks by the new ranks: device 1's first.
+    let parts: Vec<Array> =
+        devices.iter().map(|d| Array::from_slice(d, &[d.id().ordinal as f32; 2], &[2]).unwrap()).collect();
+    let outs: Vec<Array> = devices.iter().map(|d| Array::zeros(d, &[4], DType::F32).unwrap()).collect();
+    on_every_rank(&reversed, |r, c| c.all_gather(&parts[r], &outs[r], None));
+    for out in &outs {
+        assert_eq!(out.to_vec::<f32>().unwrap(), vec![1.0, 1.0, 0.0, 0.0]);
+    }
+    // A rank with no color gets none; the other is a communicator of its own.
+    let alone = Communicator::split_all(&comms, &[(Some(0), 0), (None, 0)]).unwrap();
+    assert!(alone[1].is_none());
+    let solo = alone[0].as_ref().expect("rank 0 has a color");
+    assert_eq!((solo.rank(), solo.size()), (0, 1));
+    let x = Array::from_slice(&devices[0], &[4.0f32, 5.0], &[2]).unwrap();
+    solo.all_reduce(&x, ReduceOp::Sum, None, None).unwrap().wait().unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), vec![4.0, 5.0]);
+    // The parents still work beside their splits.
+    let ys: Vec<Array> = devices.iter().map(|d| Array::from_slice(d, &[1i32, 2], &[2]).unwrap()).collect();
+    on_every_rank(&comms, |r, c| c.all_reduce(&ys[r], ReduceOp::Sum, None, None));
+    assert_eq!(ys[1].to_vec::<i32>().unwrap(), vec![2, 4]);
 }

@@ -18,6 +18,7 @@ mod on_devices;
 #[test]
 #[ignore = "needs NCCL or RCCL and a device: the GPU bundle, or cargo xtask test --backend cuda|rocm --double"]
 fn one_rank_runs_every_collective_in_stream_order() {
+    let _turn = on_devices::turn();
     let device = on_devices::devices().remove(0);
     let comm = Communicator::init_all(std::slice::from_ref(&device)).unwrap().remove(0);
     assert_eq!((comm.rank(), comm.size()), (0, 1));
@@ -83,6 +84,7 @@ fn one_rank_runs_every_collective_in_stream_order() {
 #[test]
 #[ignore = "needs NCCL or RCCL and a device: the GPU bundle, or cargo xtask test --backend cuda|rocm --double"]
 fn one_rank_made_by_init_rank_on_a_thread_of_its_own() {
+    let _turn = on_devices::turn();
     let device = on_devices::devices().remove(0);
     let id = gpuport_collective::UniqueId::new(&device).unwrap();
     // A fresh thread: the device is made current for the engine, which takes it from there.

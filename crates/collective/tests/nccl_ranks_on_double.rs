@@ -11,7 +11,7 @@ use gpuport_core::{BackendKind, DefaultStream, StreamFlags};
 use gpuport_runtime::{AnyDevice, Array, Runtime};
 
 mod on_devices;
-use on_devices::{devices, kind_of};
+use on_devices::{devices, kind_of, turn};
 
 /// Rank `r`'s share of the collectives below, run on its own thread: what it ends up with.
 fn rank_body(device: &AnyDevice, id: &UniqueId, r: usize) -> gpuport_core::Result<Vec<Vec<f32>>> {
@@ -32,12 +32,19 @@ fn rank_body(device: &AnyDevice, id: &UniqueId, r: usize) -> gpuport_core::Resul
     let m = Array::from_slice(device, &[if r == 0 { 7.5f32 } else { -1.0 }; 4], &[4])?;
     let sent = if r == 0 { comm.send(&m, 1, 0, None)? } else { comm.recv(&m, 0, 0, None)? };
     sent.wait()?;
+    // A duplicate of the communicator, made by each thread for its own rank.
+    let twin = comm.dup()?;
+    assert_eq!((twin.rank(), twin.size()), (r, 2));
+    let t = Array::from_slice(device, &[r as f32 + 1.0], &[1])?;
+    twin.all_reduce(&t, ReduceOp::Max, None, None)?.wait()?;
+    assert_eq!(t.to_vec::<f32>()?, vec![2.0]);
     Ok(vec![x.to_vec()?, b.to_vec()?, gathered.to_vec()?, m.to_vec()?])
 }
 
 #[test]
 #[ignore = "needs a driver double's NCCL or RCCL (cargo xtask test --backend cuda|rocm --double)"]
 fn ranks_made_on_their_own_threads_run_every_kind_of_collective() {
+    let _turn = turn();
     let mut devices = devices();
     assert!(devices.len() >= 2, "two devices needed, {} found: the doubles have two", devices.len());
     devices.truncate(2);
@@ -64,6 +71,7 @@ fn ranks_made_on_their_own_threads_run_every_kind_of_collective() {
 #[test]
 #[ignore = "needs a driver double's NCCL or RCCL (cargo xtask test --backend cuda|rocm --double)"]
 fn what_cannot_be_a_rank_is_refused() {
+    let _turn = turn();
     let devices = devices();
     let id = UniqueId::new(&devices[0]).unwrap();
     let e = Communicator::init_rank(&devices[0], &id, 2, 2).unwrap_err();

@@ -24,7 +24,7 @@ fn errors_and_missing_ranks_abort_the_communicator_and_fail_the_work() {
     // lost (its part never comes).
     std::env::set_var(TIMEOUT_ENV, "1");
     std::env::set_var("GPUPORT_DOUBLE_FAULTS", "ncclAllReduce:2=REMOTE_ERROR,ncclBroadcast:1=LOST");
-    let (devices, comms) = setup();
+    let (_turn, devices, comms) = setup();
     let xs: Vec<Array> = devices.iter().map(|d| Array::from_slice(d, &[1.0f32; 16], &[16]).unwrap()).collect();
 
     // An asynchronous error: both ranks' work fails, naming the collective and the rank,

@@ -119,6 +119,43 @@ pub fn init_rank(
     Ok(PyCommunicator { inner })
 }
 
+/// `split_all(comms, colors, keys=None)`: several NCCL or RCCL ranks this thread drives
+/// (as `init_all` makes them) split together; each rank's new communicator, or `None` for
+/// a rank whose color is `None`. `keys` (default: each rank's own) order the new ranks.
+#[pyfunction]
+#[pyo3(signature = (comms, colors, keys = None))]
+pub fn split_all(
+    py: Python<'_>,
+    comms: Vec<PyRef<'_, PyCommunicator>>,
+    colors: Vec<Option<i64>>,
+    keys: Option<Vec<i32>>,
+) -> PyResult<Vec<Option<PyCommunicator>>> {
+    let keys =
+        keys.unwrap_or_else(|| comms.iter().map(|c| i32::try_from(c.inner.rank()).unwrap_or(i32::MAX)).collect());
+    if keys.len() != colors.len() {
+        return Err(PyValueError::new_err(format!("{} colors but {} keys", colors.len(), keys.len())));
+    }
+    let how =
+        colors.into_iter().map(color_of).zip(keys).map(|(c, k)| c.map(|c| (c, k))).collect::<PyResult<Vec<_>>>()?;
+    let inner: Vec<Communicator> = comms.iter().map(|c| c.inner.clone()).collect();
+    let made = py.detach(|| Communicator::split_all(&inner, &how)).py()?;
+    Ok(made.into_iter().map(|m| m.map(|inner| PyCommunicator { inner })).collect())
+}
+
+/// A split's color: `None` (no communicator) or an int from 0 to `i32::MAX`.
+fn color_of(color: Option<i64>) -> PyResult<Option<u32>> {
+    color
+        .map(|c| {
+            u32::try_from(c).ok().filter(|&c| c <= i32::MAX as u32).ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "color must be an int from 0 to {} (None joins no communicator), not {c}",
+                    i32::MAX
+                ))
+            })
+        })
+        .transpose()
+}
+
 /// `with group():` — the collectives issued in the block start together when it ends
 /// (NCCL's `ncclGroupStart`/`ncclGroupEnd`): required when one thread drives several ranks.
 /// Each is issued with `async_op=True`, its `Work` waited for after the block.
@@ -323,16 +360,7 @@ impl PyCommunicator {
     /// rank passing `None` joins none and gets `None`. Every rank calls it.
     #[pyo3(signature = (color, key = 0))]
     fn split(&self, py: Python<'_>, color: Option<i64>, key: i32) -> PyResult<Option<PyCommunicator>> {
-        let color = color
-            .map(|c| {
-                u32::try_from(c).map_err(|_| {
-                    PyValueError::new_err(format!(
-                        "color must be an int from 0 to {} (None joins no communicator), not {c}",
-                        i32::MAX
-                    ))
-                })
-            })
-            .transpose()?;
+        let color = color_of(color)?;
         let made = py.detach(|| self.inner.split(color, key)).py()?;
         Ok(made.map(|inner| PyCommunicator { inner }))
     }
@@ -527,6 +555,7 @@ pub fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     m.add_function(wrap_pyfunction!(init, &m)?)?;
     m.add_function(wrap_pyfunction!(init_all, &m)?)?;
     m.add_function(wrap_pyfunction!(init_rank, &m)?)?;
+    m.add_function(wrap_pyfunction!(split_all, &m)?)?;
     m.add_function(wrap_pyfunction!(unique_id, &m)?)?;
     m.add_function(wrap_pyfunction!(group, &m)?)?;
     Ok(m)

@@ -165,6 +165,23 @@ pub(crate) fn comm_init_rank(loaded: &Loaded, id: &[u8; UNIQUE_ID_BYTES], ranks:
     Ok(comm as usize)
 }
 
+/// `ncclCommSplit` with a non-blocking configuration: `comm`'s ranks passing one `color`
+/// form a new communicator, ranked by `key` (`-1`, `NCCL_SPLIT_NOCOLOR`: none, a null
+/// handle); written to `out` at once, or at the end of the group the call is in, its
+/// initialisation going on until [`comm_state`] says it is done.
+///
+/// # Safety
+/// `comm` is live; `out` stays writable until the group the call is in has ended.
+pub(crate) unsafe fn comm_split(loaded: &Loaded, comm: usize, color: c_int, key: c_int, out: *mut usize) -> Result<()> {
+    type F = unsafe extern "C" fn(Comm, c_int, c_int, *mut Comm, *const Config) -> c_int;
+    // SAFETY: the call's signature.
+    let f = unsafe { resolve::<F>(loaded, index("ncclCommSplit")) }?;
+    let config = Config::v2_14(false);
+    // SAFETY: the caller's promise; a handle is pointer-sized (asserted in `resolve`).
+    let code = unsafe { f(comm as Comm, color, key, out.cast(), &config) };
+    check_started(loaded, code, "ncclCommSplit", Some(comm))
+}
+
 /// `ncclCommInitAll`: one communicator per device ordinal of `devices`, ranks in that order.
 pub(crate) fn comm_init_all(loaded: &Loaded, devices: &[c_int]) -> Result<Vec<usize>> {
     type F = unsafe extern "C" fn(*mut Comm, c_int, *const c_int) -> c_int;

@@ -131,17 +131,9 @@ impl NcclComm {
         // NCCL takes the rank's device from the calling thread.
         device.make_current()?;
         let handle = calls::comm_init_rank(loaded, id, ranks, r)?;
-        let comm = NcclComm {
-            loaded,
-            handle: RwLock::new(Handle::Live(handle)),
-            rank,
-            size,
-            device: device.clone(),
-            non_blocking: true,
-            per_thread_stream: device.default_stream(DefaultStream::PerThread).ok().map(|s| s.raw_handle()),
-        };
+        let mut comm = NcclComm::non_blocking(loaded, handle, device, (rank, size));
         comm.settle("ncclCommInitRankConfig", "initialising the communicator (every rank joining)")?;
-        let engine_says = comm.with_live(|h| calls::comm_rank_size(loaded, h))?;
+        let engine_says = comm.ready()?;
         if engine_says != (rank, size) {
             return Err(Error::Collective {
                 engine: loaded.flavour.name(),
@@ -151,6 +143,92 @@ impl NcclComm {
             });
         }
         Ok(comm)
+    }
+
+    /// A non-blocking communicator of `device` whose initialisation is under way, owned
+    /// from here; `(rank, size)` names it in errors until [`NcclComm::ready`] reads its own.
+    fn non_blocking(loaded: &'static Loaded, handle: usize, device: &AnyDevice, (rank, size): (usize, usize)) -> Self {
+        NcclComm {
+            loaded,
+            handle: RwLock::new(Handle::Live(handle)),
+            rank,
+            size,
+            device: device.clone(),
+            non_blocking: true,
+            per_thread_stream: device.default_stream(DefaultStream::PerThread).ok().map(|s| s.raw_handle()),
+        }
+    }
+
+    /// Reads the engine's rank and size of a communicator whose initialisation has settled.
+    fn ready(&mut self) -> Result<(usize, usize)> {
+        let (rank, size) = self.with_live(|h| calls::comm_rank_size(self.loaded, h))?;
+        (self.rank, self.size) = (rank, size);
+        Ok((rank, size))
+    }
+
+    /// Splits `parents` — ranks of one communicator driven by this thread: one, or several
+    /// as [`NcclComm::init_all`] made them — together, in one group (`ncclCommSplit`, NCCL
+    /// 2.18): each `(color, key)` of `how` for its parent; a parent with no color gets
+    /// `None`. The new communicators are non-blocking, waited for under the collectives'
+    /// timeout.
+    pub(crate) fn split_all(parents: &[&NcclComm], how: &[(Option<u32>, i32)]) -> Result<Vec<Option<NcclComm>>> {
+        const WHAT: &str = "Communicator::split";
+        let first = parents.first().ok_or_else(|| Error::invalid_argument(format!("{WHAT}: no communicators")))?;
+        if how.len() != parents.len() {
+            return Err(Error::invalid_argument(format!(
+                "{WHAT}: {} colors and keys for {} communicators",
+                how.len(),
+                parents.len()
+            )));
+        }
+        if super::group::Group::is_open() {
+            return Err(Error::invalid_argument(format!(
+                "{WHAT} inside a group: the new communicators exist only once the group ends; split outside it \
+                 (several ranks of one thread together with Communicator::split_all)"
+            )));
+        }
+        let loaded = first.loaded;
+        let mut colors = Vec::with_capacity(how.len());
+        for (p, &(color, _)) in parents.iter().zip(how) {
+            if !std::ptr::eq(p.loaded, loaded) {
+                return Err(Error::BackendMismatch {
+                    operation: WHAT,
+                    expected: loaded.flavour.name().into(),
+                    found: p.loaded.flavour.name().into(),
+                });
+            }
+            colors.push(match color {
+                None => -1, // NCCL_SPLIT_NOCOLOR
+                Some(c) => c_int::try_from(c)
+                    .map_err(|_| Error::invalid_argument(format!("{WHAT}: color {c} is past {}", c_int::MAX)))?,
+            });
+        }
+        // One slot per parent, not moved until the group has ended and written them.
+        let mut outs = vec![0usize; parents.len()];
+        calls::group_start(loaded)?;
+        let mut issued = Ok(());
+        for (i, p) in parents.iter().enumerate() {
+            let out: *mut usize = &mut outs[i];
+            // SAFETY: a live parent (held by `with_live`); `outs` stays in place until the
+            // group below has ended.
+            issued = p.with_live(|h| unsafe { calls::comm_split(loaded, h, colors[i], how[i].1, out) });
+            if issued.is_err() {
+                break;
+            }
+        }
+        let ended = calls::group_end(loaded);
+        // Every handle that came back is owned from here (freed if anything failed).
+        let mut made: Vec<Option<NcclComm>> = outs
+            .iter()
+            .zip(parents)
+            .map(|(&h, p)| (h != 0).then(|| NcclComm::non_blocking(loaded, h, &p.device, (p.rank, p.size))))
+            .collect();
+        issued.and(ended)?;
+        for comm in made.iter_mut().flatten() {
+            comm.settle("ncclCommSplit", "splitting the communicator (every rank calling)")?;
+            comm.ready()?;
+        }
+        Ok(made)
     }
 
     /// Waits until what `call` started on a non-blocking communicator — `what`, in words —

@@ -16,14 +16,24 @@ pub fn devices() -> Vec<AnyDevice> {
     found
 }
 
-/// Both devices and one communicator over them (a rank each).
+/// Each test's turn: the tests of one binary run one at a time. Their communicators share
+/// the devices' default streams, where collectives of two communicators queued by two
+/// threads in opposite orders on two devices would wait for each other (as on NCCL).
+pub fn turn() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Both devices and one communicator over them (a rank each), during the test's
+/// [`turn`].
 #[allow(dead_code)] // the one-rank test uses the devices alone
-pub fn setup() -> (Vec<AnyDevice>, Vec<Communicator>) {
+pub fn setup() -> (std::sync::MutexGuard<'static, ()>, Vec<AnyDevice>, Vec<Communicator>) {
+    let turn = turn();
     let mut devices = devices();
     assert!(devices.len() >= 2, "two devices needed, {} found: the doubles have two", devices.len());
     devices.truncate(2);
     let comms = Communicator::init_all(&devices).expect("one communicator over both devices");
-    (devices, comms)
+    (turn, devices, comms)
 }
 
 /// The error's variant (`InvalidArgument`).

@@ -22,6 +22,19 @@ group = _native.group
 init = _native.init
 init_all = _native.init_all
 init_rank = _native.init_rank
+split_all = _native.split_all
 unique_id = _native.unique_id
 
-__all__ = ["Communicator", "Engine", "Group", "Work", "engines", "group", "init", "init_all", "init_rank", "unique_id"]
+__all__ = [
+    "Communicator",
+    "Engine",
+    "Group",
+    "Work",
+    "engines",
+    "group",
+    "init",
+    "init_all",
+    "init_rank",
+    "split_all",
+    "unique_id",
+]

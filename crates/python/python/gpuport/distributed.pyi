@@ -6,7 +6,19 @@ from typing import Any, Literal, final
 
 from . import Array, Device, Event, Stream
 
-__all__ = ["Communicator", "Engine", "Group", "Work", "engines", "group", "init", "init_all", "init_rank", "unique_id"]
+__all__ = [
+    "Communicator",
+    "Engine",
+    "Group",
+    "Work",
+    "engines",
+    "group",
+    "init",
+    "init_all",
+    "init_rank",
+    "split_all",
+    "unique_id",
+]
 
 ReduceOpName = Literal["sum", "prod", "min", "max", "avg"]
 
@@ -76,6 +88,11 @@ def init(engine: Literal["mpi"] | None = None) -> Communicator:
 
 def init_all(devices: Iterable[Device | str | tuple[int, int]]) -> list[Communicator]:
     """One NCCL (CUDA) or RCCL (ROCm) communicator over this process's devices, a rank each."""
+
+def split_all(
+    comms: Iterable[Communicator], colors: Iterable[int | None], keys: Iterable[int] | None = None
+) -> list[Communicator | None]:
+    """Several NCCL/RCCL ranks this thread drives split together: each rank's new communicator, or None."""
 
 def unique_id(device: Device | str | tuple[int, int]) -> bytes:
     """A new NCCL (CUDA) or RCCL (ROCm) unique id: the 128 bytes every rank of a new communicator is given."""

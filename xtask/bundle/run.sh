@@ -262,6 +262,17 @@ else
     run_part "nccl-processes-$gpus" env GPUPORT_MPI_LIBRARY="$mpilib" GPUPORT_NCCL_LIBRARY="$nccl_lib" \
       GPUPORT_CONFORMANCE_BACKENDS=cuda "$mpi_prefix/bin/mpiexec" -n "$gpus" \
       "$bin/collective-nccl-processes" --include-ignored --test-threads=1
+    # all_reduce from 8 B to 1 GiB: gpuport beside ncclAllReduce called directly, then
+    # PyTorch's torch.distributed (NCCL backend) on the same GPUs, and the two side by side.
+    run_part "bench-nccl-$gpus" env GPUPORT_MPI_LIBRARY="$mpilib" GPUPORT_NCCL_LIBRARY="$nccl_lib" \
+      "$mpi_prefix/bin/mpiexec" -n "$gpus" "$bin/bench-nccl-allreduce"
+    run_part "bench-nccl-torch-$gpus" "$mpi_prefix/bin/mpiexec" -n "$gpus" "$mpi_py" "$here/bench/nccl_peer.py"
+    if "$bin/xtask" bench-nccl-table "$logdir/bench-nccl-$gpus.log" "$logdir/bench-nccl-torch-$gpus.log" \
+        >"$logdir/bench-nccl-table.md" 2>&1; then
+      { echo; echo "NCCL all_reduce: gpuport, ncclAllReduce directly, torch.distributed ($gpus GPUs)"; cat "$logdir/bench-nccl-table.md"; } >>"$summary"
+    else
+      skip_part bench-nccl-table "$(cat "$logdir/bench-nccl-table.md")"
+    fi
   else
     skip_part nccl-processes "no nvidia-nccl wheel in ${mpi_py:-python3}'s environment"
   fi

@@ -23,6 +23,7 @@ const RUN_SH: &str = include_str!("../bundle/run.sh");
 const README: &str = include_str!("../bundle/README.md");
 const CUPY_PEER: &str = include_str!("../bundle/cupy_peer.py");
 const COMPILE_PEER: &str = include_str!("../bundle/compile_peer.py");
+const NCCL_PEER: &str = include_str!("../bundle/nccl_peer.py");
 
 /// What to build (with the `bundle` profile: release, no debug info), and how each artifact is named
 /// in the bundle: (package, target name, bundle name).
@@ -44,8 +45,10 @@ const PARTS: &[(&str, &str, &str)] = &[
     // one-rank communicator on it.
     ("gpuport-collective", "real_engines", "collective-real-engines"),
     ("gpuport-collective", "nccl_one_rank", "collective-nccl-one-rank"),
-    // NCCL with one rank per process (one per GPU), under the same `mpiexec`.
+    // NCCL with one rank per process (one per GPU), under the same `mpiexec`, and its
+    // all_reduce beside the engine called directly (and PyTorch's, by `nccl_peer.py`).
     ("gpuport-collective", "nccl_processes", "collective-nccl-processes"),
+    ("gpuport-collective", "nccl_allreduce", "bench-nccl-allreduce"),
     ("gpuport", "demo", "demo"),
     ("gpuport-runtime", "staged_copy", "bench-staged-copy"),
     ("gpuport-runtime", "cuda_bandwidth", "bench-cuda"),
@@ -154,6 +157,7 @@ pub fn gpu_bundle(out: &Path) -> Result<(), String> {
     fs::write(out.join("README.md"), README).map_err(|e| format!("writing README.md: {e}"))?;
     fs::write(out.join("bench/cupy_peer.py"), CUPY_PEER).map_err(|e| format!("writing cupy_peer.py: {e}"))?;
     fs::write(out.join("bench/compile_peer.py"), COMPILE_PEER).map_err(|e| format!("writing compile_peer.py: {e}"))?;
+    fs::write(out.join("bench/nccl_peer.py"), NCCL_PEER).map_err(|e| format!("writing nccl_peer.py: {e}"))?;
     // <gpuport/kernel.h> where CuPy's compiler finds it beside gpuport's (which has it built in).
     let include = out.join("bench/include/gpuport");
     fs::create_dir_all(&include).map_err(|e| format!("creating {}: {e}", include.display()))?;

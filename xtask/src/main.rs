@@ -48,6 +48,7 @@
 
 mod bench;
 mod bench_collectives;
+mod bench_nccl;
 mod collectives;
 mod doubles;
 mod env_table;
@@ -86,6 +87,7 @@ fn usage() -> ExitCode {
            bench --interchange   the interchange figures only (Rust and Python), full rounds\n  \
            bench --collectives   all_reduce beside MPI_Allreduce called directly, 2 and 4 ranks under mpiexec\n  \
            bench-collectives-table LOG... the collectives' table from the benchmark's logs\n  \
+           bench-nccl-table LOG... NCCL's all_reduce through gpuport, directly and through PyTorch, from the GPU bundle's logs\n  \
            bench-table [--prefix P] PLACEMENT=DIR... the HAL figures' table from criterion folders already written\n  \
            ci                    lint, then test --backend all (what .ci/run runs)\n  \
            python-test           build the wheel into .venv and run tests/python only\n  \
@@ -325,6 +327,9 @@ fn main() -> ExitCode {
         }
         ["bench-collectives-table", logs @ ..] if !logs.is_empty() => {
             report(bench_collectives::table_from(logs).map(|table| println!("{table}")))
+        }
+        ["bench-nccl-table", logs @ ..] if !logs.is_empty() => {
+            report(bench_nccl::table_from(logs).map(|table| println!("{table}")))
         }
         ["ci"] => lint() && test(plan::Request { backend: "all", double: false, no_python: false }, false),
         ["python-test"] => python::test().0,

@@ -1,5 +1,6 @@
-//! ThreadSanitizer: data races on real threads — the software devices' workers, and the
-//! CUDA and ROCm backends against their driver doubles' callback threads.
+//! ThreadSanitizer: data races on real threads — the software devices' workers, the CUDA
+//! and ROCm backends against their driver doubles' callback threads, and the NCCL and RCCL
+//! communicators' watchdog against them.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -97,8 +98,24 @@ fn thread_on_doubles(triple: &str, doubles: &[&Double], failed: &mut Vec<String>
         if !run(cmd) || !place.no_violation(d) {
             failed.push(format!("the conformance suite on the {} double", d.name));
         }
+        // The NCCL and RCCL communicators on the double's engine: the watchdog thread, the
+        // waiters, the ranks' own threads and the stream workers over one collective.
+        place.clear_report(d);
+        let mut nccl = tsan_cargo();
+        nccl.arg("test").args(tsan_args(triple)).args(["-p", "gpuport-collective"]);
+        for test in NCCL_TESTS {
+            nccl.args(["--test", test]);
+        }
+        nccl.args(["--", "--ignored"]).envs(place.env(d));
+        if !run(nccl) || !place.no_violation(d) {
+            failed.push(format!("ThreadSanitizer: the NCCL communicators on the {} double", d.name));
+        }
     }
 }
+
+/// The communicators' tests on a double's NCCL or RCCL (one process: the ranks are its
+/// devices, driven by one thread or by one thread each).
+const NCCL_TESTS: [&str; 4] = ["nccl_on_double", "nccl_watchdog_on_double", "nccl_ranks_on_double", "nccl_one_rank"];
 
 /// The collectives' multi-rank tests under ThreadSanitizer, two ranks under the `mpich`
 /// wheel's `mpiexec`: a collective's call shared by the calling thread (started at once, or

@@ -7,6 +7,8 @@
 
 use std::process::Command;
 
+use crate::bench_logs::{size, time};
+
 /// Bytes from which the ratio target applies (below, the added time's).
 const RATIO_FROM: u64 = 64 << 10;
 /// The ratio target.
@@ -45,22 +47,6 @@ fn parse(text: &str) -> Vec<Row> {
             })
         })
         .collect()
-}
-
-fn size(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 20 => format!("{} MiB", b >> 20),
-        b if b >= 1 << 10 => format!("{} KiB", b >> 10),
-        b => format!("{b} B"),
-    }
-}
-
-fn time(ns: f64) -> String {
-    match ns {
-        n if n >= 1e6 => format!("{:.2} ms", n / 1e6),
-        n if n >= 1e3 => format!("{:.2} µs", n / 1e3),
-        n => format!("{n:.0} ns"),
-    }
 }
 
 /// The table: per rank count and size, the direct call's time, the engine's nonblocking
@@ -125,10 +111,7 @@ pub fn bench_collectives() -> Result<(), String> {
 /// The table from the benchmark's logs (`bench-collectives-table LOG…`, for the GPU bundle's
 /// logs, where there is no cargo).
 pub fn table_from(logs: &[&str]) -> Result<String, String> {
-    let mut rows = Vec::new();
-    for log in logs {
-        rows.extend(parse(&std::fs::read_to_string(log).map_err(|e| format!("{log}: {e}"))?));
-    }
+    let rows = parse(&crate::bench_logs::read(logs)?);
     if rows.is_empty() {
         return Err(format!("no figures in {}", logs.join(", ")));
     }

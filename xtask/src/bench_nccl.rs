@@ -7,6 +7,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::bench_logs::{size, time};
+
 /// The size from which the bandwidth target applies.
 const BANDWIDTH_FROM: u64 = 16 << 20;
 /// The bandwidth target (gpuport's over PyTorch's).
@@ -29,23 +31,6 @@ fn parse(text: &str, prefix: &str, figures: &mut Figures) {
         if let (Some(&ranks), Some(&bytes)) = (values.get("ranks"), values.get("bytes")) {
             figures.entry((ranks as u64, bytes as u64)).or_default().extend(values);
         }
-    }
-}
-
-fn size(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 30 => format!("{} GiB", b >> 30),
-        b if b >= 1 << 20 => format!("{} MiB", b >> 20),
-        b if b >= 1 << 10 => format!("{} KiB", b >> 10),
-        b => format!("{b} B"),
-    }
-}
-
-fn time(ns: f64) -> String {
-    match ns {
-        n if n >= 1e6 => format!("{:.2} ms", n / 1e6),
-        n if n >= 1e3 => format!("{:.2} µs", n / 1e3),
-        n => format!("{n:.0} ns"),
     }
 }
 
@@ -92,12 +77,10 @@ fn render(figures: &Figures) -> String {
 
 /// The table from the bundle's logs: gpuport's benchmark, and PyTorch's peer where it ran.
 pub fn table_from(logs: &[&str]) -> Result<String, String> {
+    let text = crate::bench_logs::read(logs)?;
     let mut figures = Figures::new();
-    for log in logs {
-        let text = std::fs::read_to_string(log).map_err(|e| format!("{log}: {e}"))?;
-        parse(&text, "nccl_allreduce ", &mut figures);
-        parse(&text, "torch_allreduce ", &mut figures);
-    }
+    parse(&text, "nccl_allreduce ", &mut figures);
+    parse(&text, "torch_allreduce ", &mut figures);
     if figures.is_empty() {
         return Err(format!("no figures in {}", logs.join(", ")));
     }

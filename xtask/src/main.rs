@@ -48,6 +48,7 @@
 
 mod bench;
 mod bench_collectives;
+mod bench_logs;
 mod bench_nccl;
 mod collectives;
 mod doubles;

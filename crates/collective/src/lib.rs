@@ -7,9 +7,11 @@
 //! them is needed at build time and a missing one is a reason ([`engines`]), never a
 //! crash: MPI through the MPI 5.0 standard ABI (`libmpi_abi.so.1`, as MPICH 5 and the PyPI
 //! `mpich` wheel ship it) for ranks in processes ([`Communicator::world`]), and NCCL
-//! (`libnccl.so.2`) or RCCL (`librccl.so.1`) for ranks on the CUDA or ROCm devices of one
-//! process ([`Communicator::init_all`], their collectives issued together in a [`group`]),
-//! each collective followed by a watchdog that aborts a hung communicator.
+//! (`libnccl.so.2`) or RCCL (`librccl.so.1`) for ranks on CUDA or ROCm devices — those of
+//! one process ([`Communicator::init_all`], their collectives issued together in a
+//! [`group`]), or one per thread or process ([`Communicator::init_rank`] with a shared
+//! [`UniqueId`], [`Communicator::for_device`] over MPI) — each collective followed by a
+//! watchdog that aborts a hung communicator.
 //! Re-exported by `gpuport` as `gpuport::collective`.
 //!
 //! ```no_run

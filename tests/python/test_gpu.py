@@ -155,3 +155,25 @@ def test_mirrored_array_with_cupy_device_side():
     cp.cuda.runtime.deviceSynchronize()
     m.set_device_modified()
     assert np.asarray(m).tolist() == [[1.0, 1.0], [1.0, 1.0]]
+
+
+def test_nccl_collectives_on_cupy_and_torch_arrays():
+    from gpuport import distributed
+
+    nccl = next(e for e in distributed.engines() if e.name == "NCCL")
+    if not nccl.available:
+        pytest.skip(f"no NCCL: {nccl.reason}")
+    (comm,) = distributed.init_all(["cuda:0"])
+    g = cuda_array([1.0, -2.0, 3.5])
+    assert comm.all_reduce(g, op="sum") is g and g.tolist() == [1.0, -2.0, 3.5]
+    cp = pytest.importorskip("cupy")
+    c = cp.arange(6, dtype=cp.float32)
+    assert comm.all_reduce(c, op="max") is c  # imported through DLPack, reduced in place
+    assert c.get().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    gathered = comm.all_gather(c[:2])
+    assert gathered.shape == (1, 2) and gathered.tolist() == [[0.0, 1.0]]
+    torch = pytest.importorskip("torch")
+    t = torch.arange(4, dtype=torch.int64, device="cuda:0")
+    assert comm.broadcast(t, root=0) is t and t.tolist() == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="backend mismatch in all_reduce"):
+        comm.all_reduce(torch.zeros(2))  # a CPU tensor: not the rank's device

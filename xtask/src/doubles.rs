@@ -277,6 +277,12 @@ pub(crate) fn test_on(d: &Double, tally: &mut Tally, python: bool) -> bool {
     engines.args(["--test", "nccl_watchdog_on_double", "--test", "nccl_one_rank", "--test", "nccl_ranks_on_double"]);
     engines.args(["--", "--ignored"]);
     ok &= run_tests(with_double(engines, d), tally);
+    // Four ranks in one process: the double presenting four devices, a rank on each.
+    let mut four = cargo();
+    four.args(["test", "-p", "gpuport-collective", "--test", "nccl_ranks_on_double", "--", "--ignored"]);
+    let mut four = with_double(four, d);
+    four.env("GPUPORT_DOUBLE_DEVICES", "4");
+    ok &= run_tests(four, tally);
     // An MPI communicator made into the engine's (the unique id over MPI), with the `mpich`
     // wheel's library: a world of this process alone, whose ranks the double can hold.
     match crate::collectives::mpich() {

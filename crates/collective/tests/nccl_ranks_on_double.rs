@@ -1,70 +1,85 @@
 //! gpuport's NCCL and RCCL communicators made one rank at a time (`Communicator::init_rank`,
 //! each rank on its own thread with the same `UniqueId`, as ranks in separate processes
-//! make theirs) on the collectives double: every rank joins, each thread drives its own
-//! rank's collectives without a group, and what cannot be a rank is refused with a typed
+//! make theirs) on the collectives double — one rank per device it presents (two; four in
+//! the run with `GPUPORT_DOUBLE_DEVICES=4`): every rank joins, each thread drives its own
+//! rank's collectives, and what cannot be a rank is refused with a typed
 //! error. A thread that never used its device gets it made current for the engine (NCCL
 //! takes the rank's device from the calling thread). Ignored by default: `cargo xtask test
 //! --backend cuda|rocm --double` runs it.
 
-use gpuport_collective::{Communicator, ReduceOp, UniqueId};
+use gpuport_collective::{group, Communicator, ReduceOp, UniqueId};
 use gpuport_core::{BackendKind, DefaultStream, StreamFlags};
 use gpuport_runtime::{AnyDevice, Array, Runtime};
 
 mod on_devices;
 use on_devices::{devices, kind_of, turn};
 
-/// Rank `r`'s share of the collectives below, run on its own thread: what it ends up with.
-fn rank_body(device: &AnyDevice, id: &UniqueId, r: usize) -> gpuport_core::Result<Vec<Vec<f32>>> {
-    let comm = Communicator::init_rank(device, id, 2, r)?;
+/// Rank `r` of `size`'s share of the collectives below, run on its own thread: what it
+/// ends up with.
+fn rank_body(device: &AnyDevice, id: &UniqueId, size: usize, r: usize) -> gpuport_core::Result<Vec<Vec<f32>>> {
+    let comm = Communicator::init_rank(device, id, size, r)?;
     let expected = if device.id().kind == BackendKind::Cuda { "NCCL" } else { "RCCL" };
-    assert_eq!((comm.rank(), comm.size(), comm.engine()), (r, 2, expected));
+    assert_eq!((comm.rank(), comm.size(), comm.engine()), (r, size, expected));
     assert_eq!(comm.device().map(|d| d.id()), Some(device.id()));
-    let n = 257usize;
-    let mine: Vec<f32> = (0..n).map(|i| (r + 1) as f32 * i as f32).collect();
-    let x = Array::from_slice(device, &mine, &[n])?;
+    let mine = input(r);
+    let x = Array::from_slice(device, &mine, &[N])?;
     comm.all_reduce(&x, ReduceOp::Sum, None, None)?.wait()?;
     let b = Array::from_slice(device, &[r as f32 + 10.0; 3], &[3])?;
     comm.broadcast(&b, 1, None)?.wait()?;
-    let gathered = Array::zeros(device, &[2 * n], gpuport_core::DType::F32)?;
-    let part = Array::from_slice(device, &mine, &[n])?;
+    let gathered = Array::zeros(device, &[size * N], gpuport_core::DType::F32)?;
+    let part = Array::from_slice(device, &mine, &[N])?;
     comm.all_gather(&part, &gathered, None)?.wait()?;
-    // A message from rank 0 to rank 1, each thread issuing its own side.
-    let m = Array::from_slice(device, &[if r == 0 { 7.5f32 } else { -1.0 }; 4], &[4])?;
-    let sent = if r == 0 { comm.send(&m, 1, 0, None)? } else { comm.recv(&m, 0, 0, None)? };
-    sent.wait()?;
+    // Around a ring, each thread issuing its own rank's two sides in one group.
+    let out = Array::from_slice(device, &[r as f32 + 0.5; 4], &[4])?;
+    let inbox = Array::zeros(device, &[4], gpuport_core::DType::F32)?;
+    let (next, before) = ((r + 1) % size, (r + size - 1) % size);
+    let works = group(|| Ok([comm.send(&out, next, 0, None)?, comm.recv(&inbox, before, 0, None)?]))?;
+    for w in works {
+        w.wait()?;
+    }
     // A duplicate of the communicator, made by each thread for its own rank.
     let twin = comm.dup()?;
-    assert_eq!((twin.rank(), twin.size()), (r, 2));
+    assert_eq!((twin.rank(), twin.size()), (r, size));
     let t = Array::from_slice(device, &[r as f32 + 1.0], &[1])?;
     twin.all_reduce(&t, ReduceOp::Max, None, None)?.wait()?;
-    assert_eq!(t.to_vec::<f32>()?, vec![2.0]);
-    Ok(vec![x.to_vec()?, b.to_vec()?, gathered.to_vec()?, m.to_vec()?])
+    assert_eq!(t.to_vec::<f32>()?, vec![size as f32]);
+    Ok(vec![x.to_vec()?, b.to_vec()?, gathered.to_vec()?, inbox.to_vec()?])
+}
+
+/// Elements per rank: not a multiple of any vector width.
+const N: usize = 257;
+
+/// Rank `r`'s input.
+fn input(r: usize) -> Vec<f32> {
+    (0..N).map(|i| (r + 1) as f32 * i as f32).collect()
 }
 
 #[test]
 #[ignore = "needs a driver double's NCCL or RCCL (cargo xtask test --backend cuda|rocm --double)"]
 fn ranks_made_on_their_own_threads_run_every_kind_of_collective() {
+    // One rank per device the double presents: two, or four with GPUPORT_DOUBLE_DEVICES=4.
     let _turn = turn();
-    let mut devices = devices();
-    assert!(devices.len() >= 2, "two devices needed, {} found: the doubles have two", devices.len());
-    devices.truncate(2);
+    let devices = devices();
+    let size = devices.len();
+    assert!(size >= 2, "two devices needed, {size} found: the doubles have two");
     // The id travels as bytes, as it would between processes.
     let made = UniqueId::new(&devices[0]).expect("a unique id");
     let id = UniqueId::from_bytes(made.as_bytes()).unwrap();
     assert_eq!(id, made);
     let results = std::thread::scope(|s| {
-        let ranks: Vec<_> = devices.iter().enumerate().map(|(r, d)| s.spawn(move || rank_body(d, &id, r))).collect();
+        let ranks: Vec<_> =
+            devices.iter().enumerate().map(|(r, d)| s.spawn(move || rank_body(d, &id, size, r))).collect();
         ranks.into_iter().map(|h| h.join().expect("a rank's thread")).collect::<Vec<_>>()
     });
-    let n = 257usize;
+    let sum: Vec<f32> = (0..N).map(|i| (0..size).map(|r| input(r)[i]).sum()).collect();
+    let gathered: Vec<f32> = (0..size).flat_map(input).collect();
     for (r, result) in results.into_iter().enumerate() {
         let got = result.unwrap_or_else(|e| panic!("rank {r}: {e}"));
-        let sum: Vec<f32> = (0..n).map(|i| 3.0 * i as f32).collect();
         assert_eq!(got[0], sum, "all_reduce on rank {r}");
         assert_eq!(got[1], vec![11.0; 3], "broadcast from rank 1, seen on rank {r}");
-        let gathered: Vec<f32> = (0..n).map(|i| i as f32).chain((0..n).map(|i| 2.0 * i as f32)).collect();
         assert_eq!(got[2], gathered, "all_gather on rank {r}");
-        assert_eq!(got[3], vec![7.5; 4], "the message, on rank {r}");
+        let before = (r + size - 1) % size;
+        assert_eq!(got[3], vec![before as f32 + 0.5; 4], "the message from rank {before}, on rank {r}");
     }
 }
 

@@ -94,8 +94,11 @@ fn one_rank_made_by_init_rank_on_a_thread_of_its_own() {
     let values: Vec<i32> = (0..1025).map(|i| i * 3 - 500).collect();
     let x = Array::from_slice(&device, &values, &[values.len()]).unwrap();
     let stream = device.create_stream(gpuport_core::StreamFlags::NON_BLOCKING, 0).unwrap();
-    for op in [ReduceOp::Sum, ReduceOp::Max] {
-        comm.all_reduce(&x, op, None, Some(&stream)).unwrap().wait().unwrap();
+    // Back to back, nothing waited for between: the first launch of a non-blocking
+    // communicator may answer ncclInProgress, and the next call must come after it is done.
+    let works = [ReduceOp::Sum, ReduceOp::Max].map(|op| comm.all_reduce(&x, op, None, Some(&stream)).unwrap());
+    for w in works {
+        w.wait().unwrap();
     }
     comm.broadcast(&x, 0, None).unwrap().wait().unwrap();
     assert_eq!(x.to_vec::<i32>().unwrap(), values);

@@ -77,10 +77,23 @@ fn last_error(loaded: &Loaded, comm: usize) -> Option<String> {
 /// `code` as a result where a non-blocking communicator may answer `ncclInProgress` (its
 /// operation continues in the background: [`comm_state`] says when it is done).
 fn check_started(loaded: &Loaded, code: c_int, call: &'static str, comm: Option<usize>) -> Result<()> {
+    started(loaded, code, call, comm).map(drop)
+}
+
+/// [`check_started`], saying whether the operation is still under way.
+fn started(loaded: &Loaded, code: c_int, call: &'static str, comm: Option<usize>) -> Result<Started> {
     if code == IN_PROGRESS {
-        return Ok(());
+        return Ok(Started::InProgress);
     }
-    check(loaded, code, call, comm)
+    check(loaded, code, call, comm).map(|()| Started::Done)
+}
+
+/// How a call on a non-blocking communicator left its operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Started {
+    Done,
+    /// Still under way (`ncclInProgress`): [`comm_state`] says when it is done.
+    InProgress,
 }
 
 /// `NCCL_UNIQUE_ID_BYTES`.
@@ -361,7 +374,7 @@ impl Call {
 /// `comm` and `stream` are live, on one device; `launch`'s addresses are device memory of
 /// that device holding what its call reads and has room for what it writes, and stay so
 /// until the work is done.
-pub(crate) unsafe fn enqueue(loaded: &Loaded, comm: usize, stream: usize, l: &Launch) -> Result<()> {
+pub(crate) unsafe fn enqueue(loaded: &Loaded, comm: usize, stream: usize, l: &Launch) -> Result<Started> {
     // The last `c_int` is the reduction (all-reduce, reduce-scatter) or the root (broadcast).
     type Reduce = unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, c_int, Comm, Stream) -> c_int;
     type RootedReduce =
@@ -387,5 +400,5 @@ pub(crate) unsafe fn enqueue(loaded: &Loaded, comm: usize, stream: usize, l: &La
     };
     // A non-blocking communicator may still be launching it: waited for before its end is
     // recorded.
-    check_started(loaded, code, l.call.name(), Some(comm))
+    started(loaded, code, l.call.name(), Some(comm))
 }

@@ -330,7 +330,8 @@ fn queue(
     // device's (checked above); the addresses are that device's memory, each range inside
     // its array's buffer, sized by the arrays the public layer checked against the
     // collective; the flight below keeps the buffers alive until the collective has ended.
-    comm.with_live(|handle| unsafe { calls::enqueue(comm.loaded, handle, stream.raw_handle(), &launch) })?;
+    let started =
+        comm.with_live(|handle| unsafe { calls::enqueue(comm.loaded, handle, stream.raw_handle(), &launch) })?;
     let buffers = arrays.iter().map(|(a, _)| a.buffer().clone()).collect();
     let flight = Flight::new(what, comm, event, buffers);
     // After the launch (at the group's end when grouped): the arrays' later users wait for
@@ -338,10 +339,13 @@ fn queue(
     let after = {
         let (flight, stream, comm) = (flight.clone(), stream.clone(), comm.clone());
         let arrays: Vec<(Array, Role)> = arrays.iter().map(|(a, r)| ((*a).clone(), *r)).collect();
-        move |ended: &Result<()>| {
+        // `launching`: whether a non-blocking communicator may still be launching it (a
+        // grouped launch's end does not say which of its communicators are).
+        move |ended: &Result<()>, launching: bool| {
             let recorded = ended.clone().and_then(|()| {
-                // A non-blocking communicator may still be launching it.
-                comm.settle(launch.call.name(), what)?;
+                if launching {
+                    comm.settle(launch.call.name(), what)?;
+                }
                 for (a, role) in &arrays {
                     if *role != Role::Out {
                         a.record_access(&stream, Access::Read)?;
@@ -356,9 +360,9 @@ fn queue(
         }
     };
     if grouped {
-        group::at_end(Box::new(after));
+        group::at_end(Box::new(move |ended| after(ended, true)));
     } else {
-        after(&Ok(()));
+        after(&Ok(()), started == calls::Started::InProgress);
     }
     flight::follow(flight.clone());
     Ok(Work::new(what, flight))

@@ -4,7 +4,8 @@
 //! that disagree, one thread driving two ranks outside a group, a buffer of the other
 //! device, a rank that never arrives — with the communicator's asynchronous error, an
 //! abort that releases a waiting rank, point-to-point messages, splits, and a non-blocking
-//! communicator. One test: the double is one machine per process.
+//! communicator (in progress while ranks join, and on its first launch). One test: the
+//! double is one machine per process.
 
 #![allow(non_snake_case)]
 
@@ -338,6 +339,20 @@ fn collectives_run_in_stream_order_and_every_misuse_is_reported() {
         nccl_ok(ncclGroupEnd());
         let _ = (get(s0, s0.b, 1), get(s1, s1.b, 1));
         nb.iter().for_each(|&c| nccl_ok(ncclCommDestroy(c)));
+        // Its first launch outside a group answers ncclInProgress (NCCL connects to the
+        // peers meanwhile): used again before ncclCommGetAsyncError says ncclSuccess, it is
+        // refused and reported.
+        let mut one = 0u64;
+        nccl_ok(ncclGetUniqueId(&mut id));
+        on(0);
+        assert_eq!(ncclCommInitRankConfig(&mut one, 1, id, 0, &config), nccl::SUCCESS);
+        assert_eq!(ncclAllReduce(s0.a, s0.b, 1, FLOAT32, SUM, one, s0.stream), nccl::IN_PROGRESS);
+        let early = || assert_eq!(ncclAllReduce(s0.a, s0.b, 1, FLOAT32, SUM, one, s0.stream), nccl::INVALID_USAGE);
+        assert_eq!(reports(early), 1);
+        assert_eq!((async_error(one), async_error(one)), (nccl::IN_PROGRESS, nccl::SUCCESS));
+        nccl_ok(ncclAllReduce(s0.a, s0.b, 1, FLOAT32, SUM, one, s0.stream));
+        let _ = get(s0, s0.b, 1);
+        nccl_ok(ncclCommDestroy(one));
         let bad = gpuport_double_sim::nccl::ConfigHead { magic: 0, ..config };
         let mut c = 0u64;
         assert_eq!(reports(|| assert_eq!(ncclCommInitRankConfig(&mut c, 1, id, 0, &bad), nccl::INVALID_ARGUMENT)), 1);

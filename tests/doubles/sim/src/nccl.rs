@@ -85,6 +85,14 @@ struct Entry {
     joining: Option<Joining>,
     /// Splits of it so far (the n-th split of each rank meets the n-th of the others).
     splits: u64,
+    /// Made non-blocking: its first launch answers `ncclInProgress`, as NCCL's does while
+    /// it connects to the peers.
+    non_blocking: bool,
+    /// Whether its first launch has happened.
+    connected: bool,
+    /// A launch answered `ncclInProgress` that `ncclCommGetAsyncError` has not yet seen
+    /// finish: the communicator may not be used meanwhile.
+    launching: bool,
 }
 
 /// A rank of a communicator a split formed: its clique and rank.
@@ -142,7 +150,7 @@ fn registry() -> MutexGuard<'static, Registry> {
 /// a rank's initialisation or split, joined when it was called.
 enum Pending {
     Init { out: *mut u64, joining: Joining, clique: Arc<Clique>, rank: usize, device: usize, origin: String },
-    Split { out: *mut u64, key: (u64, u64), rank: usize, device: usize, origin: String },
+    Split { out: *mut u64, key: (u64, u64), rank: usize, device: usize, origin: String, non_blocking: bool },
 }
 
 thread_local! {
@@ -257,11 +265,13 @@ fn current_device(cx: &Call<'_>) -> Result<usize, Failure> {
     machine()?.current_device(cx).map_err(|e| fail(status::UNHANDLED_CUDA_ERROR, format!("no current device ({e:?})")))
 }
 
-fn register(comm: Comm, origin: String, joining: Option<Joining>) -> u64 {
+fn register(comm: Comm, origin: String, joining: Option<Joining>, non_blocking: bool) -> u64 {
     let mut r = registry();
     r.next_comm += 1;
     let handle = COMM_TAG | r.next_comm;
-    r.comms.insert(handle, Entry { comm: Arc::new(comm), origin, joining, splits: 0 });
+    let entry =
+        Entry { comm: Arc::new(comm), origin, joining, splits: 0, non_blocking, connected: false, launching: false };
+    r.comms.insert(handle, entry);
     handle
 }
 
@@ -449,7 +459,7 @@ pub unsafe fn comm_init_rank(
     let (clique, joining) = join(cx, id, ranks, rank, device)?;
     if non_blocking {
         let ready = complete(&mut registry(), &joining);
-        let handle = register(Comm::new(clique, rank, device), cx.describe(), (!ready).then_some(joining));
+        let handle = register(Comm::new(clique, rank, device), cx.describe(), (!ready).then_some(joining), true);
         // SAFETY: checked non-null; the caller's promise that it is writable.
         unsafe { out.write(handle) };
         return Ok(if ready { status::SUCCESS } else { status::IN_PROGRESS });
@@ -480,10 +490,12 @@ unsafe fn finish(cx: &Call<'_>, pending: Pending) -> Outcome {
     let (out, handle) = match pending {
         Pending::Init { out, joining, clique, rank, device, origin } => {
             wait_joined(cx, &joining)?;
-            (out, register(Comm::new(clique, rank, device), origin, None))
+            (out, register(Comm::new(clique, rank, device), origin, None, false))
         }
-        Pending::Split { out, key, rank, device, origin } => match wait_split(cx, key, rank)? {
-            Some((clique, new_rank)) => (out, register(Comm::new(clique, new_rank, device), origin, None)),
+        Pending::Split { out, key, rank, device, origin, non_blocking } => match wait_split(cx, key, rank)? {
+            Some((clique, new_rank)) => {
+                (out, register(Comm::new(clique, new_rank, device), origin, None, non_blocking))
+            }
             None => (out, 0),
         },
     };
@@ -514,7 +526,7 @@ pub unsafe fn comm_split(
         return Err(misuse(cx, "bad-argument", status::INVALID_ARGUMENT, format!("color {color}")));
     }
     // SAFETY: forwarded.
-    unsafe { non_blocking(cx, config) }?;
+    let non_blocking = unsafe { non_blocking(cx, config) }?;
     let (comm, n) = {
         let mut r = registry();
         let Some(entry) = r.comms.get_mut(&parent) else {
@@ -545,8 +557,14 @@ pub unsafe fn comm_split(
         }
         JOINED.notify_all();
     }
-    let pending =
-        Pending::Split { out, key: key_of_split, rank: comm.rank, device: comm.device, origin: cx.describe() };
+    let pending = Pending::Split {
+        out,
+        key: key_of_split,
+        rank: comm.rank,
+        device: comm.device,
+        origin: cx.describe(),
+        non_blocking,
+    };
     // SAFETY: forwarded: `out` checked non-null, promised writable.
     unsafe { wait_or_defer(cx, pending) }
 }
@@ -613,7 +631,7 @@ pub unsafe fn comm_init_all(cx: &Call<'_>, out: *mut u64, count: c_int, devices:
     }
     let clique = Clique::new(count, limit());
     for (rank, device) in chosen.into_iter().enumerate() {
-        let handle = register(Comm::new(clique.clone(), rank, device), cx.describe(), None);
+        let handle = register(Comm::new(clique.clone(), rank, device), cx.describe(), None, false);
         // SAFETY: the caller's promise: `count` writable handles.
         unsafe { out.add(rank).write(handle) };
     }
@@ -625,6 +643,14 @@ fn comm_of(cx: &Call<'_>, handle: u64) -> Result<Arc<Comm>, Failure> {
     let joining = r.comms.get(&handle).map(|e| e.joining.clone());
     let ready = joining.map(|j| j.is_none_or(|j| complete(&mut r, &j)));
     match (ready, r.comms.get_mut(&handle)) {
+        (Some(true), Some(entry)) if entry.launching => {
+            drop(r);
+            let why = format!(
+                "{handle:#x} was used while its last launch is still under way (it answered ncclInProgress; \
+                 ncclCommGetAsyncError must say ncclSuccess first)"
+            );
+            Err(misuse(cx, "comm-in-progress", status::INVALID_USAGE, why))
+        }
         (Some(true), Some(entry)) => {
             entry.joining = None;
             Ok(entry.comm.clone())
@@ -682,7 +708,8 @@ pub unsafe fn comm_async_error(cx: &Call<'_>, handle: u64, out: *mut c_int) -> O
     if out.is_null() {
         return Err(misuse(cx, "null-pointer", status::INVALID_ARGUMENT, "a null result pointer".into()));
     }
-    if joining(handle) == Some(true) {
+    let launching = registry().comms.get_mut(&handle).is_some_and(|e| std::mem::take(&mut e.launching));
+    if launching || joining(handle) == Some(true) {
         // SAFETY: checked non-null; the caller's promise that it is writable.
         unsafe { out.write(status::IN_PROGRESS) };
         return Ok(());
@@ -802,8 +829,9 @@ pub enum RawKind {
     AllToAll,
 }
 
-/// Queues a collective on its stream, as its communicator's device's work.
-pub fn collective(cx: &Call<'_>, a: Args) -> Outcome {
+/// Queues a collective on its stream, as its communicator's device's work; the launch's
+/// status ([`launched`]).
+pub fn collective(cx: &Call<'_>, a: Args) -> Result<c_int, Failure> {
     let m = machine()?;
     let comm = comm_of(cx, a.comm)?;
     let ranks = comm.clique.ranks();
@@ -831,12 +859,31 @@ pub fn collective(cx: &Call<'_>, a: Args) -> Outcome {
         Some(Fault::Lost) => {
             // The rank is gone: its part never comes, and the others wait for it.
             comm.take_seq();
-            return Ok(());
+            return Ok(status::SUCCESS);
         }
         None => None,
     };
     let queued = on_device(m, comm.device, || m.collective(cx, a.stream, &comm, spec, a.send, a.recv, injected));
-    queued.map_err(|e| fail(status::UNHANDLED_CUDA_ERROR, format!("the driver refused the collective ({e:?})")))
+    queued.map_err(|e| fail(status::UNHANDLED_CUDA_ERROR, format!("the driver refused the collective ({e:?})")))?;
+    Ok(launched(a.comm))
+}
+
+/// What a launch outside a group answers: `ncclInProgress` for a non-blocking
+/// communicator's first (it connects to its peers meanwhile, as NCCL's does), until
+/// `ncclCommGetAsyncError` has said so once; `ncclSuccess` otherwise.
+fn launched(handle: u64) -> c_int {
+    if GROUP.with(|g| g.borrow().0) > 0 {
+        return status::SUCCESS;
+    }
+    let mut r = registry();
+    match r.comms.get_mut(&handle) {
+        Some(e) if e.non_blocking && !e.connected => {
+            e.connected = true;
+            e.launching = true;
+            status::IN_PROGRESS
+        }
+        _ => status::SUCCESS,
+    }
 }
 
 /// Reports one thread driving two ranks of one communicator outside a group (a deadlock
@@ -857,7 +904,8 @@ fn check_grouping(cx: &Call<'_>, comm: &Comm) {
 }
 
 /// `ncclSend` (`send`) and `ncclRecv`: one message to or from `peer`, queued on its own
-/// outside a group, or with the group's other messages of the communicator at its end.
+/// outside a group (the launch's status: [`launched`]), or with the group's other messages
+/// of the communicator at its end.
 #[allow(clippy::too_many_arguments)] // the C call's own shape
 pub fn message(
     cx: &Call<'_>,
@@ -868,7 +916,7 @@ pub fn message(
     peer: c_int,
     handle: u64,
     stream: StreamRef,
-) -> Outcome {
+) -> Result<c_int, Failure> {
     let comm = comm_of(cx, handle)?;
     let ranks = comm.clique.ranks();
     let bad = |what: String| misuse(cx, "bad-argument", status::INVALID_ARGUMENT, what);
@@ -886,10 +934,11 @@ pub fn message(
                 None => m.push((handle, stream, vec![message])),
             }
         });
-        return Ok(());
+        return Ok(status::SUCCESS);
     }
     check_grouping(cx, &comm);
-    queue_exchange(cx, &comm, stream, &[message])
+    queue_exchange(cx, &comm, stream, &[message])?;
+    Ok(launched(handle))
 }
 
 /// `f` run with `device`'s primary context current, as NCCL runs a call on its
@@ -1166,7 +1215,7 @@ macro_rules! nccl_exports {
                 name: stringify!($name),
                 args: &|| format!("buff={buff:#x}, count={count}, datatype={datatype}, peer={peer}, comm={comm:#x}, stream={stream:p}"),
             };
-            $crate::nccl::serve(&cx, || {
+            $crate::nccl::serve_status(&cx, || {
                 $crate::nccl::message(&cx, $send, buff as usize, count, datatype, peer, comm, $stream(stream))
             })
         }
@@ -1198,7 +1247,7 @@ macro_rules! nccl_exports {
                 comm,
                 stream: $stream(stream),
             };
-            $crate::nccl::serve(&cx, || $crate::nccl::collective(&cx, args))
+            $crate::nccl::serve_status(&cx, || $crate::nccl::collective(&cx, args))
         }
     };
 }

@@ -4,7 +4,8 @@
 //! bundle with one process per GPU. MPI's world becomes the engine's communicator (`for_device`:
 //! rank 0's unique id broadcast over MPI), then every collective runs across the processes,
 //! checked on each rank against what it computes from every rank's inputs, with messages
-//! around a ring, and a second communicator of the same ranks beside the first. Ignored by
+//! around a ring, a second communicator of the same ranks beside the first, and splits
+//! and a dup of the first. Ignored by
 //! default: `cargo xtask test --backend cuda|rocm --double` launches it.
 
 use gpuport_collective::{group, Communicator, ReduceOp};
@@ -89,6 +90,24 @@ fn the_world_on_its_devices_runs_every_collective() {
     let y = Array::from_slice(device, &[1u32; 4], &[4]).unwrap();
     again.all_reduce(&y, ReduceOp::Sum, None, None).unwrap().wait().unwrap();
     assert_eq!(y.to_vec::<u32>().unwrap(), vec![size as u32; 4]);
-    drop((comm, again));
+
+    // Split by parity, ranked backwards: the even ranks and the odd ones each reduce among
+    // themselves, and an all-gather shows the new order.
+    let half = comm.split(Some((rank % 2) as u32), -(rank as i32)).unwrap().expect("every rank has a color");
+    let members: Vec<usize> = (0..size).filter(|r| r % 2 == rank % 2).rev().collect();
+    assert_eq!((half.rank(), half.size()), (members.iter().position(|&r| r == rank).unwrap(), members.len()));
+    let mine = Array::from_slice(device, &[rank as f32], &[1]).unwrap();
+    let order = Array::zeros(device, &[members.len()], DType::F32).unwrap();
+    half.all_gather(&mine, &order, None).unwrap().wait().unwrap();
+    assert_eq!(order.to_vec::<f32>().unwrap(), members.iter().map(|&r| r as f32).collect::<Vec<_>>());
+    // A rank with no color gets none; dup keeps the ranks.
+    let none = comm.split((rank != 0).then_some(0), 0).unwrap();
+    assert_eq!(none.is_none(), rank == 0);
+    let twin = comm.dup().unwrap();
+    assert_eq!((twin.rank(), twin.size()), (rank, size));
+    let z = Array::from_slice(device, &[rank as i32], &[1]).unwrap();
+    twin.all_reduce(&z, ReduceOp::Max, None, None).unwrap().wait().unwrap();
+    assert_eq!(z.to_vec::<i32>().unwrap(), vec![size as i32 - 1]);
+    drop((comm, again, half, none, twin));
     world.barrier().unwrap();
 }

@@ -149,8 +149,23 @@ fn registry() -> MutexGuard<'static, Registry> {
 /// What waits for the other ranks — at its call, or at the end of the group it was made in:
 /// a rank's initialisation or split, joined when it was called.
 enum Pending {
-    Init { out: *mut u64, joining: Joining, clique: Arc<Clique>, rank: usize, device: usize, origin: String },
-    Split { out: *mut u64, key: (u64, u64), rank: usize, device: usize, origin: String, non_blocking: bool },
+    Init {
+        out: *mut u64,
+        joining: Joining,
+        clique: Arc<Clique>,
+        rank: usize,
+        device: usize,
+        origin: String,
+    },
+    Split {
+        out: *mut u64,
+        key: (u64, u64),
+        parent: Arc<Clique>,
+        rank: usize,
+        device: usize,
+        origin: String,
+        non_blocking: bool,
+    },
 }
 
 thread_local! {
@@ -492,12 +507,14 @@ unsafe fn finish(cx: &Call<'_>, pending: Pending) -> Outcome {
             wait_joined(cx, &joining)?;
             (out, register(Comm::new(clique, rank, device), origin, None, false))
         }
-        Pending::Split { out, key, rank, device, origin, non_blocking } => match wait_split(cx, key, rank)? {
-            Some((clique, new_rank)) => {
-                (out, register(Comm::new(clique, new_rank, device), origin, None, non_blocking))
+        Pending::Split { out, key, parent, rank, device, origin, non_blocking } => {
+            match wait_split(cx, key, &parent, rank)? {
+                Some((clique, new_rank)) => {
+                    (out, register(Comm::new(clique, new_rank, device), origin, None, non_blocking))
+                }
+                None => (out, 0),
             }
-            None => (out, 0),
-        },
+        }
     };
     // SAFETY: the caller's promise.
     unsafe { out.write(handle) };
@@ -541,10 +558,6 @@ pub unsafe fn comm_split(
         entry.splits += 1;
         (entry.comm.clone(), entry.splits)
     };
-    if comm.clique.is_shared() {
-        // Not a misuse: the double's own limit, said as NCCL says what it cannot do.
-        return Err(fail(status::INTERNAL_ERROR, "the double splits communicators of one process's ranks only"));
-    }
     let key_of_split = (comm.clique.id(), n);
     {
         let mut r = registry();
@@ -552,14 +565,20 @@ pub unsafe fn comm_split(
         let split =
             r.splits.entry(key_of_split).or_insert_with(|| Split { wanted: vec![None; ranks], made: None, taken: 0 });
         split.wanted[comm.rank] = Some((color, key, comm.device));
-        if split.wanted.iter().all(Option::is_some) {
-            split.made = Some(form(&split.wanted));
+        match comm.clique.shared() {
+            // Ranks in other processes say theirs through the folder.
+            Some(shared) => shared
+                .split_arrive(n, comm.rank, color, key)
+                .map_err(|e| fail(status::SYSTEM_ERROR, format!("telling the other processes' ranks: {e}")))?,
+            None if split.wanted.iter().all(Option::is_some) => split.made = Some(form(&split.wanted)),
+            None => {}
         }
         JOINED.notify_all();
     }
     let pending = Pending::Split {
         out,
         key: key_of_split,
+        parent: comm.clique.clone(),
         rank: comm.rank,
         device: comm.device,
         origin: cx.describe(),
@@ -589,11 +608,25 @@ fn form(wanted: &[Option<(c_int, c_int, usize)>]) -> Vec<Option<Member>> {
 }
 
 /// Waits until every parent rank has called split `key`; `rank`'s new communicator.
-fn wait_split(cx: &Call<'_>, key: (u64, u64), rank: usize) -> Result<Option<Member>, Failure> {
+fn wait_split(cx: &Call<'_>, key: (u64, u64), parent: &Clique, rank: usize) -> Result<Option<Member>, Failure> {
     wait_for_ranks(cx, "called the split", |r| {
         let Some(split) = r.splits.get_mut(&key) else {
             return Err(fail(status::INTERNAL_ERROR, "a split vanished"));
         };
+        if let (None, Some(shared)) = (&split.made, parent.shared()) {
+            // Every process forms the same communicators from the ranks' files; this
+            // process's ranks share its cliques, each meeting in a folder of its own.
+            let all = match shared.split_found(key.1) {
+                Ok(all) => all,
+                Err(missing) => return Ok(Found::Missing(missing)),
+            };
+            let wanted: Vec<Option<(c_int, c_int, usize)>> = all.iter().map(|&(c, k)| Some((c, k, 0))).collect();
+            let made = form(&wanted);
+            for ((clique, _), &(color, _)) in made.iter().zip(&all).filter_map(|(m, a)| Some((m.as_ref()?, a))) {
+                clique.share(shared.split_folder(key.1, color));
+            }
+            split.made = Some(made);
+        }
         let Some(made) = &split.made else { return Ok(Found::Missing(missing(&split.wanted))) };
         let mine = made[rank].clone();
         split.taken += 1;

@@ -172,9 +172,9 @@ impl Clique {
         let _ = self.shared.set(Shared::new(folder, self.ranks, self.limit));
     }
 
-    /// Whether its ranks span processes.
-    pub fn is_shared(&self) -> bool {
-        self.shared.get().is_some()
+    /// Where its ranks meet when they span processes.
+    pub fn shared(&self) -> Option<&Shared> {
+        self.shared.get()
     }
 
     /// Rank `rank` of this process is gone (its communicator destroyed).

@@ -14,6 +14,9 @@
 //! - A message is `m<from>-<to>-<n>`, which the receiver reads and removes (and answers
 //!   with `x<from>-<to>-<n>`, the reason, when the two sides disagree); the sender waits
 //!   until it is gone.
+//! - A split: each rank writes its color and key as `s<n>-r<rank>`; once all have, each
+//!   forms the same communicators from them, each meeting in a folder of its own beside
+//!   this one.
 //! - A rank leaving writes `left-<rank>`; the last to leave removes the folder.
 //!
 //! Files are written under a temporary name and renamed into place, so a reader never sees
@@ -55,6 +58,13 @@ impl Folder {
 
     fn file(&self, name: &str) -> PathBuf {
         self.path.join(name)
+    }
+
+    /// The folder of a communicator split from this one's ranks: beside it (it may outlive
+    /// its parent), named by the split's number and color.
+    pub fn split(&self, n: u64, color: i32) -> Folder {
+        let name = self.path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        Folder { path: self.path.with_file_name(format!("{name}-s{n}-c{color}")) }
     }
 
     /// Rank `rank` has joined, on this process's device `device`.
@@ -266,6 +276,32 @@ impl Shared {
             }
         }
         outcome
+    }
+
+    /// Rank `rank`'s color and key for the communicator's `n`-th split.
+    pub fn split_arrive(&self, n: u64, rank: usize, color: i32, key: i32) -> std::io::Result<()> {
+        write(&self.folder.file(&format!("s{n}-r{rank}")), &format!("{color} {key}"), &[])
+    }
+
+    /// Every rank's color and key for the `n`-th split, once all have come; else the ranks
+    /// still missing.
+    pub fn split_found(&self, n: u64) -> Result<Vec<(i32, i32)>, Vec<usize>> {
+        let read_one = |r: usize| {
+            let (text, _) = read(&self.folder.file(&format!("s{n}-r{r}")))?;
+            let (color, key) = text.split_once(' ')?;
+            Some((color.parse().ok()?, key.parse().ok()?))
+        };
+        let found: Vec<Option<(i32, i32)>> = (0..self.ranks).map(read_one).collect();
+        if found.iter().all(Option::is_some) {
+            Ok(found.into_iter().flatten().collect())
+        } else {
+            Err((0..self.ranks).filter(|&r| found[r].is_none()).collect())
+        }
+    }
+
+    /// The folder the communicator's `n`-th split of color `color` meets in.
+    pub fn split_folder(&self, n: u64, color: i32) -> Folder {
+        self.folder.split(n, color)
     }
 
     /// Rank `rank` has left; the last to leave removes the folder.

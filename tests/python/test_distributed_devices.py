@@ -126,3 +126,45 @@ def test_ranks_of_one_thread_split_together():
         distributed.split_all(comms, [-1, 0])
     with pytest.raises(ValueError, match="2 colors but 1 keys"):
         distributed.split_all(comms, [0, 0], keys=[0])
+
+
+ACROSS = """
+import sys
+import numpy as np
+import gpuport
+from gpuport import distributed
+
+backend = sys.argv[1]
+world = distributed.init()
+comm = world.for_device(f"{backend}:{world.rank % 2}")
+assert (comm.rank, comm.size) == (world.rank, world.size)
+x = gpuport.asarray(np.full(5, world.rank + 1, np.float32)).to(f"{backend}:{world.rank % 2}")
+comm.all_reduce(x, op="sum")
+want = sum(range(1, world.size + 1))
+assert x.tolist() == [want] * 5, x.tolist()
+half = comm.split(world.rank % 2, world.rank)
+print(f"rank {world.rank} of {world.size}: {half.size} in my half", flush=True)
+"""
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_one_rank_per_process_from_the_mpi_world(tmp_path, ranks):
+    import pathlib
+    import subprocess
+    import sys
+
+    mpiexec = pathlib.Path(sys.prefix) / "bin" / "mpiexec"
+    if not mpiexec.exists():
+        pytest.fail(f"no mpiexec in {sys.prefix}: the mpich wheel of tests/python/requirements.txt")
+    script = tmp_path / "across.py"
+    script.write_text(ACROSS)
+    env = {k: v for k, v in os.environ.items() if k not in ("PMI_RANK", "GPUPORT_MPI_SINGLETON")}
+    env["GPUPORT_COLLECTIVE_TIMEOUT"] = "60"
+    run = subprocess.run(
+        [str(mpiexec), "-n", str(ranks), sys.executable, str(script), BACKEND],
+        capture_output=True, text=True, timeout=300, env=env,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    halves = sorted(run.stdout.strip().splitlines())
+    want = sorted(f"rank {r} of {ranks}: {len(range(r % 2, ranks, 2))} in my half" for r in range(ranks))
+    assert halves == want, run.stdout + run.stderr

@@ -67,6 +67,23 @@ fn every_collective_on_every_rank() {
         }
     }
 
+    // Sizes: none, one, and past 4 MiB (each collective of every size the ranks agree on).
+    for count in [0usize, 1, (4 << 20) / 4 + 3] {
+        let xs: Vec<Array> = devices
+            .iter()
+            .enumerate()
+            .map(|(r, d)| Array::from_slice(d, &vec![r as f32 + 0.5; count], &[count]).unwrap())
+            .collect();
+        let gathered: Vec<Array> = devices.iter().map(|d| Array::zeros(d, &[2 * count], DType::F32).unwrap()).collect();
+        on_every_rank(&comms, |r, c| c.all_reduce(&xs[r], ReduceOp::Sum, None, None));
+        on_every_rank(&comms, |r, c| c.all_gather(&xs[r], &gathered[r], None));
+        for r in 0..2 {
+            assert_eq!(xs[r].to_vec::<f32>().unwrap(), vec![2.0; count], "all_reduce of {count} on rank {r}");
+            let want: Vec<f32> = [vec![2.0; count], vec![2.0; count]].concat();
+            assert_eq!(gathered[r].to_vec::<f32>().unwrap(), want, "all_gather of {count} on rank {r}");
+        }
+    }
+
     // Out of place, other dtype families: i64 sum, bool or/and, complex64 sum.
     let ints: Vec<Array> =
         devices.iter().enumerate().map(|(r, d)| Array::from_slice(d, &[r as i64 * 10 - 7; 5], &[5]).unwrap()).collect();

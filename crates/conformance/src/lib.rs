@@ -364,7 +364,8 @@ pub struct Case {
     pub needs: &'static [Need],
 }
 
-/// Runs one case, turning a panic into a failure that names the backend.
+/// Runs one case, turning a panic into a failure that names the backend — and a panic on
+/// one of the port's own threads meanwhile.
 ///
 /// Drops that earlier cases deferred to the release thread run first: a vendor driver's
 /// free (`cuMemFree`, `hipFree`) may wait for all of the device's work and make later work
@@ -373,11 +374,24 @@ pub struct Case {
 /// gate gives up. (On an H200 with CUDA 13 a full run lost 30 s to one such stall, and
 /// failed a different ordering case each time; every case passed alone.)
 pub fn run_case(case: &Case, target: &Arc<Target>) -> Outcome {
+    deliberate::install();
     gpuport_runtime::release::flush();
     let given_up = cases::gates_given_up();
     let outcome = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (case.run)(target))) {
         Ok(outcome) => outcome.map_err(|f| f.context(format!("[{}] {}", target.backend, case.name))),
         Err(_) => Err(Failure::new(format!("[{}] {} panicked", target.backend, case.name))),
+    };
+    // The port's own threads (finishing this case's work, or an earlier one's) must not
+    // have panicked meanwhile.
+    let on_threads = deliberate::thread_panics();
+    let outcome = match outcome {
+        Ok(()) if !on_threads.is_empty() => Err(Failure::new(format!(
+            "[{}] {}: a thread of the port panicked while it ran: {}",
+            target.backend,
+            case.name,
+            on_threads.join("; ")
+        ))),
+        other => other,
     };
     outcome.map_err(|f| {
         if cases::gates_given_up() == given_up {

@@ -120,7 +120,7 @@ fn build() -> Result<Vec<Artifact>, String> {
         "xtask",
     ]);
     cmd.args(["--tests", "--example", "demo", "--bench", "staged_copy", "--bench", "cuda_bandwidth", "--bench", "hal"]);
-    cmd.args(["--bench", "allreduce"]);
+    cmd.args(["--bench", "allreduce", "--bench", "nccl_allreduce"]);
     cmd.args(["--bin", "xtask"]);
     // A bundle must not depend on anything outside it: no -C target-cpu=native.
     cmd.env_remove("RUSTFLAGS");

@@ -131,6 +131,13 @@ impl<const F: u8> Device for MutantDevice<F> {
             uuid: None,
         })
     }
+    fn make_current(&self) -> Result<()> {
+        if F == flaw::MAKE_CURRENT_FAILS {
+            // The flawed device has a binding that cannot succeed here, and says so its own way.
+            return Err(Error::invalid_handle(format!("{}: no context to make current", self.id())));
+        }
+        Err(Error::unsupported(self.id().kind, "a current device (the device is software)"))
+    }
     fn dlpack_devices(&self) -> gpuport_core::DlpackDevices {
         let declared = <MutantBackend<F> as gpuport_core::Backend>::DLPACK;
         if F == flaw::DEVICE_DLPACK_DIFFERS {

@@ -388,6 +388,11 @@ pub const MUTANTS: &[Mutant] = &[
         breaks: "Event::elapsed_ms answers the interval's length: an end that completed before the start gives a positive time",
         caught_by: "events::elapsed_time",
     },
+    Mutant {
+        name: "mut-make-current-fails",
+        breaks: "Device::make_current fails with an error of its own instead of Unsupported",
+        caught_by: "device::make_current_answers_and_disturbs_nothing",
+    },
 ];
 
 /// A flaw of the driver doubles (`GPUPORT_DOUBLE_MUTANT=name`) and the conformance case
@@ -493,6 +498,7 @@ pub(crate) mod flaw {
     pub const STREAM_TABLE_OF_16: u8 = 69;
     pub const ELAPSED_FROM_EARLIER_RECORD: u8 = 70;
     pub const ELAPSED_NEVER_NEGATIVE: u8 = 71;
+    pub const MAKE_CURRENT_FAILS: u8 = 72;
 }
 
 /// The backend of mutant `F`.
@@ -534,7 +540,7 @@ impl<const F: u8> Backend for MutantBackend<F> {
 macro_rules! with_mutant {
     ($index:expr, |$b:ident| $body:expr) => {
         $crate::with_mutant!(@each $index, $b, $body;
-            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71)
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72)
     };
     (@each $index:expr, $b:ident, $body:expr; $($n:literal)*) => {
         match $index {

@@ -123,3 +123,43 @@ pub fn synchronize_from_own_callback_is_refused(t: &Target) -> Outcome {
     within("synchronizing after the refused calls", move || s.synchronize())?;
     Ok(())
 }
+
+/// `Device::make_current` answers `Ok`, or `Unsupported` where the backend has no
+/// per-thread current device — on every device, from a thread that never used it, and again
+/// — and disturbs nothing: afterwards work on every device, this one and the others, runs
+/// and reads back what it wrote (gpuport's own calls make their device current themselves).
+pub fn make_current_answers_and_disturbs_nothing(t: &Target) -> Outcome {
+    for (i, dev) in t.devices.iter().enumerate() {
+        let fresh = dev.clone();
+        let answers = std::thread::spawn(move || [fresh.make_current(), fresh.make_current()])
+            .join()
+            .map_err(|_| Failure::new(format!("{}: Device::make_current panicked", dev.id())))?;
+        for answer in answers {
+            match answer {
+                Ok(()) | Err(Error::Unsupported { .. }) => {}
+                Err(e) => {
+                    return Err(Failure::new(format!(
+                        "{}: Device::make_current answered {e}: it must be Ok, or Unsupported where the backend \
+                         has no current device",
+                        dev.id()
+                    )))
+                }
+            }
+        }
+        let _ = dev.make_current();
+        for (j, other) in t.devices.iter().enumerate() {
+            let s = stream(other)?;
+            let n = 4096 + 7;
+            let buf = other.alloc(n)?;
+            let data = pattern(n, (i * 8 + j) as u8);
+            s.write(&data, &buf, 0)?;
+            ensure!(
+                read_all(&s, &buf)? == data,
+                "{}: work after {}'s make_current read back other bytes",
+                other.id(),
+                dev.id()
+            );
+        }
+    }
+    Ok(())
+}

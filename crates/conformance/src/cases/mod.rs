@@ -105,6 +105,11 @@ pub const CASES: &[Case] = &[
         needs: &[],
     },
     Case {
+        name: "device::make_current_answers_and_disturbs_nothing",
+        run: device::make_current_answers_and_disturbs_nothing,
+        needs: &[],
+    },
+    Case {
         name: "handles::ordering_through_wrapped_handles",
         run: handles::ordering_through_wrapped_handles,
         needs: &[],

@@ -863,7 +863,7 @@ pub enum RawKind {
 }
 
 /// Queues a collective on its stream, as its communicator's device's work; the launch's
-/// status ([`launched`]).
+/// status (`launched`).
 pub fn collective(cx: &Call<'_>, a: Args) -> Result<c_int, Failure> {
     let m = machine()?;
     let comm = comm_of(cx, a.comm)?;
@@ -937,7 +937,7 @@ fn check_grouping(cx: &Call<'_>, comm: &Comm) {
 }
 
 /// `ncclSend` (`send`) and `ncclRecv`: one message to or from `peer`, queued on its own
-/// outside a group (the launch's status: [`launched`]), or with the group's other messages
+/// outside a group (the launch's status: `launched`), or with the group's other messages
 /// of the communicator at its end.
 #[allow(clippy::too_many_arguments)] // the C call's own shape
 pub fn message(

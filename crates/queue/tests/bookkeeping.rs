@@ -1,6 +1,7 @@
 //! The kit's bookkeeping, as a port reads it: a handle forgotten is no longer resolved even
 //! while its object lives on; the pointer registry counts the allocations alive; a host
-//! block knows its length and is never empty; a kernel's arguments are counted.
+//! block knows its length and is never empty; a kernel's arguments are counted; a queue
+//! answers to its name, and its failed work names it.
 
 use std::sync::Arc;
 
@@ -51,4 +52,18 @@ fn kernel_arguments_are_counted() {
     assert_eq!((two.len(), two.is_empty()), (2, false));
     let none = HostKernelArgs::new(Vec::new());
     assert_eq!((none.len(), none.is_empty()), (0, true));
+}
+
+#[test]
+fn a_queue_answers_to_its_name_and_its_failed_work_names_it() {
+    let queue = gpuport_queue::WorkQueue::new("stream 7 of cuda:1".into()).unwrap();
+    assert_eq!(queue.name(), "stream 7 of cuda:1");
+    queue.run(Box::new(|| Err(gpuport_core::Error::invalid_argument("the work's own failure")))).unwrap();
+    match queue.synchronize() {
+        Err(gpuport_core::Error::StreamWork { stream, message }) => {
+            assert_eq!(stream, "stream 7 of cuda:1");
+            assert!(message.contains("the work's own failure"), "{message}");
+        }
+        other => panic!("the failed work came back as {other:?}"),
+    }
 }

@@ -104,7 +104,7 @@ run_part() {
     status=1
     # An unavailable backend or device says why; name it in the summary.
     why=$(grep -m1 -o -E "cuda: (no device|runtime library not found|required symbol|driver version)[^\"]*" "$log" || true)
-    [ -n "$why" ] || why=$(grep -m1 -o -E "(CuPy is not available|no CUDA device)[^\"]*" "$log" || true)
+    [ -n "$why" ] || why=$(grep -m1 -o -i -E "(CuPy is not available|PyTorch is not available|no CUDA device)[^\"]*" "$log" || true)
     if [ -n "$complaint" ]; then
       why="$complaint"
     elif [ -n "$why" ]; then

@@ -504,7 +504,10 @@ unsafe fn wait_or_defer(cx: &Call<'_>, pending: Pending) -> Outcome {
 unsafe fn finish(cx: &Call<'_>, pending: Pending) -> Outcome {
     let (out, handle) = match pending {
         Pending::Init { out, joining, clique, rank, device, origin } => {
-            wait_joined(cx, &joining)?;
+            if let Err(e) = wait_joined(cx, &joining) {
+                abandon(&mut registry(), &joining, rank);
+                return Err(e);
+            }
             (out, register(Comm::new(clique, rank, device), origin, None, false))
         }
         Pending::Split { out, key, parent, rank, device, origin, non_blocking } => {
@@ -722,8 +725,28 @@ pub fn comm_destroy(cx: &Call<'_>, handle: u64, abort: bool) -> Outcome {
     if abort {
         entry.comm.clique.abort();
     }
-    entry.comm.clique.leave(entry.comm.rank);
+    match &entry.joining {
+        Some(joining) => abandon(&mut registry(), joining, entry.comm.rank),
+        None => entry.comm.clique.leave(entry.comm.rank),
+    }
     Ok(())
+}
+
+/// Rank `rank` gives up initialisation `joining` before it completed (destroyed or
+/// aborted while others were missing, or its wait ran out): its joining is taken back, and
+/// the folder goes once no rank of any process is in it.
+fn abandon(r: &mut Registry, joining: &Joining, rank: usize) {
+    let (id, generation) = joining;
+    let Some(init) = r.inits.get_mut(id).filter(|i| i.generation == *generation) else {
+        return; // it completed meanwhile: the rank left through its clique
+    };
+    init.devices[rank] = None;
+    init.folder.unjoin(rank);
+    if init.devices.iter().all(Option::is_none) {
+        if let Some(init) = r.inits.remove(id) {
+            init.folder.remove_if_empty();
+        }
+    }
 }
 
 /// `ncclCommFinalize`: the double's collectives need no flush; a live handle is all.

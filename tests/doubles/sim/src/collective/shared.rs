@@ -81,6 +81,16 @@ impl Folder {
     pub fn remove(&self) {
         let _ = std::fs::remove_dir_all(&self.path);
     }
+
+    /// Rank `rank` takes its joining back (it gave the initialisation up).
+    pub fn unjoin(&self, rank: usize) {
+        let _ = std::fs::remove_file(self.file(&format!("join-{rank}")));
+    }
+
+    /// Removes the folder if no file is left in it (no rank of any process joined).
+    pub fn remove_if_empty(&self) {
+        let _ = std::fs::remove_dir(&self.path);
+    }
 }
 
 /// Writes `header`, a newline and `bytes` as `path`, all at once for a reader.

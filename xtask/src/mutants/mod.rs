@@ -19,7 +19,7 @@
 //!
 //! Every run writes the target's record (`record`): every mutant with its outcome, checked
 //! in. A sharded run fills in its slice's outcomes and keeps the others' from the record
-//! (while the sources are the ones recorded), so a kit's several hundred mutants are
+//! (while their file is the one recorded), so a kit's several hundred mutants are
 //! recorded over several runs; mutants not yet run are `untested`. From the record
 //! `--sample N` (`sample`) re-runs N caught mutants of each target without cargo-mutants —
 //! CI's run — and it tells when a target changed after its last run.

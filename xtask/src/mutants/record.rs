@@ -4,7 +4,14 @@
 //! (`tests/mutants/recorded/<target>.txt`) so that CI can re-run a sample of the caught
 //! mutants without cargo-mutants (`--sample`), and so that a change to a target that was
 //! not followed by a fresh run is noticed: the record names a hash of the target's
-//! sources, and each mutant a hash of the text it replaces.
+//! sources, one of each of its files, and each mutant a hash of the text it replaces.
+//!
+//! A run keeps an earlier outcome of a mutant whose file is unchanged, as cargo-mutants'
+//! own incremental mode (`--in-diff`) judges only the mutants of changed code: a kit of
+//! several hundred mutants is recorded over many runs, and a change to one file (a case's
+//! hook, a fix) sends only that file's mutants back to `untested`. A change elsewhere
+//! could still hide a mutant a case caught; the sample CI re-runs from the record
+//! (`--sample`) is what notices that.
 //!
 //! One line per mutant, tab-separated: outcome, file, `line:col-line:col` (cargo-mutants'
 //! span: lines and columns counted from 1, in characters, end exclusive), the hash of the
@@ -74,6 +81,9 @@ pub struct Mutant {
 pub struct Record {
     /// Hash of the target's sources (every `.rs` file under `src/`) when recorded.
     pub sources: u64,
+    /// Each of those files, named as the mutants name theirs, with the hash of its text
+    /// (empty in a record written before files were hashed one by one).
+    pub files: Vec<(String, u64)>,
     pub mutants: Vec<Mutant>,
 }
 
@@ -98,6 +108,23 @@ pub fn hash_sources(dir: &Path) -> Result<u64, String> {
         all.push(0);
     }
     Ok(hash(&all))
+}
+
+/// Each `.rs` file under the target's `src/`, named relative to the target's root (as
+/// cargo-mutants names a mutant's file), with the hash of its text, in path order.
+pub fn hash_files(target: &super::Target) -> Result<Vec<(String, u64)>, String> {
+    let mut files = Vec::new();
+    collect_rs(&Path::new(target.dir).join("src"), &mut files)?;
+    files.sort();
+    let root = Path::new(target.root());
+    files
+        .into_iter()
+        .map(|file| {
+            let text = std::fs::read(&file).map_err(|e| format!("reading {}: {e}", file.display()))?;
+            let name = if root == Path::new(".") { &file } else { file.strip_prefix(root).unwrap_or(&file) };
+            Ok((name.to_string_lossy().into_owned(), hash(&text)))
+        })
+        .collect()
 }
 
 fn collect_rs(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> Result<(), String> {
@@ -163,6 +190,9 @@ impl Record {
              sources\t{:016x}\n",
             self.sources
         );
+        for (file, h) in &self.files {
+            text.push_str(&format!("file\t{file}\t{h:016x}\n"));
+        }
         for m in &self.mutants {
             text.push_str(&format!(
                 "{}\t{}\t{}:{}-{}:{}\t{:016x}\t{}\t{}\n",
@@ -183,12 +213,14 @@ impl Record {
     /// Reads a record's file text.
     pub fn parse(text: &str) -> Result<Record, String> {
         let mut sources = None;
+        let mut files = Vec::new();
         let mut mutants = Vec::new();
         for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.starts_with('#') && !l.is_empty()) {
             let bad = || format!("line {}: not a recorded mutant: {line:?}", n + 1);
             let fields: Vec<&str> = line.split('\t').collect();
             match fields.as_slice() {
                 ["sources", h] => sources = Some(u64::from_str_radix(h, 16).map_err(|_| bad())?),
+                ["file", file, h] => files.push(((*file).to_owned(), u64::from_str_radix(h, 16).map_err(|_| bad())?)),
                 [outcome, file, span, replaced, replacement, name] => {
                     let (start, end) = span.split_once('-').ok_or_else(bad)?;
                     mutants.push(Mutant {
@@ -204,21 +236,27 @@ impl Record {
                 _ => return Err(bad()),
             }
         }
-        Ok(Record { sources: sources.ok_or("no `sources` line")?, mutants })
+        Ok(Record { sources: sources.ok_or("no `sources` line")?, files, mutants })
     }
 }
 
 /// Builds a target's record: every mutant in `list` (cargo-mutants' `--list --json`, with
 /// spans), each with its outcome in the finished run whose output is `out`, else the one
-/// `previous` holds for it while the sources are the ones `previous` was made from, else
-/// `untested`.
+/// `previous` holds for it while its file is the one `previous` was made from (all the
+/// sources, for a record without file hashes), else `untested`.
 pub fn from_run(target: &super::Target, list: &str, out: &Path, previous: Option<&Record>) -> Result<Record, String> {
     let list: serde_json::Value =
         serde_json::from_str(list).map_err(|e| format!("reading cargo mutants --list --json: {e}"))?;
     let sources = hash_sources(Path::new(target.dir))?;
+    let files = hash_files(target)?;
     let mut outcomes = std::collections::HashMap::new();
-    if let Some(previous) = previous.filter(|p| p.sources == sources) {
-        for m in &previous.mutants {
+    if let Some(previous) = previous {
+        let hash_in = |files: &[(String, u64)], file: &str| files.iter().find(|(f, _)| f == file).map(|(_, h)| *h);
+        let unchanged = |file: &str| {
+            previous.sources == sources
+                || hash_in(&previous.files, file).is_some_and(|h| hash_in(&files, file) == Some(h))
+        };
+        for m in previous.mutants.iter().filter(|m| unchanged(&m.file)) {
             outcomes.insert(m.name.clone(), m.outcome);
         }
     }
@@ -252,7 +290,7 @@ pub fn from_run(target: &super::Target, list: &str, out: &Path, previous: Option
             name,
         });
     }
-    Ok(Record { sources, mutants })
+    Ok(Record { sources, files, mutants })
 }
 
 #[cfg(test)]
@@ -306,9 +344,48 @@ mod tests {
     }
 
     #[test]
+    fn a_change_to_one_file_sends_back_only_that_files_mutants() {
+        let dir = std::env::temp_dir().join(format!("xtask-record-files-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("src/a.rs"), "fn a() -> u8 { 1 }\n").unwrap();
+        std::fs::write(dir.join("src/b.rs"), "fn b() -> u8 { 2 }\n").unwrap();
+        let path: &'static str = Box::leak(dir.to_string_lossy().into_owned().into_boxed_str());
+        let target = super::super::Target { name: "t", dir: path, kit: None };
+        let list = r#"[
+            {"file": "src/a.rs", "name": "src/a.rs:1:16: replace a -> u8 with 0", "replacement": "0",
+             "span": {"start": {"line": 1, "column": 16}, "end": {"line": 1, "column": 17}}},
+            {"file": "src/b.rs", "name": "src/b.rs:1:16: replace b -> u8 with 0", "replacement": "0",
+             "span": {"start": {"line": 1, "column": 16}, "end": {"line": 1, "column": 17}}}
+        ]"#;
+        let out = dir.join("out");
+        std::fs::create_dir_all(out.join("mutants.out")).unwrap();
+        std::fs::write(
+            out.join("mutants.out/caught.txt"),
+            "src/a.rs:1:16: replace a -> u8 with 0\nsrc/b.rs:1:16: replace b -> u8 with 0\n",
+        )
+        .unwrap();
+        let first = from_run(&target, list, &out, None).unwrap();
+        let names: Vec<&str> = first.files.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(names, ["src/a.rs", "src/b.rs"], "files are named as the mutants name theirs");
+        assert_eq!(Record::parse(&first.to_text("t", "tool")).unwrap(), first);
+        // A later run that ran nothing, after `b.rs` changed: `a`'s outcome stands.
+        std::fs::write(out.join("mutants.out/caught.txt"), "").unwrap();
+        std::fs::write(dir.join("src/b.rs"), "fn b() -> u8 { 2 } // changed\n").unwrap();
+        let second = from_run(&target, list, &out, Some(&first)).unwrap();
+        let outcomes: Vec<Outcome> = second.mutants.iter().map(|m| m.outcome).collect();
+        assert_eq!(outcomes, [Outcome::Caught, Outcome::Untested]);
+        // A record without file hashes keeps nothing once any source changed.
+        let old = Record { files: Vec::new(), ..first };
+        let third = from_run(&target, list, &out, Some(&old)).unwrap();
+        assert!(third.mutants.iter().all(|m| m.outcome == Outcome::Untested));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn a_record_reads_back_as_written() {
         let record = Record {
             sources: 0xfeed,
+            files: vec![("src/lib.rs".into(), 0xbeef)],
             mutants: vec![Mutant {
                 outcome: Outcome::Caught,
                 file: "src/lib.rs".into(),

@@ -17,6 +17,8 @@
 mod drain;
 mod implicit;
 mod ops;
+#[cfg(test)]
+mod tests;
 mod tracker;
 
 use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -329,6 +331,8 @@ impl WorkQueue {
         let result = idle.then(f);
         state.scheduled.store(false, Ordering::SeqCst);
         fence(Ordering::SeqCst);
+        #[cfg(test)]
+        tests::claim_released();
         // Work queued meanwhile saw the claim and did not schedule the queue: do it here.
         if state.submitted.load(Ordering::SeqCst) != state.completed.load(Ordering::SeqCst)
             && !state.scheduled.swap(true, Ordering::SeqCst)

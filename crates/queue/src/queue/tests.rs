@@ -1,0 +1,102 @@
+//! The inline path's claim, observed in the one window no public handle can hold: between
+//! an inline operation's release of its claim and its look for work queued meanwhile, the
+//! queue has work pending and nobody scheduled to drain it. A hook run on the releasing
+//! thread holds it there.
+
+use std::cell::RefCell;
+use std::sync::mpsc::channel;
+use std::sync::{Arc, Mutex};
+
+use super::WorkQueue;
+
+thread_local! {
+    /// Run once on this thread when its inline operation has released its claim.
+    static ON_RELEASE: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
+}
+
+/// Called by `WorkQueue::run_inline_if_idle` right after it releases its claim.
+pub(super) fn claim_released() {
+    if let Some(hook) = ON_RELEASE.with(|h| h.borrow_mut().take()) {
+        hook();
+    }
+}
+
+/// A queue nothing was ever queued on is idle. (Not one just synchronized: its drainer may
+/// still be keeping it a moment for the next operation, and then the queue is not idle.)
+#[test]
+fn a_new_queue_runs_the_operation_on_the_calling_thread() {
+    let q = WorkQueue::new("inline".into()).unwrap();
+    let me = std::thread::current().id();
+    assert_eq!(q.run_inline_if_idle(|| std::thread::current().id()), Some(me));
+    assert_eq!(q.run_inline_if_idle(|| 7), Some(7), "the first operation left its claim behind");
+}
+
+#[test]
+fn a_closed_queue_runs_nothing_inline() {
+    let q = WorkQueue::new("closed".into()).unwrap();
+    q.close();
+    let mut ran = false;
+    assert_eq!(q.run_inline_if_idle(|| ran = true), None);
+    assert!(!ran, "ran on a closed queue");
+}
+
+#[test]
+fn work_pending_keeps_the_operation_off_the_calling_thread() {
+    let q = WorkQueue::new("held".into()).unwrap();
+    let (open, gate) = channel::<()>();
+    q.run(Box::new(move || gate.recv().map_err(|_| gpuport_core::Error::invalid_argument("the gate was dropped"))))
+        .unwrap();
+    let mut ran = false;
+    assert_eq!(q.run_inline_if_idle(|| ran = true), None);
+    assert!(!ran, "ran while queued work was held");
+    open.send(()).unwrap();
+    q.synchronize().unwrap();
+}
+
+/// Work queued while another thread's inline operation holds the claim runs before any
+/// later inline operation — also one that arrives while the first is releasing its
+/// claim, when the queue has pending work and is scheduled nowhere.
+#[test]
+fn work_queued_under_a_claim_is_not_overtaken_while_the_claim_is_released() {
+    let q = WorkQueue::new("released".into()).unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    std::thread::scope(|scope| {
+        // Made here, so that a failing check drops this side and the other thread, woken
+        // with an error, ends instead of holding the scope open.
+        let (claimed_tx, claimed) = channel::<()>();
+        let (queued_tx, queued) = channel::<()>();
+        let (released_tx, released) = channel::<()>();
+        let (resume_tx, resume) = channel::<()>();
+        let q = &q;
+        let first = scope.spawn(move || {
+            ON_RELEASE.with(|h| {
+                *h.borrow_mut() = Some(Box::new(move || {
+                    released_tx.send(()).unwrap();
+                    resume.recv().unwrap();
+                }))
+            });
+            // Owning the senders, so that an operation not run drops them: the main thread
+            // then fails instead of waiting.
+            q.run_inline_if_idle(move || {
+                claimed_tx.send(()).unwrap();
+                queued.recv().unwrap();
+            })
+        });
+        claimed.recv().expect("the first operation did not run inline on a new queue");
+        let l = log.clone();
+        q.run(Box::new(move || {
+            l.lock().unwrap().push("queued");
+            Ok(())
+        }))
+        .unwrap();
+        queued_tx.send(()).unwrap();
+        // The first operation has released its claim and not yet looked for work.
+        released.recv().expect("the first operation never released its claim");
+        let inline = q.run_inline_if_idle(|| log.lock().unwrap().push("inline"));
+        resume_tx.send(()).unwrap();
+        assert_eq!(first.join().unwrap(), Some(()), "the first operation ran inline");
+        assert_eq!(inline, None, "an inline operation overtook work queued before it");
+    });
+    q.synchronize().unwrap();
+    assert_eq!(*log.lock().unwrap(), ["queued"]);
+}

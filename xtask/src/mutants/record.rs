@@ -311,22 +311,37 @@ mod tests {
         assert_eq!(byte_range(text, Pos { line: 1, column: 40 }, Pos { line: 1, column: 41 }), None);
     }
 
+    /// A template in a scratch folder holding `files` under `src/`, with a folder `out/`
+    /// for cargo-mutants' lists.
+    fn scratch(tag: &str, files: &[(&str, &str)]) -> (std::path::PathBuf, super::super::Target) {
+        let dir = std::env::temp_dir().join(format!("xtask-record-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::create_dir_all(dir.join("out/mutants.out")).unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.join("src").join(name), text).unwrap();
+        }
+        let path: &'static str = Box::leak(dir.to_string_lossy().into_owned().into_boxed_str());
+        (dir, super::super::Target { name: "t", dir: path, kit: None })
+    }
+
+    /// cargo-mutants' `--list --json` for mutants replacing the `u8` a function `fn NAME() ->
+    /// u8 { N }` returns with 0, each `(file, line, NAME)`.
+    fn listing(mutants: &[(&str, usize, &str)]) -> String {
+        let one = |(file, line, f): &(&str, usize, &str)| {
+            format!(
+                r#"{{"file": "{file}", "name": "{file}:{line}:16: replace {f} -> u8 with 0", "replacement": "0",
+                "span": {{"start": {{"line": {line}, "column": 16}}, "end": {{"line": {line}, "column": 17}}}}}}"#
+            )
+        };
+        format!("[{}]", mutants.iter().map(one).collect::<Vec<_>>().join(","))
+    }
+
     #[test]
     fn a_slice_keeps_the_other_slices_outcomes_while_the_sources_are_unchanged() {
-        let dir = std::env::temp_dir().join(format!("xtask-record-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("src")).unwrap();
-        std::fs::write(dir.join("src/lib.rs"), "fn a() -> u8 { 1 }\nfn b() -> u8 { 2 }\n").unwrap();
-        let path: &'static str = Box::leak(dir.to_string_lossy().into_owned().into_boxed_str());
-        let target = super::super::Target { name: "t", dir: path, kit: None };
-        let list = r#"[
-            {"file": "src/lib.rs", "name": "src/lib.rs:1:16: replace a -> u8 with 0", "replacement": "0",
-             "span": {"start": {"line": 1, "column": 16}, "end": {"line": 1, "column": 17}}},
-            {"file": "src/lib.rs", "name": "src/lib.rs:2:16: replace b -> u8 with 0", "replacement": "0",
-             "span": {"start": {"line": 2, "column": 16}, "end": {"line": 2, "column": 17}}}
-        ]"#;
+        let (dir, target) = scratch("slices", &[("lib.rs", "fn a() -> u8 { 1 }\nfn b() -> u8 { 2 }\n")]);
+        let list = &listing(&[("src/lib.rs", 1, "a"), ("src/lib.rs", 2, "b")]);
         // This slice ran `a` only.
         let out = dir.join("out");
-        std::fs::create_dir_all(out.join("mutants.out")).unwrap();
         std::fs::write(out.join("mutants.out/caught.txt"), "src/lib.rs:1:16: replace a -> u8 with 0\n").unwrap();
         let first = from_run(&target, list, &out, None).unwrap();
         let outcomes = |r: &Record| r.mutants.iter().map(|m| m.outcome).collect::<Vec<_>>();
@@ -345,20 +360,9 @@ mod tests {
 
     #[test]
     fn a_change_to_one_file_sends_back_only_that_files_mutants() {
-        let dir = std::env::temp_dir().join(format!("xtask-record-files-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("src")).unwrap();
-        std::fs::write(dir.join("src/a.rs"), "fn a() -> u8 { 1 }\n").unwrap();
-        std::fs::write(dir.join("src/b.rs"), "fn b() -> u8 { 2 }\n").unwrap();
-        let path: &'static str = Box::leak(dir.to_string_lossy().into_owned().into_boxed_str());
-        let target = super::super::Target { name: "t", dir: path, kit: None };
-        let list = r#"[
-            {"file": "src/a.rs", "name": "src/a.rs:1:16: replace a -> u8 with 0", "replacement": "0",
-             "span": {"start": {"line": 1, "column": 16}, "end": {"line": 1, "column": 17}}},
-            {"file": "src/b.rs", "name": "src/b.rs:1:16: replace b -> u8 with 0", "replacement": "0",
-             "span": {"start": {"line": 1, "column": 16}, "end": {"line": 1, "column": 17}}}
-        ]"#;
+        let (dir, target) = scratch("files", &[("a.rs", "fn a() -> u8 { 1 }\n"), ("b.rs", "fn b() -> u8 { 2 }\n")]);
+        let list = &listing(&[("src/a.rs", 1, "a"), ("src/b.rs", 1, "b")]);
         let out = dir.join("out");
-        std::fs::create_dir_all(out.join("mutants.out")).unwrap();
         std::fs::write(
             out.join("mutants.out/caught.txt"),
             "src/a.rs:1:16: replace a -> u8 with 0\nsrc/b.rs:1:16: replace b -> u8 with 0\n",

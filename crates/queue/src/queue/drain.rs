@@ -30,6 +30,8 @@ fn drain(state: &QueueCore) {
         if linger_while(|| state.submitted.load(Ordering::SeqCst) != received) {
             continue;
         }
+        #[cfg(test)]
+        super::tests::before_release(state);
         state.scheduled.store(false, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         // An enqueuer counts `submitted` before sending and then reads `scheduled`: either

@@ -1,13 +1,15 @@
-//! The inline path's claim, observed in the one window no public handle can hold: between
-//! an inline operation's release of its claim and its look for work queued meanwhile, the
-//! queue has work pending and nobody scheduled to drain it. A hook run on the releasing
-//! thread holds it there.
+//! The inline path's claim, observed in the windows no public handle can hold: between an
+//! inline operation's release of its claim and its look for work queued meanwhile (the
+//! queue has work pending and nobody scheduled to drain it), and between a drainer's last
+//! operation and its giving the queue up (all the work is done, and the queue is still
+//! held). Hooks hold a thread there: one run on the releasing thread, one run by the
+//! drainer of a given queue.
 
 use std::cell::RefCell;
 use std::sync::mpsc::channel;
 use std::sync::{Arc, Mutex};
 
-use super::WorkQueue;
+use super::{QueueCore, WorkQueue};
 
 thread_local! {
     /// Run once on this thread when its inline operation has released its claim.
@@ -17,6 +19,21 @@ thread_local! {
 /// Called by `WorkQueue::run_inline_if_idle` right after it releases its claim.
 pub(super) fn claim_released() {
     if let Some(hook) = ON_RELEASE.with(|h| h.borrow_mut().take()) {
+        hook();
+    }
+}
+
+/// Hooks run once by a drainer of the queue with that id, just before it gives the queue
+/// up (keyed by queue: the pool's threads serve every test's queues).
+static BEFORE_RELEASE: Mutex<Vec<(usize, Box<dyn FnOnce() + Send>)>> = Mutex::new(Vec::new());
+
+/// Called by a drainer right before it gives `state` up.
+pub(super) fn before_release(state: &QueueCore) {
+    let hook = {
+        let mut hooks = BEFORE_RELEASE.lock().unwrap_or_else(|p| p.into_inner());
+        hooks.iter().position(|(id, _)| *id == state.id()).map(|i| hooks.swap_remove(i).1)
+    };
+    if let Some(hook) = hook {
         hook();
     }
 }
@@ -99,4 +116,30 @@ fn work_queued_under_a_claim_is_not_overtaken_while_the_claim_is_released() {
     });
     q.synchronize().unwrap();
     assert_eq!(*log.lock().unwrap(), ["queued"]);
+}
+
+/// A queue its drainer still holds is not idle, even with all its work done: an inline
+/// operation run then would run beside the drainer, which gives the queue up afterwards —
+/// and the next operation queued would start a second drainer beside the inline one.
+#[test]
+fn a_queue_its_drainer_still_holds_runs_nothing_inline() {
+    let q = WorkQueue::new("held by its drainer".into()).unwrap();
+    let (at_release_tx, at_release) = channel::<()>();
+    let (go_tx, go) = channel::<()>();
+    BEFORE_RELEASE.lock().unwrap().push((
+        q.state.id(),
+        Box::new(move || {
+            at_release_tx.send(()).unwrap();
+            // An error (the test failed and dropped its sender) lets the drainer go too.
+            let _ = go.recv();
+        }),
+    ));
+    q.run(Box::new(|| Ok(()))).unwrap();
+    at_release.recv().expect("the drainer never reached its release");
+    let mut ran = false;
+    let inline = q.run_inline_if_idle(|| ran = true);
+    go_tx.send(()).unwrap();
+    assert_eq!(inline, None, "ran inline while the drainer still held the queue");
+    assert!(!ran);
+    q.synchronize().unwrap();
 }

@@ -165,6 +165,31 @@ def test_bad_dlpack_arguments():
         gpuport.from_dlpack(object())
     with pytest.raises(TypeError):
         gpuport.from_dlpack([1, 2])
+    with pytest.raises(TypeError, match="positional"):
+        g.__dlpack__(None)
+    with pytest.raises(TypeError, match="'strem'"):
+        g.__dlpack__(strem=None)
+    with pytest.raises(TypeError, match="copy must be None or a bool, not int"):
+        g.__dlpack__(copy=1)
+    with pytest.raises(TypeError):
+        gpuport.Array.__dlpack__(np.zeros(2))
+
+
+def test_dlpack_keywords_by_identity_or_by_text():
+    """`__dlpack__` matches its keywords by identity with interned names and otherwise by
+    their text: a name built at run time (not interned) means the same."""
+    import inspect
+
+    g = gpuport.asarray([1.0, 2.0])
+    interned, built = "max_version", "".join(["max_", "version"])
+    assert built == interned and built is not interned
+    assert capsule_name(g.__dlpack__(**{built: (1, 3)})) == "dltensor_versioned"
+    assert capsule_name(g.__dlpack__(**{"".join(["max_", "version"]): None})) == "dltensor"
+    copied = gpuport.from_dlpack(g.__dlpack__(**{built: (1, 3), "".join(["co", "py"]): True}))
+    assert copied.tolist() == [1.0, 2.0]
+    params = inspect.signature(gpuport.Array.__dlpack__).parameters
+    assert list(params) == ["self", "stream", "max_version", "dl_device", "copy"]
+    assert all(p.default is None for name, p in params.items() if name != "self")
 
 
 class OldProducer:

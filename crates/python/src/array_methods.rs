@@ -14,7 +14,7 @@ use pyo3::{ffi, IntoPyObjectExt};
 use crate::array::PyArray;
 use crate::device::{parse_device, PyDevice, PyStream};
 use crate::errors::IntoPy;
-use crate::{cai, conversions, creation, dlpack, dtype, exchange_api, index, scalar};
+use crate::{cai, conversions, creation, dtype, exchange_api, index, scalar};
 
 /// Arrays of up to this many elements show their values in `repr` (NumPy summarises
 /// beyond 1000 elements).
@@ -261,19 +261,8 @@ impl PyArray {
         exchange_api::address()
     }
 
-    /// DLPack export (array API standard): a `dltensor` capsule (no `max_version`) or a
-    /// `dltensor_versioned` one, zero-copy unless a copy or another device is asked for.
-    #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
-    fn __dlpack__<'py>(
-        &self,
-        py: Python<'py>,
-        stream: Option<&Bound<'py, PyAny>>,
-        max_version: Option<&Bound<'py, PyAny>>,
-        dl_device: Option<&Bound<'py, PyAny>>,
-        copy: Option<bool>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        dlpack::export(py, &self.inner, stream, max_version, dl_device, copy)
-    }
+    // `__dlpack__` is a fast-call method of its own (`dlpack_method`), put on the type when
+    // the module is made.
 
     /// `(device_type, device_id)` by DLPack's numbering.
     fn __dlpack_device__(&self) -> PyResult<(i32, i32)> {

@@ -28,27 +28,26 @@ unsafe extern "C" fn destroy(capsule: *mut ffi::PyObject) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: CPython calls capsule destructors with the GIL held, with a live capsule.
         let py = unsafe { Python::assume_attached() };
-        // The deleter may run Python code (a producer's): keep an exception being raised.
-        keeping_exception(py, || {
-            // SAFETY: IsValid checks the name and sets no exception; GetPointer on a valid
-            // capsule of that name returns its non-NULL pointer. Versioned first: gpuport's
-            // own exports are.
-            let raw = unsafe {
-                if ffi::PyCapsule_IsValid(capsule, VERSIONED.as_ptr()) == 1 {
-                    NonNull::new(ffi::PyCapsule_GetPointer(capsule, VERSIONED.as_ptr()))
-                        .map(|p| RawManaged::Versioned(p.cast()))
-                } else if ffi::PyCapsule_IsValid(capsule, LEGACY.as_ptr()) == 1 {
-                    NonNull::new(ffi::PyCapsule_GetPointer(capsule, LEGACY.as_ptr()))
-                        .map(|p| RawManaged::Legacy(p.cast()))
-                } else {
-                    None // consumed (`used_…`): its consumer owns the tensor now
-                }
-            };
-            if let Some(raw) = raw {
-                // SAFETY: an unused capsule owns its tensor; it is deleted once, here.
-                drop(unsafe { ManagedTensor::from_raw(raw) });
+        // SAFETY: IsValid checks the name and sets no exception; GetPointer on a valid
+        // capsule of that name returns its non-NULL pointer. Versioned first: gpuport's own
+        // exports are.
+        let raw = unsafe {
+            if ffi::PyCapsule_IsValid(capsule, VERSIONED.as_ptr()) == 1 {
+                NonNull::new(ffi::PyCapsule_GetPointer(capsule, VERSIONED.as_ptr()))
+                    .map(|p| RawManaged::Versioned(p.cast()))
+            } else if ffi::PyCapsule_IsValid(capsule, LEGACY.as_ptr()) == 1 {
+                NonNull::new(ffi::PyCapsule_GetPointer(capsule, LEGACY.as_ptr())).map(|p| RawManaged::Legacy(p.cast()))
+            } else {
+                None // consumed (`used_…`): its consumer owns the tensor now
             }
-        });
+        };
+        if let Some(raw) = raw {
+            // The deleter may run Python code (a producer's): keep an exception being
+            // raised. (Nothing above runs any: a consumed capsule, every exchange's, goes
+            // without the look.)
+            // SAFETY: an unused capsule owns its tensor; it is deleted once, here.
+            keeping_exception(py, || drop(unsafe { ManagedTensor::from_raw(raw) }));
+        }
     }));
 }
 

@@ -81,7 +81,7 @@ pub fn export<'py>(
     // waits on gpuport's queues, so holding it cannot deadlock).
     let copies = here.is_some_and(|here| dl_device.is_some_and(|d| d != here)) || copy == Some(true);
     let tensor = if copies { py.detach(export) } else { export() }.py_exchange()?;
-    count(Counter::ProducerDunder);
+    count(py, Counter::ProducerDunder);
     capsule::wrap(py, tensor)
 }
 

@@ -24,12 +24,12 @@ pub fn from_dlpack(
 ) -> PyResult<Py<PyArray>> {
     let device = device.filter(|d| !d.is_none()).map(parse_device).transpose()?;
     if capsule::is_capsule(x) {
-        count(Counter::ConsumerCapsule);
+        count(py, Counter::ConsumerCapsule);
         let tensor = capsule::consume(x)?;
         return dlpack::import(py, tensor, &ImportRequest { device, copy });
     }
     if let Some(table) = exchange_api::table_of(&x.get_type())? {
-        count(Counter::ConsumerExchangeApi);
+        count(py, Counter::ConsumerExchangeApi);
         return exchange_api::import_through(py, x, table, device, copy);
     }
     // The method is looked up once: it is called below.
@@ -43,6 +43,6 @@ pub fn from_dlpack(
         }
         Err(e) => return Err(e),
     };
-    count(Counter::ConsumerDunder);
+    count(py, Counter::ConsumerDunder);
     dlpack::from_dunder(py, x, &dunder, device, copy)
 }

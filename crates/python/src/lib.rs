@@ -24,6 +24,7 @@ mod creation;
 mod device;
 mod distributed;
 mod dlpack;
+mod dlpack_method;
 mod dtype;
 mod errors;
 mod exchange_api;
@@ -69,6 +70,7 @@ fn gpuport_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<device::PyStream>()?;
     m.add_class::<device::PyEvent>()?;
     m.add_class::<array::PyArray>()?;
+    dlpack_method::install(&py.get_type::<array::PyArray>())?;
     m.add_class::<mirrored::PySyncState>()?;
     m.add_class::<mirrored::PyMirroredArray>()?;
     m.add_class::<kernels::PyRawModule>()?;

@@ -16,7 +16,7 @@ use pyo3::types::PyCapsule;
 
 use super::CAPSULE_NAME;
 use crate::array::PyArray;
-use crate::counters::{count, Counter};
+use crate::counters::{count, count_without_gil, Counter};
 use crate::dlpack;
 use crate::errors::IntoPy;
 use crate::runtime::runtime;
@@ -106,7 +106,7 @@ unsafe extern "C" fn from_py_object_no_sync(py_object: *mut c_void, out: *mut *m
         match result {
             Ok(tensor) => match tensor.into_raw() {
                 gpuport_dlpack::RawManaged::Versioned(p) => {
-                    count(Counter::ProducerExchangeApi);
+                    count(py, Counter::ProducerExchangeApi);
                     // SAFETY: `out` is the caller's non-NULL slot.
                     unsafe { *out = p.as_ptr() };
                     0
@@ -137,7 +137,7 @@ unsafe extern "C" fn to_py_object_no_sync(tensor: *mut DLManagedTensorVersioned,
         }
         match dlpack::import(py, tensor, &ImportRequest::default()) {
             Ok(array) => {
-                count(Counter::ProducerToPyObject);
+                count(py, Counter::ProducerToPyObject);
                 // SAFETY: `out` is the caller's slot; it receives a new reference.
                 unsafe { *out = array.into_ptr().cast() };
                 0
@@ -160,7 +160,7 @@ unsafe extern "C" fn dltensor_from_py_object_no_sync(py_object: *mut c_void, out
         };
         match borrowed_dltensor(&array.get().inner) {
             Ok(t) => {
-                count(Counter::ProducerDltensor);
+                count(py, Counter::ProducerDltensor);
                 // SAFETY: `out` is the caller's non-NULL DLTensor.
                 unsafe { *out = t };
                 0
@@ -240,7 +240,7 @@ unsafe extern "C" fn allocator(
             let proto = unsafe { &*prototype };
             match allocate_like(proto) {
                 Ok(gpuport_dlpack::RawManaged::Versioned(p)) => {
-                    count(Counter::ProducerAllocator);
+                    count_without_gil(Counter::ProducerAllocator);
                     // SAFETY: the caller's non-NULL slot.
                     unsafe { *out = p.as_ptr() };
                     0

@@ -25,7 +25,9 @@ pub(super) fn claim_released() {
 
 /// Hooks run once by a drainer of the queue with that id, just before it gives the queue
 /// up (keyed by queue: the pool's threads serve every test's queues).
-static BEFORE_RELEASE: Mutex<Vec<(usize, Box<dyn FnOnce() + Send>)>> = Mutex::new(Vec::new());
+static BEFORE_RELEASE: Mutex<Vec<(usize, Hook)>> = Mutex::new(Vec::new());
+
+type Hook = Box<dyn FnOnce() + Send>;
 
 /// Called by a drainer right before it gives `state` up.
 pub(super) fn before_release(state: &QueueCore) {

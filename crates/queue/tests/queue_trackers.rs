@@ -6,23 +6,13 @@
 //! any of them.
 
 use std::sync::mpsc::channel;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use gpuport_core::Error;
 use gpuport_queue::{synchronize_all, WorkQueue};
 
-/// Waits (up to ten seconds) for `done`: a drainer may hold its queue a moment after the
-/// queue's last handle is gone.
-fn eventually(mut done: impl FnMut() -> bool) -> bool {
-    let until = Instant::now() + Duration::from_secs(10);
-    while !done() {
-        if Instant::now() > until {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    true
-}
+mod common;
+use common::eventually;
 
 #[test]
 fn a_tracker_lives_while_its_queue_does() {

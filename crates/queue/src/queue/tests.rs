@@ -145,3 +145,36 @@ fn a_queue_its_drainer_still_holds_runs_nothing_inline() {
     assert!(!ran);
     q.synchronize().unwrap();
 }
+
+/// Work queued while the drainer is giving its queue up is seen when it looks again: the
+/// drainer takes the queue back for it, runs it, and lets the queue go once it is done.
+#[test]
+fn work_queued_as_the_drainer_lets_go_runs_and_the_queue_is_let_go_after() {
+    let q = WorkQueue::new("let go".into()).unwrap();
+    let (at_release_tx, at_release) = channel::<()>();
+    let (go_tx, go) = channel::<()>();
+    BEFORE_RELEASE.lock().unwrap().push((
+        q.state.id(),
+        Box::new(move || {
+            at_release_tx.send(()).unwrap();
+            let _ = go.recv();
+        }),
+    ));
+    q.run(Box::new(|| Ok(()))).unwrap();
+    at_release.recv().expect("the drainer never reached its release");
+    // Queued while the drainer still holds the queue: no new drainer is scheduled for it.
+    let (ran_tx, ran) = channel::<()>();
+    q.run(Box::new(move || {
+        let _ = ran_tx.send(());
+        Ok(())
+    }))
+    .unwrap();
+    go_tx.send(()).unwrap();
+    ran.recv_timeout(std::time::Duration::from_secs(30)).expect("work queued as the drainer let go never ran");
+    q.synchronize().unwrap();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while q.run_inline_if_idle(|| ()).is_none() {
+        assert!(std::time::Instant::now() < until, "the drainer never let the queue go");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}

@@ -3,8 +3,8 @@
 //! `dl_device`, `copy`, `max_version`; gpuport and PyTorch: `stream`, `max_version`), named
 //! by interned strings: here they are matched by identity with the module's own interned
 //! names, and by text only when a caller's name is not interned. pyo3's generated parser
-//! turns every name into UTF-8 and compares text — measured at as many instructions as
-//! the export itself, on the path of every `np.from_dlpack(array)`.
+//! turns every name into UTF-8 and compares text — counted at some 600 instructions a
+//! call, more than half the export's own, on the path of every `np.from_dlpack(array)`.
 
 use std::ffi::CStr;
 use std::panic::{catch_unwind, AssertUnwindSafe};

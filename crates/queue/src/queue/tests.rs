@@ -120,12 +120,9 @@ fn work_queued_under_a_claim_is_not_overtaken_while_the_claim_is_released() {
     assert_eq!(*log.lock().unwrap(), ["queued"]);
 }
 
-/// A queue its drainer still holds is not idle, even with all its work done: an inline
-/// operation run then would run beside the drainer, which gives the queue up afterwards —
-/// and the next operation queued would start a second drainer beside the inline one.
-#[test]
-fn a_queue_its_drainer_still_holds_runs_nothing_inline() {
-    let q = WorkQueue::new("held by its drainer".into()).unwrap();
+/// Queues one operation on `q` and returns once its drainer, the work done, holds at its
+/// release; the drainer goes on when the returned sender sends (or is dropped).
+fn run_and_hold_at_release(q: &WorkQueue) -> std::sync::mpsc::Sender<()> {
     let (at_release_tx, at_release) = channel::<()>();
     let (go_tx, go) = channel::<()>();
     BEFORE_RELEASE.lock().unwrap().push((
@@ -138,6 +135,16 @@ fn a_queue_its_drainer_still_holds_runs_nothing_inline() {
     ));
     q.run(Box::new(|| Ok(()))).unwrap();
     at_release.recv().expect("the drainer never reached its release");
+    go_tx
+}
+
+/// A queue its drainer still holds is not idle, even with all its work done: an inline
+/// operation run then would run beside the drainer, which gives the queue up afterwards —
+/// and the next operation queued would start a second drainer beside the inline one.
+#[test]
+fn a_queue_its_drainer_still_holds_runs_nothing_inline() {
+    let q = WorkQueue::new("held by its drainer".into()).unwrap();
+    let go_tx = run_and_hold_at_release(&q);
     let mut ran = false;
     let inline = q.run_inline_if_idle(|| ran = true);
     go_tx.send(()).unwrap();
@@ -151,17 +158,7 @@ fn a_queue_its_drainer_still_holds_runs_nothing_inline() {
 #[test]
 fn work_queued_as_the_drainer_lets_go_runs_and_the_queue_is_let_go_after() {
     let q = WorkQueue::new("let go".into()).unwrap();
-    let (at_release_tx, at_release) = channel::<()>();
-    let (go_tx, go) = channel::<()>();
-    BEFORE_RELEASE.lock().unwrap().push((
-        q.state.id(),
-        Box::new(move || {
-            at_release_tx.send(()).unwrap();
-            let _ = go.recv();
-        }),
-    ));
-    q.run(Box::new(|| Ok(()))).unwrap();
-    at_release.recv().expect("the drainer never reached its release");
+    let go_tx = run_and_hold_at_release(&q);
     // Queued while the drainer still holds the queue: no new drainer is scheduled for it.
     let (ran_tx, ran) = channel::<()>();
     q.run(Box::new(move || {

@@ -1,4 +1,4 @@
-//! `cargo xtask mutants [--target NAME] [--shard K/N]`: automatic mutation testing, with
+//! `cargo xtask mutants [--target NAME] [--shard K/N] [--untested]`: automatic mutation testing, with
 //! the conformance suite as the test. cargo-mutants (installed with `cargo install` where it
 //! is missing) changes the code one small way at a time — a function returning a default,
 //! an operator or a condition flipped — builds it and runs the tests that judge it. A mutant
@@ -15,7 +15,10 @@
 //!
 //! Mutants are built in place, in a target folder of each target's own shared between its
 //! mutants, so that only what the mutated crate reaches is rebuilt. `--shard K/N` runs the
-//! K-th of N slices (cargo-mutants' sharding), for a run split over time or machines.
+//! K-th of N slices (cargo-mutants' sharding), for a run split over time or machines;
+//! `--untested` only the mutants the record has no outcome for (before any slicing), so a
+//! record is completed, and a file's mutants re-run after it changed, without repeating
+//! the rest.
 //!
 //! Every run writes the target's record (`record`): every mutant with its outcome, checked
 //! in. A sharded run fills in its slice's outcomes and keeps the others' from the record
@@ -241,18 +244,29 @@ fn mutants_command(target: &Target, build: &Path) -> Command {
     cmd
 }
 
-/// Writes the target's record from the finished run whose output is `out`, keeping the
-/// outcomes of mutants another slice ran (see the module documentation).
-fn write_record(target: &Target, build: &Path, out: &Path) -> Result<record::Record, String> {
+/// The target's record as a run whose output is `out` would leave it: the current sources'
+/// mutants, with the outcomes of `out` and those the record keeps (see the module
+/// documentation).
+fn current_record(target: &Target, build: &Path, out: &Path) -> Result<record::Record, String> {
     let mut list = mutants_command(target, build);
     list.args(["--list", "--json"]);
     let listed = list.output().map_err(|e| format!("could not start cargo mutants --list: {e}"))?;
     if !listed.status.success() {
         return Err(format!("cargo mutants --list failed: {}", String::from_utf8_lossy(&listed.stderr)));
     }
-    let path = Path::new(record::DIR).join(format!("{}.txt", target.name));
-    let previous = std::fs::read_to_string(&path).ok().and_then(|t| record::Record::parse(&t).ok());
-    let record = record::from_run(target, &String::from_utf8_lossy(&listed.stdout), out, previous.as_ref())?;
+    let previous = std::fs::read_to_string(record_path(target)).ok().and_then(|t| record::Record::parse(&t).ok());
+    record::from_run(target, &String::from_utf8_lossy(&listed.stdout), out, previous.as_ref())
+}
+
+fn record_path(target: &Target) -> PathBuf {
+    Path::new(record::DIR).join(format!("{}.txt", target.name))
+}
+
+/// Writes the target's record from the finished run whose output is `out`, keeping the
+/// outcomes of mutants another slice ran.
+fn write_record(target: &Target, build: &Path, out: &Path) -> Result<record::Record, String> {
+    let record = current_record(target, build, out)?;
+    let path = record_path(target);
     std::fs::create_dir_all(record::DIR).map_err(|e| format!("creating {}: {e}", record::DIR))?;
     std::fs::write(&path, record.to_text(target.name, &tool_version()))
         .map_err(|e| format!("writing {}: {e}", path.display()))?;
@@ -266,9 +280,35 @@ fn write_record(target: &Target, build: &Path, out: &Path) -> Result<record::Rec
     Ok(record)
 }
 
+/// cargo-mutants' `--re` arguments that choose exactly the record's untested mutants (the
+/// current sources' mutants no kept outcome covers); `None` when there are none.
+fn untested_filter(target: &Target, build: &Path, out: &Path) -> Result<Option<Vec<String>>, String> {
+    // A folder with no results: only the record's kept outcomes count.
+    let record = current_record(target, build, &out.join("no-run"))?;
+    let names: Vec<String> = record
+        .mutants
+        .iter()
+        .filter(|m| m.outcome == record::Outcome::Untested)
+        .flat_map(|m| ["--re".to_owned(), format!("^{}$", regex_escape(&m.name))])
+        .collect();
+    Ok((!names.is_empty()).then_some(names))
+}
+
+/// `text` as a regular expression (the `regex` crate's syntax) that matches only itself.
+fn regex_escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
+}
+
 /// Runs cargo-mutants over one target; returns its counts and the survivors nobody
 /// explained, in this run and in the record's earlier slices.
-fn mutate(target: &Target, shard: Option<&str>) -> Result<(Tally, Vec<String>), String> {
+fn mutate(target: &Target, shard: Option<&str>, untested: bool) -> Result<Option<(Tally, Vec<String>)>, String> {
     let name = target.name;
     let out = std::path::absolute(PathBuf::from("target/mutants").join(name)).map_err(|e| e.to_string())?;
     let build = std::path::absolute(PathBuf::from("target/mutants").join(format!("{name}-build")))
@@ -290,6 +330,15 @@ fn mutate(target: &Target, shard: Option<&str>) -> Result<(Tally, Vec<String>), 
     // the target while it runs.
     let mut cmd = mutants_command(target, &build);
     cmd.arg("--output").arg(&out);
+    if untested {
+        match untested_filter(target, &build, &out)? {
+            Some(filter) => cmd.args(filter),
+            None => {
+                eprintln!("xtask: every mutant of {name} has an outcome in {}", record_path(target).display());
+                return Ok(None);
+            }
+        };
+    }
     if target.kit.is_some() {
         // Hours of runs share the machine with other work: a slow test must not pass for a
         // hang (cargo-mutants' own limit is twenty seconds here), and a real hang — an
@@ -323,16 +372,16 @@ fn mutate(target: &Target, shard: Option<&str>) -> Result<(Tally, Vec<String>), 
         timeout: listed(&out, "timeout.txt")?.len(),
         unviable: listed(&out, "unviable.txt")?.len(),
     };
-    Ok((tally, unexplained))
+    Ok(Some((tally, unexplained)))
 }
 
-/// `cargo xtask mutants [--target NAME] [--shard K/N]`.
-pub fn mutants(target: Option<&str>, shard: Option<&str>) -> Result<(), String> {
+/// `cargo xtask mutants [--target NAME] [--shard K/N] [--untested]`.
+pub fn mutants(target: Option<&str>, shard: Option<&str>, untested: bool) -> Result<(), String> {
     let chosen = chosen(target)?;
     ensure_tool()?;
     let mut failures = Vec::new();
     for target in chosen {
-        let (t, unexplained) = mutate(&target, shard)?;
+        let Some((t, unexplained)) = mutate(&target, shard, untested)? else { continue };
         eprintln!(
             "xtask: mutants of {}: {} tested — {} caught, {} timed out (caught), {} survived \
              ({} explained in {RULES}), {} unviable (did not build)",
@@ -367,6 +416,15 @@ mod tests {
         let queue = explained_in(page, "queue").unwrap();
         assert_eq!(queue.into_iter().collect::<Vec<_>>(), vec!["src/lib.rs: replace || with && in f".to_owned()]);
         assert!(explained_in("no such section", "queue").is_err());
+    }
+
+    #[test]
+    fn a_mutant_name_is_chosen_as_written() {
+        let name = "src/a.rs:3:9: replace || with && in <impl Drop for B<'_>>::drop (x * [y]) -> $";
+        assert_eq!(
+            super::regex_escape(name),
+            "src/a\\.rs:3:9: replace \\|\\| with \\&\\& in <impl Drop for B<'_>>::drop \\(x \\* \\[y\\]\\) \\-> \\$"
+        );
     }
 
     #[test]

@@ -319,6 +319,43 @@ class KeywordKeeper:
         return self.array.__dlpack_device__()
 
 
+class DeviceOnly:
+    """Says where its data is, but cannot hand it over."""
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+class FailingProducer:
+    """A producer whose own `__dlpack__` fails with an AttributeError inside it."""
+
+    def __dlpack__(self, **kwargs):
+        return self.missing_attribute
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def test_what_from_dlpack_takes_is_said_and_a_producers_own_error_kept():
+    for not_a_producer in (object(), [1.0], DeviceOnly()):
+        with pytest.raises(TypeError, match="__dlpack__ and __dlpack_device__"):
+            gpuport.from_dlpack(not_a_producer)
+    # The producer's AttributeError is its own failure: passed on, not mistaken for a
+    # missing `__dlpack__`.
+    with pytest.raises(AttributeError, match="missing_attribute"):
+        gpuport.from_dlpack(FailingProducer())
+    with pytest.raises(AttributeError, match="missing_attribute"):
+        gpuport.from_dlpack(FailingProducer(), copy=True)
+
+
+def test_the_common_request_names_its_keywords_as_interned_strings():
+    """Producers' argument parsers (NumPy's) match interned keyword names by identity."""
+    p = KeywordKeeper(np.arange(2.0))
+    gpuport.from_dlpack(p)
+    for name in p.seen[-1]:
+        assert name is sys.intern(name)
+
+
 def test_producers_cannot_disturb_later_requests():
     p = KeywordKeeper(np.arange(2.0))
     for _ in range(3):

@@ -6,11 +6,11 @@ use gpuport::{AnyDevice, Array, DlDeviceType};
 use gpuport_dlpack::{
     DLDevice, DLPackVersion, DlpackFlags, ExportRequest, ImportRequest, ManagedTensor, StreamRequest, DLPACK_VERSION,
 };
-use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyAttributeError, PyBufferError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyInt, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyInt, PyString, PyTuple};
 
 use crate::array::PyArray;
 use crate::capsule;
@@ -105,6 +105,9 @@ struct CommonCall {
 }
 
 /// The keywords of the common request, in the order [`CommonCall`] keeps their values.
+/// Passed as interned strings: producers' argument parsers (NumPy's, CPython's own) match
+/// a keyword by identity with their interned names first, and compare text only when that
+/// fails — a comparison per keyword per call.
 const KEYWORD_NAMES: [&str; 2] = ["stream", "max_version"];
 
 fn common_call(py: Python<'_>, stream: Option<i64>) -> PyResult<&'static CommonCall> {
@@ -126,7 +129,7 @@ fn common_call(py: Python<'_>, stream: Option<i64>) -> PyResult<&'static CommonC
         {
             let kwargs = PyDict::new(py);
             for (name, value) in KEYWORD_NAMES.iter().zip(values) {
-                kwargs.set_item(name, value)?;
+                kwargs.set_item(PyString::intern(py, name), value)?;
             }
             Ok(CommonCall { kwargs: kwargs.unbind() })
         }
@@ -135,33 +138,52 @@ fn common_call(py: Python<'_>, stream: Option<i64>) -> PyResult<&'static CommonC
     })
 }
 
-/// `dunder(stream=…, max_version=…)`, the common request, with a dict of keywords.
+/// `x.__dlpack__(stream=…, max_version=…)`, the common request, with a dict of keywords.
 #[cfg(not(all(feature = "abi3-py312", not(feature = "abi3-py311"))))]
-fn call_common<'py>(py: Python<'py>, dunder: &Bound<'py, PyAny>, stream: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
-    dunder.call((), Some(common_call(py, stream)?.kwargs.bind(py)))
+fn call_common<'py>(py: Python<'py>, x: &Bound<'py, PyAny>, stream: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
+    dunder_of(x)?.call((), Some(common_call(py, stream)?.kwargs.bind(py)))
 }
 
-/// `dunder(stream=…, max_version=…)`, the common request, as a vector call: the values
-/// in a vector and their names in a tuple made once (the stable ABI has vectorcall from
-/// 3.12), where a keyword dict is unpacked by CPython on every call.
+/// `x.__dlpack__(stream=…, max_version=…)`, the common request, as a vector call of the
+/// method: no bound-method object, the values in a vector and their names in a tuple made
+/// once (the stable ABI has vectorcall from 3.12), where a keyword dict is unpacked by
+/// CPython on every call.
 #[cfg(all(feature = "abi3-py312", not(feature = "abi3-py311")))]
-fn call_common<'py>(py: Python<'py>, dunder: &Bound<'py, PyAny>, stream: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
+fn call_common<'py>(py: Python<'py>, x: &Bound<'py, PyAny>, stream: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
     static NAMES: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
-    let names = NAMES.get_or_try_init(py, || PyTuple::new(py, KEYWORD_NAMES).map(Bound::unbind))?;
+    let names = NAMES
+        .get_or_try_init(py, || PyTuple::new(py, KEYWORD_NAMES.map(|n| PyString::intern(py, n))).map(Bound::unbind))?;
     let call = common_call(py, stream)?;
-    // Slot 0 is free for the callee's use (`PY_VECTORCALL_ARGUMENTS_OFFSET`).
-    let mut args = [std::ptr::null_mut(), call.values[0].as_ptr(), call.values[1].as_ptr()];
-    // SAFETY: `dunder` is a live object; `args[1..]` are two live objects (held by the
-    // cached call) named by `names`, a tuple of two strings, also held; no positional
-    // argument, and slot 0 may be overwritten by the callee as the flag allows.
-    unsafe {
-        let result = pyo3::ffi::PyObject_Vectorcall(
-            dunder.as_ptr(),
-            args.as_mut_ptr().add(1),
-            pyo3::ffi::PY_VECTORCALL_ARGUMENTS_OFFSET,
+    let mut args = [x.as_ptr(), call.values[0].as_ptr(), call.values[1].as_ptr()];
+    // SAFETY: the name is a live string; `args` holds the live receiver and two live
+    // objects (held by the cached call) named by `names`, a tuple of two strings, also
+    // held: one positional argument (the receiver) and two keywords.
+    let result = unsafe {
+        let result = pyo3::ffi::PyObject_VectorcallMethod(
+            intern!(py, "__dlpack__").as_ptr(),
+            args.as_mut_ptr(),
+            1,
             names.as_ptr(),
         );
         Bound::from_owned_ptr_or_err(py, result)
+    };
+    // A type without the method is told as `from_dlpack` tells it.
+    match result {
+        Err(e) if e.is_instance_of::<PyAttributeError>(py) => Err(dunder_of(x).err().unwrap_or(e)),
+        other => other,
+    }
+}
+
+/// `x.__dlpack__`, looked up once for the calls that use it; a TypeError saying what
+/// `from_dlpack` takes when `x` has none.
+fn dunder_of<'py>(x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let py = x.py();
+    match x.getattr(intern!(py, "__dlpack__")) {
+        Err(e) if e.is_instance_of::<PyAttributeError>(py) => Err(PyTypeError::new_err(format!(
+            "from_dlpack takes an object with __dlpack__ and __dlpack_device__, or a DLPack capsule; not {}",
+            x.get_type().name()?
+        ))),
+        found => found,
     }
 }
 
@@ -199,22 +221,28 @@ pub fn import(py: Python<'_>, tensor: ManagedTensor, request: &ImportRequest) ->
     PyArray::wrap(py, array)
 }
 
-/// `from_dlpack` through `__dlpack__`: the keywords, the retries older producers need,
-/// and the import.
+/// `from_dlpack` through `__dlpack__` (a TypeError when `x` has none): the keywords, the
+/// retries older producers need, and the import.
 pub fn from_dunder(
     py: Python<'_>,
     x: &Bound<'_, PyAny>,
-    dunder: &Bound<'_, PyAny>,
     device: Option<AnyDevice>,
     copy: Option<bool>,
 ) -> PyResult<Py<PyArray>> {
-    let here: (i32, i32) = call_method0(x, intern!(py, "__dlpack_device__"))?.extract()?;
+    let here: (i32, i32) = match call_method0(x, intern!(py, "__dlpack_device__")) {
+        Ok(here) => here.extract()?,
+        // Without `__dlpack__` either, what `from_dlpack` takes is the better answer.
+        Err(e) if e.is_instance_of::<PyAttributeError>(py) => return Err(dunder_of(x).err().unwrap_or(e)),
+        Err(e) => return Err(e),
+    };
+    count(py, Counter::ConsumerDunder);
     let target = device.as_ref().map(|d| (d.dlpack_devices().device.0, d.id().ordinal as i32));
     let wanted_device = target.filter(|&t| t != here);
     let stream = consumer_stream(wanted_device.unwrap_or(here));
     let first = if wanted_device.is_none() && copy.is_none() {
-        call_common(py, dunder, stream)
+        call_common(py, x, stream)
     } else {
+        let dunder = dunder_of(x)?;
         let kwargs = PyDict::new(py);
         kwargs.set_item("stream", stream)?;
         kwargs.set_item("max_version", (DLPACK_VERSION.major, DLPACK_VERSION.minor))?;
@@ -231,6 +259,7 @@ pub fn from_dunder(
         // Older producers know neither max_version nor dl_device/copy: retry without them,
         // but never silently drop a copy or device request.
         Err(e) if e.is_instance_of::<PyTypeError>(py) && wanted_device.is_none() && copy.is_none() => {
+            let dunder = dunder_of(x)?;
             let stream = PyDict::new(py);
             stream.set_item("stream", consumer_stream(here))?;
             match dunder.call((), Some(&stream)) {
@@ -245,7 +274,7 @@ pub fn from_dunder(
             let kwargs = PyDict::new(py);
             kwargs.set_item("stream", consumer_stream(here))?;
             kwargs.set_item("max_version", (DLPACK_VERSION.major, DLPACK_VERSION.minor))?;
-            let capsule = dunder.call((), Some(&kwargs)).map_err(|_| e)?;
+            let capsule = dunder_of(x)?.call((), Some(&kwargs)).map_err(|_| e)?;
             let tensor = capsule::consume(&capsule)?;
             return import(py, tensor, &ImportRequest { device, copy });
         }

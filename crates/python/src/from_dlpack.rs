@@ -2,8 +2,6 @@
 //! table, else `__dlpack__` — and counts it.
 
 use gpuport_dlpack::ImportRequest;
-use pyo3::exceptions::{PyAttributeError, PyTypeError};
-use pyo3::intern;
 use pyo3::prelude::*;
 
 use crate::array::PyArray;
@@ -32,17 +30,5 @@ pub fn from_dlpack(
         count(py, Counter::ConsumerExchangeApi);
         return exchange_api::import_through(py, x, table, device, copy);
     }
-    // The method is looked up once: it is called below.
-    let dunder = match x.getattr(intern!(py, "__dlpack__")) {
-        Ok(method) => method,
-        Err(e) if e.is_instance_of::<PyAttributeError>(py) => {
-            return Err(PyTypeError::new_err(format!(
-                "from_dlpack takes an object with __dlpack__ and __dlpack_device__, or a DLPack capsule; not {}",
-                x.get_type().name()?
-            )))
-        }
-        Err(e) => return Err(e),
-    };
-    count(py, Counter::ConsumerDunder);
-    dlpack::from_dunder(py, x, &dunder, device, copy)
+    dlpack::from_dunder(py, x, device, copy)
 }

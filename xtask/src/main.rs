@@ -29,7 +29,7 @@
 //! - `rocm-sid-check [--runtime 6|7] [--root DIR] [--prepare]` — the ROCm loader against Debian
 //!   sid's HIP 6.4 and experimental's HIP 7.2 runtimes, each in a debootstrapped sid root, and
 //!   the declarations against HIP 7.2's headers (see `rocm_sid`).
-//! - `mutants [--target queue|vendor|queue-kit|vendor-kit] [--shard K/N] [--untested]` — cargo-mutants
+//! - `mutants [--target queue|vendor|queue-kit|vendor-kit] [--shard K/N] [--untested] [--missed]` — cargo-mutants
 //!   over the port templates and the two kits with the conformance suite as their test;
 //!   every survivor must be explained in `docs/conformance-rules.md`, and each run records
 //!   its mutants' outcomes (see `mutants`); `mutants --sample N [--seed S] [--target T]`
@@ -96,7 +96,7 @@ fn usage() -> ExitCode {
            python312-check [--prepare] the 3.12 wheel (vectorcall) with sid's python3 in a debootstrapped root; writes target/python312\n  \
            gpu-bundle [--out DIR] release test binaries, demo, benches and run.sh for a CUDA machine\n  \
            rocm-sid-check [--runtime 6|7] [--root DIR] [--prepare] the ROCm loader against sid's HIP 6.4 and experimental's 7.2, in debootstrapped roots\n  \
-           mutants [--target queue|vendor|queue-kit|vendor-kit] [--shard K/N] [--untested] cargo-mutants over the templates and kits, the suite as their test\n  \
+           mutants [--target queue|vendor|queue-kit|vendor-kit] [--shard K/N] [--untested] [--missed] cargo-mutants over the templates and kits, the suite as their test\n  \
            mutants --sample N [--seed S] [--target T] N recorded caught mutants of each target, re-run without cargo-mutants\n  \
            stress [--runs N]     every mutation check N times (20) on one busy CPU: each caught every time\n  \
            sanitize miri|thread  the unsafe and threaded code's tests under Miri or ThreadSanitizer (nightly)\n  \
@@ -353,7 +353,13 @@ fn main() -> ExitCode {
                 (Some(Ok(count)), Some(Ok(seed))) => report(mutants::sample(value("--target"), count, Some(seed))),
                 (Some(Ok(count)), None) => report(mutants::sample(value("--target"), count, None)),
                 (None, None) => {
-                    report(mutants::mutants(value("--target"), value("--shard"), rest.contains(&"--untested")))
+                    let only: Vec<mutants::Outcome> =
+                        [("--untested", mutants::Outcome::Untested), ("--missed", mutants::Outcome::Missed)]
+                            .into_iter()
+                            .filter(|(flag, _)| rest.contains(flag))
+                            .map(|(_, outcome)| outcome)
+                            .collect();
+                    report(mutants::mutants(value("--target"), value("--shard"), &only))
                 }
                 _ => return usage(),
             }

@@ -1,4 +1,4 @@
-//! `cargo xtask mutants [--target NAME] [--shard K/N] [--untested]`: automatic mutation testing, with
+//! `cargo xtask mutants [--target NAME] [--shard K/N] [--untested] [--missed]`: automatic mutation testing, with
 //! the conformance suite as the test. cargo-mutants (installed with `cargo install` where it
 //! is missing) changes the code one small way at a time — a function returning a default,
 //! an operator or a condition flipped — builds it and runs the tests that judge it. A mutant
@@ -18,7 +18,8 @@
 //! K-th of N slices (cargo-mutants' sharding), for a run split over time or machines;
 //! `--untested` only the mutants the record has no outcome for (before any slicing), so a
 //! record is completed, and a file's mutants re-run after it changed, without repeating
-//! the rest.
+//! the rest; `--missed` only those it records as survivors (a new case's check), and both
+//! together either.
 //!
 //! Every run writes the target's record (`record`): every mutant with its outcome, checked
 //! in. A sharded run fills in its slice's outcomes and keeps the others' from the record
@@ -30,6 +31,7 @@
 mod record;
 mod sample;
 
+pub use record::Outcome;
 pub use sample::sample;
 
 use std::collections::BTreeSet;
@@ -280,15 +282,21 @@ fn write_record(target: &Target, build: &Path, out: &Path) -> Result<record::Rec
     Ok(record)
 }
 
-/// cargo-mutants' `--re` arguments that choose exactly the record's untested mutants (the
-/// current sources' mutants no kept outcome covers); `None` when there are none.
-fn untested_filter(target: &Target, build: &Path, out: &Path) -> Result<Option<Vec<String>>, String> {
+/// cargo-mutants' `--re` arguments that choose exactly the mutants whose outcome the
+/// record gives as one of `only` (`Untested`: the current sources' mutants no kept outcome
+/// covers); `None` when there are none.
+fn outcome_filter(
+    target: &Target,
+    build: &Path,
+    out: &Path,
+    only: &[record::Outcome],
+) -> Result<Option<Vec<String>>, String> {
     // A folder with no results: only the record's kept outcomes count.
     let record = current_record(target, build, &out.join("no-run"))?;
     let names: Vec<String> = record
         .mutants
         .iter()
-        .filter(|m| m.outcome == record::Outcome::Untested)
+        .filter(|m| only.contains(&m.outcome))
         .flat_map(|m| ["--re".to_owned(), format!("^{}$", regex_escape(&m.name))])
         .collect();
     Ok((!names.is_empty()).then_some(names))
@@ -308,7 +316,11 @@ fn regex_escape(text: &str) -> String {
 
 /// Runs cargo-mutants over one target; returns its counts and the survivors nobody
 /// explained, in this run and in the record's earlier slices.
-fn mutate(target: &Target, shard: Option<&str>, untested: bool) -> Result<Option<(Tally, Vec<String>)>, String> {
+fn mutate(
+    target: &Target,
+    shard: Option<&str>,
+    only: &[record::Outcome],
+) -> Result<Option<(Tally, Vec<String>)>, String> {
     let name = target.name;
     let out = std::path::absolute(PathBuf::from("target/mutants").join(name)).map_err(|e| e.to_string())?;
     let build = std::path::absolute(PathBuf::from("target/mutants").join(format!("{name}-build")))
@@ -330,11 +342,11 @@ fn mutate(target: &Target, shard: Option<&str>, untested: bool) -> Result<Option
     // the target while it runs.
     let mut cmd = mutants_command(target, &build);
     cmd.arg("--output").arg(&out);
-    if untested {
-        match untested_filter(target, &build, &out)? {
+    if !only.is_empty() {
+        match outcome_filter(target, &build, &out, only)? {
             Some(filter) => cmd.args(filter),
             None => {
-                eprintln!("xtask: every mutant of {name} has an outcome in {}", record_path(target).display());
+                eprintln!("xtask: no mutant of {name} is recorded as {only:?} in {}", record_path(target).display());
                 return Ok(None);
             }
         };
@@ -375,13 +387,14 @@ fn mutate(target: &Target, shard: Option<&str>, untested: bool) -> Result<Option
     Ok(Some((tally, unexplained)))
 }
 
-/// `cargo xtask mutants [--target NAME] [--shard K/N] [--untested]`.
-pub fn mutants(target: Option<&str>, shard: Option<&str>, untested: bool) -> Result<(), String> {
+/// `cargo xtask mutants [--target NAME] [--shard K/N] [--untested] [--missed]`: `only`
+/// chooses the mutants by their recorded outcome (every one when empty).
+pub fn mutants(target: Option<&str>, shard: Option<&str>, only: &[Outcome]) -> Result<(), String> {
     let chosen = chosen(target)?;
     ensure_tool()?;
     let mut failures = Vec::new();
     for target in chosen {
-        let Some((t, unexplained)) = mutate(&target, shard, untested)? else { continue };
+        let Some((t, unexplained)) = mutate(&target, shard, only)? else { continue };
         eprintln!(
             "xtask: mutants of {}: {} tested — {} caught, {} timed out (caught), {} survived \
              ({} explained in {RULES}), {} unviable (did not build)",

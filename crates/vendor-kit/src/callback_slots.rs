@@ -255,6 +255,9 @@ fn take_refilled(f: HostCallback, reporter: &Arc<Reporter>) -> NonNull<Slot> {
         // SAFETY: as in `take`.
         Some(slot) => unsafe { fill(slot, f, reporter) },
         None => NonNull::from(Box::leak(Box::new(Slot {
+            #[cfg(test)]
+            f: tests::made_one(f),
+            #[cfg(not(test))]
             f: MaybeUninit::new(f),
             armed: AtomicBool::new(true),
             reporter: reporter.clone(),
@@ -469,6 +472,87 @@ mod tests {
             stream: StreamName { raw: 1, device: DeviceId { kind: BackendKind::Cuda, ordinal: 0 } },
             kind: BackendKind::Cuda,
         })
+    }
+
+    thread_local! {
+        /// Slots this thread made (rather than reused).
+        static MADE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Counts a slot made on this thread; passes its closure through.
+    pub(super) fn made_one(f: HostCallback) -> MaybeUninit<HostCallback> {
+        MADE.with(|m| m.set(m.get() + 1));
+        MaybeUninit::new(f)
+    }
+
+    fn made_here() -> usize {
+        MADE.with(|m| m.get())
+    }
+
+    /// Queues a callback that counts its runs; its slot, as the driver would hold it.
+    fn queue_counted(reporter: &Arc<Reporter>, runs: &Arc<std::sync::atomic::AtomicUsize>) -> Queued {
+        let r = runs.clone();
+        let mut user = std::ptr::null_mut();
+        let f: HostCallback = Box::new(move || {
+            r.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        });
+        launch(reporter, f, |u| {
+            user = u;
+            Ok(())
+        })
+        .map_err(|(e, _)| e)
+        .unwrap();
+        Queued(NonNull::new(user.cast()).unwrap())
+    }
+
+    #[test]
+    fn a_thread_running_its_own_callbacks_reuses_one_slot() {
+        let reporter = reporter();
+        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        // Fewer under Miri, whose interpretation is some thousand times slower: still far
+        // more callbacks than the one slot they need.
+        let callbacks = if cfg!(miri) { 300 } else { 10_000 };
+        let before = made_here();
+        for _ in 0..callbacks {
+            let Queued(slot) = queue_counted(&reporter, &runs);
+            // SAFETY: the slot `launch` handed out, run once.
+            assert_eq!(unsafe { with_slot(slot.as_ptr().cast(), |f, _| f()) }, SlotRun::Ran);
+        }
+        assert_eq!(runs.load(std::sync::atomic::Ordering::Relaxed), callbacks);
+        assert!(made_here() - before <= 1, "{} slots made for one in flight", made_here() - before);
+    }
+
+    #[test]
+    fn slots_given_back_on_the_drivers_thread_return_to_the_enqueuer() {
+        // At most IN_FLIGHT callbacks wait for the "driver" thread at once. The enqueuer
+        // makes a slot only when its magazines and the depot are empty: every slot then is
+        // in flight or in the driver thread's two magazines (or taken by another test's
+        // thread from the depot, a few magazines at most) — a bound independent of how the
+        // two threads interleave, and far below one slot per callback.
+        const IN_FLIGHT: usize = 8;
+        // Under Miri fewer, still several times the bound.
+        const CALLBACKS: usize = if cfg!(miri) { 3_000 } else { 20_000 };
+        let reporter = reporter();
+        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (to_driver, queued) = std::sync::mpsc::sync_channel::<Queued>(IN_FLIGHT);
+        let driver = std::thread::spawn(move || {
+            for Queued(slot) in queued {
+                // SAFETY: each is a slot `launch` handed out, run once.
+                assert_eq!(unsafe { with_slot(slot.as_ptr().cast(), |f, _| f()) }, SlotRun::Ran);
+            }
+        });
+        let before = made_here();
+        for _ in 0..CALLBACKS {
+            to_driver.send(queue_counted(&reporter, &runs)).unwrap();
+        }
+        drop(to_driver);
+        driver.join().unwrap();
+        assert_eq!(runs.load(std::sync::atomic::Ordering::Relaxed), CALLBACKS);
+        let made = made_here() - before;
+        assert!(
+            made <= IN_FLIGHT + 2 + 8 * MAGAZINE,
+            "{made} slots made for {CALLBACKS} callbacks, {IN_FLIGHT} in flight"
+        );
     }
 
     /// A slot handed to a driver, as the driver's thread holds it.

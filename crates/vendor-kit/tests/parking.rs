@@ -1,27 +1,28 @@
-//! Parked handles through the kit's public interface: emptiness is both the open batch and
-//! the sealed ones, and taking everything hands back every handle of both, each sealed
-//! batch's event destroyed once.
+//! Parked handles through the kit's public interface: a sealed batch is released only
+//! after its event, emptiness is both the open batch and the sealed ones, and taking
+//! everything hands back every handle of both, each sealed batch's event destroyed once.
 
 use std::cell::{Cell, RefCell};
 
 use gpuport_core::{Buffer, BufferDesc, DeviceId, MemoryKind, Result};
 use gpuport_vendor_kit::parking::{Fence, Keep, Parked, BATCH};
 
-/// Events numbered from 1, none of them ever complete: sealed batches stay sealed.
+/// Events numbered from 1, complete below `completed_below` (none, unless a test says).
 #[derive(Default)]
-struct NeverDone {
+struct Events {
     made: Cell<u32>,
+    completed_below: Cell<u32>,
     destroyed: RefCell<Vec<u32>>,
 }
 
-impl Fence for NeverDone {
+impl Fence for Events {
     type Handle = u32;
     fn seal(&self) -> Result<u32> {
         self.made.set(self.made.get() + 1);
         Ok(self.made.get())
     }
-    fn done(&self, _: u32) -> Result<bool> {
-        Ok(false)
+    fn done(&self, handle: u32) -> Result<bool> {
+        Ok(handle < self.completed_below.get())
     }
     fn destroy(&self, handle: u32) {
         self.destroyed.borrow_mut().push(handle);
@@ -36,8 +37,29 @@ fn buffer() -> Buffer {
 }
 
 #[test]
+fn batches_are_released_only_after_their_event() {
+    let fence = Events::default();
+    let b = buffer();
+    let mut parked = Parked::default();
+    for _ in 0..BATCH {
+        parked.park([Keep::Buffer(b.clone())], &fence).unwrap();
+    }
+    assert_eq!(b.handle_count(), BATCH + 1, "sealed batch 1 still holds its handles");
+    fence.completed_below.set(2); // event 1 done
+    for _ in 0..BATCH {
+        parked.park([Keep::Buffer(b.clone())], &fence).unwrap();
+    }
+    assert_eq!(*fence.destroyed.borrow(), vec![1]);
+    assert_eq!(b.handle_count(), BATCH + 1, "batch 1 released, batch 2 sealed and pending");
+    parked.release_all(&fence);
+    assert!(parked.is_empty());
+    assert_eq!(b.handle_count(), 1);
+    assert_eq!(*fence.destroyed.borrow(), vec![1, 2]);
+}
+
+#[test]
 fn emptiness_counts_the_open_batch_and_the_sealed_ones() {
-    let fence = NeverDone::default();
+    let fence = Events::default();
     let b = buffer();
     let mut parked = Parked::default();
     assert!(parked.is_empty());
@@ -55,7 +77,7 @@ fn emptiness_counts_the_open_batch_and_the_sealed_ones() {
 
 #[test]
 fn taking_everything_hands_back_every_handle_and_destroys_each_event_once() {
-    let fence = NeverDone::default();
+    let fence = Events::default();
     let b = buffer();
     let mut parked = Parked::default();
     let parked_count = 2 * BATCH + 3;

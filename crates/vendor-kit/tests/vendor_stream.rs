@@ -573,3 +573,28 @@ fn the_device_contract_is_written_once_over_the_calls() {
     s.host_callback(Box::new(|| panic!("fake vendor: work fails on purpose"))).unwrap();
     assert!(matches!(dev.synchronize(), Err(Error::StreamWork { .. })));
 }
+
+#[test]
+fn a_device_is_opened_once_while_a_handle_holds_it_whatever_the_order() {
+    let registry = OpenDevices::<Fake>::new(gpuport_core::BackendKind::Host);
+    let opened = AtomicUsize::new(0);
+    let open = || {
+        opened.fetch_add(1, Ordering::SeqCst);
+        Ok(Fake::default())
+    };
+    // The higher ordinal first: the registry grows to hold it, and keeps it while a lower
+    // one is added.
+    let second = registry.open(2, 3, open).unwrap();
+    let first = registry.open(0, 3, open).unwrap();
+    assert!(Arc::ptr_eq(&registry.open(2, 3, open).unwrap(), &second));
+    assert!(Arc::ptr_eq(&registry.open(0, 3, open).unwrap(), &first));
+    assert!(Arc::ptr_eq(&registry.live(2).unwrap(), &second));
+    assert!(registry.live(1).is_none(), "device 1 was never opened");
+    assert_eq!(opened.load(Ordering::SeqCst), 2);
+    assert!(matches!(registry.open(3, 3, open), Err(Error::DeviceNotFound { count: 3, .. })));
+    // Once no handle holds it, the next open makes it anew.
+    drop(second);
+    assert!(registry.live(2).is_none());
+    registry.open(2, 3, open).unwrap();
+    assert_eq!(opened.load(Ordering::SeqCst), 3);
+}

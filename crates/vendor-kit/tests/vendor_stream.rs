@@ -598,3 +598,21 @@ fn a_device_is_opened_once_while_a_handle_holds_it_whatever_the_order() {
     registry.open(2, 3, open).unwrap();
     assert_eq!(opened.load(Ordering::SeqCst), 3);
 }
+
+#[test]
+fn an_empty_allocation_says_what_its_kind_says() {
+    let dev = fake();
+    let device = dev.alloc(0).unwrap();
+    let pinned = dev.alloc_pinned(0, gpuport_core::HostAllocFlags::empty()).unwrap();
+    let managed = dev.alloc_managed(0).unwrap();
+    for (buffer, memory, host) in [
+        (device, MemoryKind::Device, false),
+        (pinned, MemoryKind::PinnedHost, true),
+        (managed, MemoryKind::Managed, true),
+    ] {
+        let desc = buffer.desc();
+        assert_eq!(desc.len, 0);
+        assert_eq!(desc.memory, memory);
+        assert_eq!(desc.host_accessible, host, "an empty {memory:?} allocation");
+    }
+}

@@ -18,8 +18,8 @@
 //! K-th of N slices (cargo-mutants' sharding), for a run split over time or machines;
 //! `--untested` only the mutants the record has no outcome for (before any slicing), so a
 //! record is completed, and a file's mutants re-run after it changed, without repeating
-//! the rest; `--missed` only those it records as survivors (a new case's check), and both
-//! together either.
+//! the rest; `--missed` only the survivors it records that the rule page does not explain
+//! (a new case's check), and both together either.
 //!
 //! Every run writes the target's record (`record`): every mutant with its outcome, checked
 //! in. A sharded run fills in its slice's outcomes and keeps the others' from the record
@@ -284,7 +284,8 @@ fn write_record(target: &Target, build: &Path, out: &Path) -> Result<record::Rec
 
 /// cargo-mutants' `--re` arguments that choose exactly the mutants whose outcome the
 /// record gives as one of `only` (`Untested`: the current sources' mutants no kept outcome
-/// covers); `None` when there are none.
+/// covers; `Missed`: the survivors the rule page does not explain — those waiting for a
+/// case); `None` when there are none.
 fn outcome_filter(
     target: &Target,
     build: &Path,
@@ -293,10 +294,13 @@ fn outcome_filter(
 ) -> Result<Option<Vec<String>>, String> {
     // A folder with no results: only the record's kept outcomes count.
     let record = current_record(target, build, &out.join("no-run"))?;
+    let known = explained(target.name)?;
+    let explained = |m: &record::Mutant| key(&m.name).is_some_and(|k| known.contains(&k));
     let names: Vec<String> = record
         .mutants
         .iter()
         .filter(|m| only.contains(&m.outcome))
+        .filter(|m| !(m.outcome == record::Outcome::Missed && explained(m)))
         .flat_map(|m| ["--re".to_owned(), format!("^{}$", regex_escape(&m.name))])
         .collect();
     Ok((!names.is_empty()).then_some(names))

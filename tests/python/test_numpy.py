@@ -348,6 +348,29 @@ def test_what_from_dlpack_takes_is_said_and_a_producers_own_error_kept():
         gpuport.from_dlpack(FailingProducer(), copy=True)
 
 
+class AskedWhere(np.ndarray):
+    """An ndarray subclass that counts the times it is asked where it is."""
+
+    asked = 0
+
+    def __dlpack_device__(self):
+        type(self).asked += 1
+        return super().__dlpack_device__()
+
+
+def test_only_numpys_own_ndarray_is_not_asked_where_it_is():
+    """NumPy's `ndarray` is always on the host, so `from_dlpack` takes it without asking
+    `__dlpack_device__`; a subclass may say otherwise, so it is asked, every time."""
+    plain = np.arange(4.0)
+    sub = plain.view(AskedWhere)
+    for _ in range(3):
+        assert gpuport.from_dlpack(plain).tolist() == [0.0, 1.0, 2.0, 3.0]
+        assert gpuport.from_dlpack(sub).tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert AskedWhere.asked == 3
+    # What the skipped question would have answered.
+    assert plain.__dlpack_device__() == (1, 0)
+
+
 def test_the_common_request_names_its_keywords_as_interned_strings():
     """Producers' argument parsers (NumPy's) match interned keyword names by identity."""
     p = KeywordKeeper(np.arange(2.0))

@@ -222,18 +222,24 @@ pub fn import(py: Python<'_>, tensor: ManagedTensor, request: &ImportRequest) ->
 }
 
 /// `from_dlpack` through `__dlpack__` (a TypeError when `x` has none): the keywords, the
-/// retries older producers need, and the import.
+/// retries older producers need, and the import. `on_host`: `x`'s type says it is in host
+/// memory, so `__dlpack_device__` is not asked.
 pub fn from_dunder(
     py: Python<'_>,
     x: &Bound<'_, PyAny>,
     device: Option<AnyDevice>,
     copy: Option<bool>,
+    on_host: bool,
 ) -> PyResult<Py<PyArray>> {
-    let here: (i32, i32) = match call_method0(x, intern!(py, "__dlpack_device__")) {
-        Ok(here) => here.extract()?,
-        // Without `__dlpack__` either, what `from_dlpack` takes is the better answer.
-        Err(e) if e.is_instance_of::<PyAttributeError>(py) => return Err(dunder_of(x).err().unwrap_or(e)),
-        Err(e) => return Err(e),
+    let here: (i32, i32) = if on_host {
+        (DlDeviceType::CPU.0, 0)
+    } else {
+        match call_method0(x, intern!(py, "__dlpack_device__")) {
+            Ok(here) => here.extract()?,
+            // Without `__dlpack__` either, what `from_dlpack` takes is the better answer.
+            Err(e) if e.is_instance_of::<PyAttributeError>(py) => return Err(dunder_of(x).err().unwrap_or(e)),
+            Err(e) => return Err(e),
+        }
     };
     count(py, Counter::ConsumerDunder);
     let target = device.as_ref().map(|d| (d.dlpack_devices().device.0, d.id().ordinal as i32));

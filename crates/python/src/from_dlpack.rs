@@ -1,5 +1,6 @@
 //! `gpuport.from_dlpack`: picks the path — a raw capsule, the producer type's C exchange
-//! table, else `__dlpack__` — and counts it.
+//! table, else `__dlpack__` (without asking `__dlpack_device__` of a type known to be on
+//! the host) — and counts it.
 
 use gpuport_dlpack::ImportRequest;
 use pyo3::prelude::*;
@@ -7,6 +8,7 @@ use pyo3::prelude::*;
 use crate::array::PyArray;
 use crate::counters::{count, Counter};
 use crate::device::parse_device;
+use crate::exchange_api::Producer;
 use crate::{capsule, dlpack, exchange_api};
 
 /// `gpuport.from_dlpack(x, *, device=None, copy=None)`: `x` is any object with
@@ -26,9 +28,11 @@ pub fn from_dlpack(
         let tensor = capsule::consume(x)?;
         return dlpack::import(py, tensor, &ImportRequest { device, copy });
     }
-    if let Some(table) = exchange_api::table_of(&x.get_type())? {
-        count(py, Counter::ConsumerExchangeApi);
-        return exchange_api::import_through(py, x, table, device, copy);
+    match exchange_api::producer_of(&x.get_type())? {
+        Producer::Table(table) => {
+            count(py, Counter::ConsumerExchangeApi);
+            exchange_api::import_through(py, x, table, device, copy)
+        }
+        Producer::Dunder { on_host } => dlpack::from_dunder(py, x, device, copy, on_host),
     }
-    dlpack::from_dunder(py, x, device, copy)
 }

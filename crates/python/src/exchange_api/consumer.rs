@@ -9,9 +9,10 @@ use gpuport_dlpack::abi::{DLManagedTensorVersioned, DLPackExchangeAPI, DLPackExc
 use gpuport_dlpack::{ImportRequest, ManagedTensor, DLPACK_VERSION};
 use pyo3::exceptions::PyBufferError;
 use pyo3::ffi;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCapsule, PyDict, PyType};
+use pyo3::types::{PyBool, PyCapsule, PyDict, PyType};
 
 use super::CAPSULE_NAME;
 use crate::array::PyArray;
@@ -20,33 +21,72 @@ use crate::placement::place;
 use crate::py_owner::PyOwner;
 use crate::runtime::runtime;
 
-/// What each producer type publishes, found once per type: a dict `{type: address or
-/// None}` guarded by the GIL, so an exchange costs one dict lookup — no attribute lookup
-/// that raises (and builds) an AttributeError for the many types without a table. A type
-/// that gains a table later keeps the `__dlpack__` path (correct, only slower); tables
-/// live for the whole process, so a cached address stays valid.
+/// What `from_dlpack` knows of each producer type, found once per type: a dict `{type:
+/// address, None or True}` guarded by the GIL, so an exchange costs one dict lookup — no
+/// attribute lookup that raises (and builds) an AttributeError for the many types without
+/// a table. A type that gains a table later keeps the `__dlpack__` path (correct, only
+/// slower); tables live for the whole process, so a cached address stays valid.
 static TABLES: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
 
-/// The exchange table a producer's type publishes, at a major version this module speaks
-/// (walking `prev_api`); `None` when it publishes none or none of version 1.
-pub fn table_of(ty: &Bound<'_, PyType>) -> PyResult<Option<&'static DLPackExchangeAPI>> {
+/// How `from_dlpack` takes an object of a given type.
+pub enum Producer {
+    /// Through the C exchange table the type publishes (major version 1).
+    Table(&'static DLPackExchangeAPI),
+    /// Through `__dlpack__`. `on_host` when every object of the type is in host memory
+    /// by the type's own definition — NumPy's `ndarray`, exactly (a subclass may say
+    /// otherwise) — so `__dlpack_device__` need not be asked: its answer is `(kDLCPU, 0)`.
+    Dunder {
+        /// Known to be on the host.
+        on_host: bool,
+    },
+}
+
+/// How objects of type `ty` are taken: the exchange table it publishes, at a major
+/// version this module speaks (walking `prev_api`), else `__dlpack__`.
+pub fn producer_of(ty: &Bound<'_, PyType>) -> PyResult<Producer> {
     let py = ty.py();
     let cache = TABLES.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
     if let Some(known) = cache.get_item(ty)? {
-        // `None` is checked first: a failed extraction would build (and format) a
-        // TypeError on every exchange with a type that has no table.
+        // `None` and `True` are checked first: a failed extraction would build (and
+        // format) a TypeError on every exchange with a type that has no table.
         if known.is_none() {
-            return Ok(None);
+            return Ok(Producer::Dunder { on_host: false });
+        }
+        if known.is(&*PyBool::new(py, true)) {
+            return Ok(Producer::Dunder { on_host: true });
         }
         let addr = known.extract::<usize>()?;
         // SAFETY: an address this function found and cached: a process-lifetime table.
         // Exposed provenance: the cache holds the address as a Python integer (caching
         // it exposed it); the table is another library's static data.
-        return Ok(Some(unsafe { &*ptr::with_exposed_provenance::<DLPackExchangeAPI>(addr) }));
+        return Ok(Producer::Table(unsafe { &*ptr::with_exposed_provenance::<DLPackExchangeAPI>(addr) }));
     }
     let found = find_table(ty)?;
-    cache.set_item(ty, found.map(|t| ptr::from_ref(t) as usize))?;
-    Ok(found)
+    let producer = match found {
+        Some(table) => Producer::Table(table),
+        None => Producer::Dunder { on_host: is_numpy_ndarray(ty) },
+    };
+    let known = match producer {
+        Producer::Table(table) => (ptr::from_ref(table) as usize).into_pyobject(py)?.into_any(),
+        Producer::Dunder { on_host: true } => PyBool::new(py, true).to_owned().into_any(),
+        Producer::Dunder { on_host: false } => py.None().into_bound(py),
+    };
+    cache.set_item(ty, known)?;
+    Ok(producer)
+}
+
+/// True when `ty` is NumPy's `ndarray` itself. Asked once per type, when its first object
+/// is exchanged — by then NumPy is imported if `ty` is its type, so this never imports it.
+fn is_numpy_ndarray(ty: &Bound<'_, PyType>) -> bool {
+    let py = ty.py();
+    // SAFETY: a live interned string; the call returns a new reference or NULL (not
+    // imported, with no exception set, or an error, which is dropped below).
+    let numpy = unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyImport_GetModule(intern!(py, "numpy").as_ptr())) };
+    let Some(numpy) = numpy else {
+        drop(PyErr::take(py));
+        return false;
+    };
+    numpy.getattr(intern!(py, "ndarray")).is_ok_and(|nd| nd.is(ty))
 }
 
 fn find_table(ty: &Bound<'_, PyType>) -> PyResult<Option<&'static DLPackExchangeAPI>> {

@@ -19,7 +19,7 @@ mod producer;
 
 use std::ffi::CStr;
 
-pub use consumer::{import_through, table_of};
+pub use consumer::{import_through, producer_of, Producer};
 pub use producer::{address, capsule};
 
 /// The capsule name of `__dlpack_c_exchange_api__`.

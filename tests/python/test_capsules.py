@@ -100,3 +100,31 @@ def test_not_a_dlpack_capsule():
     with pytest.raises(TypeError):
         gpuport.from_dlpack(other(1, b"something_else", None))
 
+
+
+@pytest.mark.parametrize("max_version", [None, (1, 3)])
+def test_gpuports_own_capsule_deletes_its_tensor_unless_consumed(max_version):
+    """An export's capsule that no consumer takes deletes its tensor when it goes (the
+    tensor holds the import, which holds the producer's deleter); a consumed one leaves
+    the tensor to its consumer. Both capsule kinds."""
+    unused = ForeignTensor()
+    a = gpuport.from_dlpack(unused.capsule())
+    cap = a.__dlpack__(max_version=max_version)
+    assert capsule_name(cap) == ("dltensor" if max_version is None else "dltensor_versioned")
+    del a
+    collect()
+    assert unused.deleted == 0, "the unused capsule still holds the import"
+    del cap
+    collect()
+    assert unused.deleted == 1
+
+    consumed = ForeignTensor()
+    a = gpuport.from_dlpack(consumed.capsule())
+    cap = a.__dlpack__(max_version=max_version)
+    b = gpuport.from_dlpack(cap)
+    del a, cap
+    collect()
+    assert consumed.deleted == 0, "the consumer's array holds the tensor"
+    del b
+    collect()
+    assert consumed.deleted == 1

@@ -14,12 +14,13 @@ use pyo3::{ffi, PyErr};
 
 use crate::py_owner::keeping_exception;
 
-/// `dltensor`.
-pub const LEGACY: &CStr = c"dltensor";
+/// `dltensor`. A static, not a constant: the capsule destructor knows its own capsules'
+/// names by address.
+pub static LEGACY: &CStr = c"dltensor";
 /// `used_dltensor`.
 pub const USED_LEGACY: &CStr = c"used_dltensor";
-/// `dltensor_versioned`.
-pub const VERSIONED: &CStr = c"dltensor_versioned";
+/// `dltensor_versioned` (a static, as [`LEGACY`]).
+pub static VERSIONED: &CStr = c"dltensor_versioned";
 /// `used_dltensor_versioned`.
 pub const USED_VERSIONED: &CStr = c"used_dltensor_versioned";
 
@@ -28,15 +29,18 @@ unsafe extern "C" fn destroy(capsule: *mut ffi::PyObject) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: CPython calls capsule destructors with the GIL held, with a live capsule.
         let py = unsafe { Python::assume_attached() };
-        // SAFETY: IsValid checks the name and sets no exception; GetPointer on a valid
-        // capsule of that name returns its non-NULL pointer. Versioned first: gpuport's own
-        // exports are.
+        // Told by the name's address, without comparing text: `wrap` names every capsule
+        // with one of two statics, and a consumer that takes the tensor renames the
+        // capsule (`used_…`, a string of its own).
+        // SAFETY: a live capsule of this module's (`wrap`): GetName returns its name and
+        // sets no exception, and GetPointer, asked with that very name, its non-NULL
+        // pointer.
         let raw = unsafe {
-            if ffi::PyCapsule_IsValid(capsule, VERSIONED.as_ptr()) == 1 {
-                NonNull::new(ffi::PyCapsule_GetPointer(capsule, VERSIONED.as_ptr()))
-                    .map(|p| RawManaged::Versioned(p.cast()))
-            } else if ffi::PyCapsule_IsValid(capsule, LEGACY.as_ptr()) == 1 {
-                NonNull::new(ffi::PyCapsule_GetPointer(capsule, LEGACY.as_ptr())).map(|p| RawManaged::Legacy(p.cast()))
+            let name = ffi::PyCapsule_GetName(capsule);
+            if name == VERSIONED.as_ptr() {
+                NonNull::new(ffi::PyCapsule_GetPointer(capsule, name)).map(|p| RawManaged::Versioned(p.cast()))
+            } else if name == LEGACY.as_ptr() {
+                NonNull::new(ffi::PyCapsule_GetPointer(capsule, name)).map(|p| RawManaged::Legacy(p.cast()))
             } else {
                 None // consumed (`used_…`): its consumer owns the tensor now
             }

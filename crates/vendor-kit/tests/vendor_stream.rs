@@ -33,6 +33,8 @@ struct Fake {
     functions: Mutex<Vec<String>>,
     /// While set, `launch_host_callback` refuses.
     refuse_callbacks: std::sync::atomic::AtomicBool,
+    /// While set, every event has completed (unset, none has: the stream holds its work).
+    events_done: std::sync::atomic::AtomicBool,
 }
 
 /// A host callback's pointer while the fake holds it: kept as a pointer (not an address),
@@ -97,7 +99,7 @@ impl VendorCalls for Fake {
         Ok(1)
     }
     fn event_done(&self, _event: usize) -> Result<bool> {
-        Ok(false)
+        Ok(self.events_done.load(Ordering::SeqCst))
     }
     fn event_destroy(&self, event: usize) -> Result<()> {
         self.events_destroyed.lock().unwrap().push(event);
@@ -303,6 +305,28 @@ fn dropping_a_borrowed_stream_neither_blocks_nor_synchronizes_it() {
     dev.run(Some(7)); // the stream reaches the release callback
     gpuport_core::release::flush();
     assert_eq!(b.handle_count(), 1, "the parked buffer was not released once the work had run");
+}
+
+#[test]
+fn parked_batches_are_released_only_once_their_event_has_completed() {
+    use gpuport_vendor_kit::parking::BATCH;
+    let dev = fake();
+    let s = VendorStream::new(&dev, 7, false, StreamFlags::empty(), 0);
+    let b = buffer();
+    // Two full batches while the stream holds its work: each is sealed behind an event
+    // that has not completed, and kept.
+    for _ in 0..2 * BATCH {
+        s.park([Keep::Buffer(b.clone())]).unwrap();
+    }
+    assert_eq!(b.handle_count(), 1 + 2 * BATCH, "a batch was released before its event completed");
+    assert!(dev.events_destroyed.lock().unwrap().is_empty());
+    // The work runs: the next seal releases every completed batch, its own included.
+    dev.events_done.store(true, Ordering::SeqCst);
+    for _ in 0..BATCH {
+        s.park([Keep::Buffer(b.clone())]).unwrap();
+    }
+    assert_eq!(b.handle_count(), 1, "completed batches were kept");
+    assert_eq!(dev.events_destroyed.lock().unwrap().len(), 3, "each batch's event is destroyed once");
 }
 
 #[test]

@@ -490,6 +490,37 @@ fn default_streams_are_shared_and_the_per_thread_one_stays_on_its_thread() {
 }
 
 #[test]
+fn a_dropped_per_thread_stream_releases_behind_its_work_on_its_thread_and_waits_elsewhere() {
+    let dev = fake();
+    let b = buffer();
+    // Dropped on its own thread: the release is queued behind the stream's work (no block).
+    let mine = VendorStream::per_thread_default(&dev, 2);
+    mine.park([Keep::Buffer(b.clone())]).unwrap();
+    drop(mine);
+    gpuport_core::release::flush();
+    assert_eq!(b.handle_count(), 2, "the parked buffer was released before the stream reached it");
+    dev.run(Some(2));
+    gpuport_core::release::flush();
+    assert_eq!(b.handle_count(), 1, "the parked buffer was not released once the work had run");
+    // Dropped on another thread, the handle cannot name its stream (it means "the calling
+    // thread's"): the drop waits for the device rather than queueing the release on the
+    // dropping thread's own per-thread stream.
+    let theirs = std::thread::scope(|s| {
+        s.spawn(|| {
+            let theirs = VendorStream::per_thread_default(&dev, 2);
+            theirs.park([Keep::Buffer(b.clone())]).unwrap();
+            theirs
+        })
+        .join()
+        .unwrap()
+    });
+    drop(theirs);
+    gpuport_core::release::flush();
+    assert!(dev.pending.lock().unwrap().is_empty(), "the release was queued on another thread's stream");
+    assert_eq!(b.handle_count(), 1, "the drop neither waited nor released the parked buffer");
+}
+
+#[test]
 fn owned_events_are_destroyed_once_with_their_last_handle_and_borrowed_ones_never() {
     let dev = fake();
     let owned = VendorEvent::create(&dev, EventFlags::DISABLE_TIMING).unwrap();

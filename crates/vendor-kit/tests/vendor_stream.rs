@@ -521,6 +521,19 @@ fn a_dropped_per_thread_stream_releases_behind_its_work_on_its_thread_and_waits_
 }
 
 #[test]
+fn the_per_thread_stream_answers_a_query_with_its_own_work() {
+    // The per-thread default stream's calls take the caller checks first; its answers are
+    // still the stream's.
+    let dev = fake();
+    let mine = VendorStream::per_thread_default(&dev, 2);
+    assert!(mine.query().unwrap(), "an idle stream is done");
+    mine.host_callback(Box::new(|| ())).unwrap();
+    assert!(!mine.query().unwrap(), "a stream holding work is done");
+    dev.run(Some(2));
+    assert!(mine.query().unwrap(), "the stream's work ran");
+}
+
+#[test]
 fn owned_events_are_destroyed_once_with_their_last_handle_and_borrowed_ones_never() {
     let dev = fake();
     let owned = VendorEvent::create(&dev, EventFlags::DISABLE_TIMING).unwrap();

@@ -35,6 +35,8 @@ struct Fake {
     refuse_callbacks: std::sync::atomic::AtomicBool,
     /// While set, every event has completed (unset, none has: the stream holds its work).
     events_done: std::sync::atomic::AtomicBool,
+    /// While set, `mem_free_async` fails.
+    fail_frees: std::sync::atomic::AtomicBool,
 }
 
 /// A host callback's pointer while the fake holds it: kept as a pointer (not an address),
@@ -219,6 +221,11 @@ impl VendorCalls for Fake {
         Ok(())
     }
     unsafe fn mem_free_async(&self, addr: u64, stream: usize) -> Result<()> {
+        if self.fail_frees.load(Ordering::SeqCst) {
+            return Err(Error::invalid_argument(format!(
+                "fake vendor: freeing {addr:#x} on {stream} fails on purpose"
+            )));
+        }
         self.calls.lock().unwrap().push(format!("free {addr:#x} on {stream}"));
         Ok(())
     }
@@ -356,6 +363,22 @@ fn errors_reach_the_stream_once_and_the_device_until_reported() {
     dropped.host_callback(Box::new(|| panic!("fake vendor: work of a dropped stream fails"))).unwrap();
     drop(dropped);
     assert!(matches!(dev.synchronize(), Err(Error::StreamWork { .. })));
+    dev.synchronize().unwrap();
+}
+
+#[test]
+fn a_failed_stream_ordered_free_is_its_streams_error() {
+    // A buffer's drop has no caller to fail: its stream's next synchronize reports the
+    // failure, once, and the device's until then.
+    let dev = fake();
+    let s = VendorStream::new(&dev, 3, true, StreamFlags::empty(), 0);
+    let ordered = dev.alloc_async(64, &s).unwrap();
+    dev.fail_frees.store(true, Ordering::SeqCst);
+    drop(ordered);
+    gpuport_core::release::flush();
+    assert!(dev.synchronize().is_err(), "the device does not report the stream's failed free");
+    assert!(s.synchronize().is_err(), "the stream does not report its failed free");
+    s.synchronize().unwrap();
     dev.synchronize().unwrap();
 }
 

@@ -16,8 +16,16 @@ fn compiled() -> Compiled {
 }
 
 fn rerun(test: &str, env: &[(&str, &str)]) -> std::process::Child {
+    rerun_without(test, env, &[])
+}
+
+/// [`rerun`] with the variables `unset` removed from the child's environment.
+fn rerun_without(test: &str, env: &[(&str, &str)], unset: &[&str]) -> std::process::Child {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(["--exact", test, "--nocapture", "--test-threads=1"]);
+    for k in unset {
+        cmd.env_remove(k);
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -70,5 +78,22 @@ fn the_environment_chooses_the_folder_or_turns_the_cache_off() {
     for (mode, value) in [("off", "off"), (dir.as_str(), dir.as_str())] {
         let status = rerun(test, &[(CHILD, mode), (CACHE_ENV, value)]).wait().unwrap();
         assert!(status.success(), "{CACHE_ENV}={value}");
+    }
+    // Without the variable (or with it empty): `$XDG_CACHE_HOME/gpuport/kernels`, else, with
+    // that unset or empty, `~/.cache/gpuport/kernels`.
+    let xdg = std::env::temp_dir().join("gpuport-kcache-xdg").to_string_lossy().into_owned();
+    let home = std::env::temp_dir().join("gpuport-kcache-home").to_string_lossy().into_owned();
+    let in_xdg = format!("{xdg}/gpuport/kernels");
+    let in_home = format!("{home}/.cache/gpuport/kernels");
+    let cases: [(&[(&str, &str)], &[&str], &str); 4] = [
+        (&[("XDG_CACHE_HOME", &xdg)], &[CACHE_ENV], &in_xdg),
+        (&[(CACHE_ENV, ""), ("XDG_CACHE_HOME", &xdg)], &[], &in_xdg),
+        (&[("XDG_CACHE_HOME", ""), ("HOME", &home)], &[CACHE_ENV], &in_home),
+        (&[("HOME", &home)], &[CACHE_ENV, "XDG_CACHE_HOME"], &in_home),
+    ];
+    for (env, unset, want) in cases {
+        let env: Vec<(&str, &str)> = std::iter::once((CHILD, want)).chain(env.iter().copied()).collect();
+        let status = rerun_without(test, &env, unset).wait().unwrap();
+        assert!(status.success(), "{env:?} without {unset:?} should choose {want}");
     }
 }

@@ -85,7 +85,9 @@ fn the_environment_chooses_the_folder_or_turns_the_cache_off() {
     let home = std::env::temp_dir().join("gpuport-kcache-home").to_string_lossy().into_owned();
     let in_xdg = format!("{xdg}/gpuport/kernels");
     let in_home = format!("{home}/.cache/gpuport/kernels");
-    let cases: [(&[(&str, &str)], &[&str], &str); 4] = [
+    // (variables set, variables removed, the folder the child must see)
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str], &'a str);
+    let cases: [Case<'_>; 4] = [
         (&[("XDG_CACHE_HOME", &xdg)], &[CACHE_ENV], &in_xdg),
         (&[(CACHE_ENV, ""), ("XDG_CACHE_HOME", &xdg)], &[], &in_xdg),
         (&[("XDG_CACHE_HOME", ""), ("HOME", &home)], &[CACHE_ENV], &in_home),

@@ -330,3 +330,35 @@ impl Owned<'_> {
         Ok(buf)
     }
 }
+
+#[cfg(all(test, not(miri)))]
+mod tests {
+    use super::*;
+
+    /// A failing status is told in the compiler's own words (its `GetErrorString`), with
+    /// the call that failed: checked with each compiler the environment names
+    /// (`cargo xtask test` names NVRTC and hiprtc; nothing to check where neither is).
+    #[test]
+    fn a_status_is_told_in_the_compilers_words() {
+        for (var, prefix, backend) in [
+            ("GPUPORT_NVRTC_LIBRARY", "nvrtc", BackendKind::Cuda),
+            ("GPUPORT_HIPRTC_LIBRARY", "hiprtc", BackendKind::Rocm),
+        ] {
+            let Some(path) = std::env::var_os(var) else { continue };
+            let candidates = [path.to_string_lossy().into_owned()];
+            // SAFETY: the file the environment names as that compiler.
+            let rtc = unsafe { Rtc::open(&candidates, backend, var, prefix, Concurrency::OneAtATime) }.unwrap();
+            let success = rtc.status_text(SUCCESS);
+            assert!(success.ends_with("SUCCESS"), "{prefix}: {success}");
+            let words = rtc.status_text(ERROR_COMPILATION);
+            assert!(words.ends_with("ERROR_COMPILATION"), "{prefix}: {words}");
+            match rtc.fail("AddNameExpression", ERROR_COMPILATION) {
+                Failure::Other(e) => {
+                    let text = e.to_string();
+                    assert!(text.contains(&format!("{prefix}AddNameExpression failed: {words}")), "{text}");
+                }
+                Failure::Log(log) => panic!("a failed call is not a compile log: {log}"),
+            }
+        }
+    }
+}

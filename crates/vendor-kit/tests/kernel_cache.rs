@@ -1,6 +1,7 @@
 //! The kernel cache across processes: four processes storing and reading one kernel's
 //! entry at once each always read a whole entry, and the environment's `off` and folder
-//! choices hold. Each child is this test binary run again with `KERNEL_CACHE_CHILD` set.
+//! choices hold, and an entry of every image kind reads back as that kind. Each child is
+//! this test binary run again with `KERNEL_CACHE_CHILD` set.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -98,4 +99,19 @@ fn the_environment_chooses_the_folder_or_turns_the_cache_off() {
         let status = rerun_without(test, &env, unset).wait().unwrap();
         assert!(status.success(), "{env:?} without {unset:?} should choose {want}");
     }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn an_entry_of_every_image_kind_reads_back_as_that_kind() {
+    let dir = std::env::temp_dir().join(format!("gpuport-kcache-kinds-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cache = DiskCache::new(&dir, DEFAULT_MAX_BYTES);
+    for kind in [ImageKind::Ptx, ImageKind::Cubin, ImageKind::HipCodeObject] {
+        let k = key(&[format!("{kind:?}").as_bytes()]);
+        let entry = Compiled { image: b"an image".to_vec(), kind, lowered: Vec::new() };
+        cache.put(&k, &entry);
+        assert_eq!(cache.get(&k), Some(entry), "{kind:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -153,6 +153,20 @@ impl VendorCalls for Fake {
         self.calls.lock().unwrap().push(format!("copy {dst:#x} <- {src:#x} {len} on {stream}"));
         Ok(())
     }
+    unsafe fn memcpy_2d_async(
+        &self,
+        dst: u64,
+        dst_pitch: usize,
+        src: u64,
+        src_pitch: usize,
+        width: usize,
+        height: usize,
+        stream: usize,
+    ) -> Result<()> {
+        let call = format!("copy2d {dst:#x}/{dst_pitch} <- {src:#x}/{src_pitch} {width}x{height} on {stream}");
+        self.calls.lock().unwrap().push(call);
+        Ok(())
+    }
     unsafe fn memcpy_peer_async(
         &self,
         dst: u64,
@@ -255,7 +269,12 @@ fn buffer() -> Buffer {
 
 /// 8 bytes of "device memory" at `addr` (never dereferenced: the fake only records calls).
 fn device_buffer(addr: u64, device: DeviceId) -> Buffer {
-    let desc = BufferDesc { addr, len: 8, device, memory: MemoryKind::Device, host_accessible: false };
+    fake_memory(addr, 8, device)
+}
+
+/// `len` bytes of "device memory" at `addr`, never dereferenced.
+fn fake_memory(addr: u64, len: usize, device: DeviceId) -> Buffer {
+    let desc = BufferDesc { addr, len, device, memory: MemoryKind::Device, host_accessible: false };
     // SAFETY: never dereferenced.
     unsafe { Buffer::from_borrowed(desc, None) }.unwrap()
 }
@@ -294,6 +313,38 @@ fn the_data_path_checks_every_range_before_the_vendor_sees_it() {
             "wait 7 for 55",
             "load 3 bytes",
             "launch fill [1, 1, 1] on 7",
+        ]
+    );
+}
+
+#[test]
+fn a_2d_copy_is_one_driver_call_unless_it_is_a_peer_copy_or_a_pitch_is_past_the_limit() {
+    use gpuport_core::{BackendKind, Copy2d};
+    use gpuport_vendor_kit::MAX_PITCH;
+    let dev = fake();
+    let s = VendorStream::new(&dev, 7, true, StreamFlags::empty(), 0);
+    // Room for two 8-byte rows a pitch past the limit apart (fake memory, never touched).
+    let len = MAX_PITCH + 1 + 8;
+    let (a, b) =
+        (fake_memory(0x1000_0000_0000, len, DeviceId::HOST), fake_memory(0x2000_0000_0000, len, DeviceId::HOST));
+    let on_1 = fake_memory(0x3000_0000_0000, 64, DeviceId::new(BackendKind::Host, 1));
+    let rows =
+        |src_pitch, dst_pitch| Copy2d { src_offset: 0, src_pitch, dst_offset: 0, dst_pitch, width: 8, height: 2 };
+    s.copy_2d(&a, &b, &rows(MAX_PITCH, MAX_PITCH)).unwrap(); // at the limit: one call
+    s.copy_2d(&a, &b, &rows(MAX_PITCH + 1, 8)).unwrap(); // the source's pitch past it: rows
+    s.copy_2d(&a, &b, &rows(8, MAX_PITCH + 1)).unwrap(); // the destination's: rows
+    s.copy_2d(&a, &on_1, &rows(16, 16)).unwrap(); // two devices: peer copies, a row each
+    let past = MAX_PITCH as u64 + 1;
+    assert_eq!(
+        *dev.calls.lock().unwrap(),
+        [
+            format!("copy2d 0x200000000000/{MAX_PITCH} <- 0x100000000000/{MAX_PITCH} 8x2 on 7"),
+            "copy 0x200000000000 <- 0x100000000000 8 on 7".to_string(),
+            format!("copy 0x200000000008 <- {:#x} 8 on 7", 0x1000_0000_0000 + past),
+            "copy 0x200000000000 <- 0x100000000000 8 on 7".to_string(),
+            format!("copy {:#x} <- 0x100000000008 8 on 7", 0x2000_0000_0000 + past),
+            "peer 0x300000000000@host:1 <- 0x100000000000@host:0 8 on 7".to_string(),
+            "peer 0x300000000010@host:1 <- 0x100000000010@host:0 8 on 7".to_string(),
         ]
     );
 }

@@ -331,6 +331,16 @@ fn mutate(
         .map_err(|e| e.to_string())?;
     std::fs::create_dir_all(&out).map_err(|e| format!("creating {}: {e}", out.display()))?;
     target.prepare()?;
+    if target.kit.is_some_and(|kit| kit.doubles)
+        && !crate::doubles::compilers().iter().any(|(k, _)| *k == "GPUPORT_NVRTC_LIBRARY")
+    {
+        // Without a compiler the kit's compile path runs in no test (NVRTC's tests say
+        // "skipped"), and every mutant of it would be recorded as a survivor.
+        return Err(format!(
+            "{name} is judged with NVRTC compiling, and no NVRTC was found: `cargo xtask python-test` \
+             installs the Python test packages (NVRTC's wheel among them) into `.venv`"
+        ));
+    }
     if target.kit.is_some() {
         // cargo-mutants' unmutated baseline runs the mutated crate's own tests only: the
         // packages that judge a kit must pass unmutated too, or every mutant would count

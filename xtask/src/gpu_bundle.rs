@@ -166,7 +166,7 @@ pub fn gpu_bundle(out: &Path) -> Result<(), String> {
     // the machine's Python takes, --no-index --no-deps), and the interop tests, GPU peers
     // included.
     for floor in [crate::python::Floor::Py311, crate::python::Floor::Py312] {
-        crate::python::build_wheel(Some("bundle"), &out.join("python"), floor)?;
+        crate::python::build_wheel("bundle", &out.join("python"), floor)?;
     }
     mpich_wheel(&out.join("mpi"))?;
     for entry in fs::read_dir("tests/python").map_err(|e| format!("tests/python: {e}"))?.flatten() {

@@ -5,7 +5,8 @@
 //!   `tests/python/requirements.txt`; made again when another interpreter or other pins
 //!   are asked for;
 //! - the abi3 wheels, built by maturin into `wheels/` of the target folder (the dev profile
-//!   for tests; the bundle asks for its own profile): one for every CPython from 3.11, and
+//!   for tests, the `wheel` profile users get for the benchmark; the bundle asks for its
+//!   own profile): one for every CPython from 3.11, and
 //!   one from 3.12, whose stable ABI has vectorcall ([`Floor`]);
 //! - the wheel installed into `.venv`, and pytest over `tests/python`.
 
@@ -124,9 +125,10 @@ impl Floor {
     }
 }
 
-/// Builds the wheel for `floor` with `profile` (`None` = dev) into `out`, replacing an
-/// earlier wheel of that floor there; returns its path.
-pub fn build_wheel(profile: Option<&str>, out: &Path, floor: Floor) -> Result<PathBuf, String> {
+/// Builds the wheel for `floor` with the cargo profile `profile` into `out`, replacing an
+/// earlier wheel of that floor there; returns its path. Always named: without it maturin
+/// would take `[tool.maturin] profile` (the slow-to-build `wheel`).
+pub fn build_wheel(profile: &str, out: &Path, floor: Floor) -> Result<PathBuf, String> {
     ensure_venv()?;
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let ours = |p: &Path| {
@@ -153,9 +155,7 @@ pub fn build_wheel(profile: Option<&str>, out: &Path, floor: Floor) -> Result<Pa
         // An abi3 wheel needs no interpreter to build; `.venv`'s may be older than 3.12.
         Floor::Py312 => build.args(["--no-default-features", "--features", "abi3-py312"]),
     };
-    if let Some(profile) = profile {
-        build.args(["--profile", profile]);
-    }
+    build.args(["--profile", profile]);
     status(build)?;
     listed()?
         .into_iter()
@@ -193,8 +193,9 @@ pub fn bench_interchange(out: &Path, rounds: &str, quick: bool, floor: Floor) ->
             found.0, found.1, found.2
         ));
     }
+    // The profile a user's wheel is built with (`[tool.maturin] profile`).
     let wheels = wheel_dir().with_file_name("wheels-release");
-    let wheel = build_wheel(Some("release"), &wheels, floor)?;
+    let wheel = build_wheel("wheel", &wheels, floor)?;
     let site = std::path::absolute(wheels.with_file_name(format!("bench-python-{}", floor.tag())))
         .map_err(|e| e.to_string())?;
     let _ = std::fs::remove_dir_all(&site);
@@ -214,7 +215,7 @@ pub fn bench_interchange(out: &Path, rounds: &str, quick: bool, floor: Floor) ->
 
 /// Builds the wheel (dev profile) and installs it into `.venv`.
 pub fn install() -> Result<(), String> {
-    let wheel = build_wheel(None, &wheel_dir(), Floor::Py311)?;
+    let wheel = build_wheel("dev", &wheel_dir(), Floor::Py311)?;
     let mut install = Command::new(venv_bin("python"));
     install
         .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--force-reinstall", "--no-deps"])

@@ -69,7 +69,7 @@ pub fn python312_check(prepare_only: bool) -> Result<(), String> {
         println!("xtask: {} runs sid's python3 from {}", python.display(), root.display());
         return Ok(());
     }
-    let wheel = build_wheel(None, &wheel_dir(), Floor::Py312)?;
+    let wheel = build_wheel("dev", &wheel_dir(), Floor::Py312)?;
     let site = std::path::absolute(wheel_dir().with_file_name("python312-site")).map_err(|e| e.to_string())?;
     let _ = std::fs::remove_dir_all(&site);
     let mut unpack = Command::new("python3");

@@ -131,9 +131,9 @@ pub unsafe fn import<K: Send + std::marker::Sync + 'static>(
     // again.
     let at = ForeignElements { element0: interface.data, memory, host_accessible, pointer: None, attributes };
     // SAFETY: the caller promises live memory kept alive by `owner`, which the array holds.
-    let mut array = unsafe { Array::from_foreign(&dev, at, interface.dtype, layout, owner) }?;
+    let mut array = unsafe { Array::from_foreign(dev.clone(), at, interface.dtype, layout, owner) }?;
     if interface.read_only {
-        array = array.to_read_only();
+        array = array.into_read_only();
     }
     let stream = match (sync, interface.stream) {
         (Sync::Ignore, _) | (_, CaiStream::None) => return Ok(array),

@@ -49,13 +49,19 @@ pub fn c_strides(shape: &[usize]) -> Result<Vec<isize>> {
 
 fn c_strides_dims(shape: &[usize]) -> Result<Dims<isize>> {
     let mut strides = Dims::filled(shape.len(), 0isize);
+    fill_c_strides(shape, &mut strides)?;
+    Ok(strides)
+}
+
+/// Writes the row-major element strides of `shape` into `strides` (as long as `shape`).
+fn fill_c_strides(shape: &[usize], strides: &mut [isize]) -> Result<()> {
     let mut acc: isize = 1;
     for (i, &extent) in shape.iter().enumerate().rev() {
         strides[i] = acc;
         let extent = isize::try_from(extent).map_err(|_| overflow("an extent"))?;
         acc = acc.checked_mul(extent.max(1)).ok_or_else(|| overflow("the element count"))?;
     }
-    Ok(strides)
+    Ok(())
 }
 
 impl Layout {
@@ -83,15 +89,24 @@ impl Layout {
         if shape.len() > MAX_NDIM {
             return Err(Error::invalid_layout(format!("{} dimensions; at most {MAX_NDIM} are supported", shape.len())));
         }
-        let numel =
-            shape.iter().try_fold(1usize, |acc, &e| acc.checked_mul(e)).ok_or_else(|| overflow("the element count"))?;
-        if numel > isize::MAX as usize {
-            return Err(overflow("the element count"));
-        }
-        let layout = Layout { shape, strides, numel };
-        // Element-offset range must be representable; bytes are checked in `span`.
-        layout.span(1)?;
+        let mut layout = Layout { shape, strides, numel: 0 };
+        layout.finish()?;
         Ok(layout)
+    }
+
+    /// Counts the elements of a layout whose extents and strides are in place (as many of
+    /// each, at most [`MAX_NDIM`]) and checks that the count fits and that the furthest
+    /// element offset is representable (bytes are checked in `span`).
+    fn finish(&mut self) -> Result<()> {
+        let numel = self
+            .shape
+            .iter()
+            .try_fold(1usize, |acc, &e| acc.checked_mul(e))
+            .filter(|&n| n <= isize::MAX as usize)
+            .ok_or_else(|| overflow("the element count"))?;
+        self.numel = numel;
+        self.span(1)?;
+        Ok(())
     }
 
     /// A layout from DLPack/NumPy-style signed 64-bit shape and optional strides
@@ -100,24 +115,31 @@ impl Layout {
         if shape.len() > MAX_NDIM {
             return Err(Error::invalid_layout(format!("{} dimensions; at most {MAX_NDIM} are supported", shape.len())));
         }
-        let extents = Dims::try_from_fn(shape.len(), |i| {
-            let e = shape[i];
-            usize::try_from(e).map_err(|_| Error::invalid_layout(format!("extent {e} of dimension {i} is negative")))
-        })?;
-        let strides = match strides {
-            None => c_strides_dims(&extents)?,
+        if let Some(s) = strides.filter(|s| s.len() != shape.len()) {
+            return Err(Error::invalid_layout(format!(
+                "shape has {} dimensions but strides have {}",
+                shape.len(),
+                s.len()
+            )));
+        }
+        // Built in place, each value written into its slot: every import builds one, and
+        // lists built apart and moved in cost more than the checks.
+        let mut layout =
+            Layout { shape: Dims::filled(shape.len(), 0), strides: Dims::filled(shape.len(), 0), numel: 0 };
+        for (i, (slot, &e)) in layout.shape.iter_mut().zip(shape).enumerate() {
+            *slot = usize::try_from(e)
+                .map_err(|_| Error::invalid_layout(format!("extent {e} of dimension {i} is negative")))?;
+        }
+        match strides {
+            None => fill_c_strides(&layout.shape, &mut layout.strides)?,
             Some(s) => {
-                if s.len() != shape.len() {
-                    return Err(Error::invalid_layout(format!(
-                        "shape has {} dimensions but strides have {}",
-                        shape.len(),
-                        s.len()
-                    )));
+                for (slot, &v) in layout.strides.iter_mut().zip(s) {
+                    *slot = isize::try_from(v).map_err(|_| overflow("a stride"))?;
                 }
-                Dims::try_from_fn(s.len(), |i| isize::try_from(s[i]).map_err(|_| overflow("a stride")))?
             }
-        };
-        Self::from_dims(extents, strides)
+        }
+        layout.finish()?;
+        Ok(layout)
     }
 
     /// Byte strides (as NumPy and the CUDA Array Interface give them) converted to element

@@ -100,7 +100,7 @@ unsafe fn export(rt: &Runtime, array: &Array, request: &ExportRequest, handles: 
         // The copy is complete on return (the copy engine waits for it), so a consumer on
         // the CPU needs no stream; a GPU consumer's stream has nothing left to wait for.
         let copy = array.to_device(&dest.device)?;
-        let copy = if array.is_read_only() { copy.to_read_only() } else { copy };
+        let copy = if array.is_read_only() { copy.into_read_only() } else { copy };
         let device = dl_device_of(&copy)?;
         return describe(&copy, device, version, flags);
     }

@@ -135,14 +135,15 @@ pub fn from_dlpack_with<K: Send + Sync + 'static>(
     // owner, or a span outside the allocation); the tensor (and so the memory) lives as
     // long as the buffer, which owns it and calls its deleter on the last drop (on an
     // error here, at once).
-    let mut array = unsafe { Array::from_foreign(&resolved.device, at, v.dtype, v.layout, keep(tensor)) }?;
+    let mut array = unsafe { Array::from_foreign(resolved.device, at, v.dtype, v.layout, keep(tensor)) }?;
     if v.flags.contains(DlpackFlags::READ_ONLY) {
-        array = array.to_read_only();
+        array = array.into_read_only();
     }
-    let target = request.device.as_ref().unwrap_or(&resolved.device);
-    if target.id() == array.device_id() && request.copy != Some(true) {
-        return Ok(array);
-    }
+    let target = match &request.device {
+        Some(target) if target.id() != array.device_id() => target,
+        _ if request.copy == Some(true) => array.device(),
+        _ => return Ok(array),
+    };
     if request.copy == Some(false) {
         return Err(bad(format!(
             "copy=False, but the tensor is on {} and {} was asked for",

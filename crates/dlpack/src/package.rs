@@ -3,6 +3,7 @@
 //! storage); the deleter frees it all, exactly once, never unwinding into the consumer.
 
 use std::ffi::c_void;
+use std::mem::MaybeUninit;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::{addr_of_mut, NonNull};
 
@@ -42,10 +43,6 @@ pub enum Kind {
 trait Managed: Sized {
     fn new(dl_tensor: DLTensor, manager_ctx: *mut c_void) -> Self;
     fn manager_ctx(this: *mut Self) -> *mut c_void;
-    /// Sets `manager_ctx` through a raw pointer to a live struct.
-    fn set_manager_ctx(this: *mut Self, ctx: *mut c_void);
-    /// The `DLTensor` field, through a raw pointer to a live struct.
-    fn dl_tensor(this: *mut Self) -> *mut DLTensor;
     fn raw(this: NonNull<Self>) -> RawManaged;
 }
 
@@ -59,14 +56,6 @@ macro_rules! managed {
             fn manager_ctx(this: *mut Self) -> *mut c_void {
                 // SAFETY: called by the deleter with the tensor it was given, which is live.
                 unsafe { (*this).manager_ctx }
-            }
-            fn set_manager_ctx(this: *mut Self, ctx: *mut c_void) {
-                // SAFETY: `this` is live and exclusively owned (callers' contract).
-                unsafe { (*this).manager_ctx = ctx }
-            }
-            fn dl_tensor(this: *mut Self) -> *mut DLTensor {
-                // SAFETY: `this` is live (callers' contract); the field is in bounds.
-                unsafe { addr_of_mut!((*this).dl_tensor) }
             }
             fn raw(this: NonNull<Self>) -> RawManaged {
                 RawManaged::$variant(this)
@@ -86,11 +75,11 @@ managed!(DLManagedTensorVersioned, Versioned, |dl_tensor, manager_ctx| DLManaged
 
 /// One export's allocation; `manager_ctx` holds its address. `dims` holds the shape then
 /// the strides: `D` is room for two lists of [`INLINE_NDIM`] (every common rank), or of
-/// [`MAX_NDIM`] — so the usual export allocates and fills a couple of hundred bytes, not
-/// the kilobyte the highest rank needs.
+/// [`MAX_NDIM`] — so the usual export allocates a couple of hundred bytes, not the kilobyte
+/// the highest rank needs. Only the first `2 * ndim` are written.
 struct ExportCtx<T, K, const D: usize> {
     tensor: T,
-    dims: [i64; D],
+    dims: [MaybeUninit<i64>; D],
     /// Held only to be dropped by the deleter.
     _keep: K,
 }
@@ -103,23 +92,23 @@ unsafe extern "C" fn delete_export<T: Managed, K, const D: usize>(tensor: *mut T
     }
     let ctx = T::manager_ctx(tensor).cast::<ExportCtx<T, K, D>>();
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: `ctx` came from `Box::into_raw` in `package` and the deleter runs once.
+        // SAFETY: `ctx` came from `Box::into_raw` in `package_in`, every field written,
+        // and the deleter runs once.
         drop(unsafe { Box::from_raw(ctx) })
     }));
 }
 
-/// The shape then the strides, as `int64_t`, in room for `D` values.
-fn dims<const D: usize>(parts: &TensorParts<'_>) -> Result<[i64; D]> {
+/// Refuses a rank that needs more than `D` values, strides that are not one per
+/// dimension, and an extent `int64_t` cannot hold.
+fn check_dims<const D: usize>(parts: &TensorParts<'_>) -> Result<()> {
     let ndim = parts.shape.len();
     if 2 * ndim > D || parts.strides.len() != ndim {
         return Err(Error::Interchange { what: format!("{ndim} dimensions; at most {MAX_NDIM} are supported") });
     }
-    let mut dims = [0i64; D];
-    for i in 0..ndim {
-        dims[i] = i64::try_from(parts.shape[i]).map_err(|_| Error::invalid_layout("an extent exceeds i64"))?;
-        dims[ndim + i] = i64::try_from(parts.strides[i]).map_err(|_| Error::invalid_layout("a stride exceeds i64"))?;
+    if parts.shape.iter().any(|&e| i64::try_from(e).is_err()) {
+        return Err(Error::invalid_layout("an extent exceeds i64"));
     }
-    Ok(dims)
+    Ok(())
 }
 
 fn package_as<T: Managed + 'static, K: Send + 'static>(
@@ -134,43 +123,46 @@ fn package_as<T: Managed + 'static, K: Send + 'static>(
     }
 }
 
+/// Builds the context where it lives: every field written once into the fresh allocation,
+/// the shape and strides straight into it. (Built on the stack and moved in, the moves of
+/// the values just written stalled the export measurably.)
 fn package_in<T: Managed + 'static, K: Send + 'static, const D: usize>(
     parts: &TensorParts<'_>,
     keep: K,
     set: impl FnOnce(&mut T, unsafe extern "C" fn(*mut T)),
 ) -> Result<ManagedTensor> {
-    let dims = dims::<D>(parts)?;
+    check_dims::<D>(parts)?;
     let ndim = parts.shape.len();
-    let dl = DLTensor {
-        data: parts.data,
-        device: parts.device,
-        ndim: parts.shape.len() as i32,
-        dtype: parts.dtype,
-        shape: std::ptr::null_mut(),
-        strides: std::ptr::null_mut(),
-        byte_offset: 0,
-    };
-    let ctx =
-        Box::into_raw(Box::new(ExportCtx::<T, K, D> { tensor: T::new(dl, std::ptr::null_mut()), dims, _keep: keep }));
-    // SAFETY: `ctx` is a fresh, exclusively owned allocation; the pointers stored in the
-    // tensor point into it and stay valid until the deleter frees it.
+    let ctx = Box::into_raw(Box::<ExportCtx<T, K, D>>::new_uninit()).cast::<ExportCtx<T, K, D>>();
+    // SAFETY: `ctx` is a fresh, exclusively owned allocation laid out as the context
+    // (`MaybeUninit` has its type's layout); each field is written once through this one
+    // raw pointer before anything reads it: `2 * ndim` ≤ D dims (checked), `keep`, then the
+    // tensor, whose shape and strides point into `dims` and whose `manager_ctx` is the
+    // context pointer itself (with the whole allocation's provenance, so the deleter can
+    // rebuild the Box). Nothing here can fail once the allocation is made.
     let tensor = unsafe {
+        let dims = addr_of_mut!((*ctx).dims).cast::<i64>();
+        for (i, (&extent, &stride)) in parts.shape.iter().zip(parts.strides).enumerate() {
+            // Checked to fit above; `isize` is at most 64 bits on every target.
+            dims.add(i).write(extent as i64);
+            dims.add(ndim + i).write(stride as i64);
+        }
+        addr_of_mut!((*ctx)._keep).write(keep);
+        let dl = DLTensor {
+            data: parts.data,
+            device: parts.device,
+            ndim: ndim as i32,
+            dtype: parts.dtype,
+            shape: dims,
+            // Strides are always given (non-NULL), as header 1.2 asks.
+            strides: dims.add(ndim),
+            byte_offset: 0,
+        };
         let tensor = addr_of_mut!((*ctx).tensor);
+        tensor.write(T::new(dl, ctx.cast()));
         set(&mut *tensor, delete_export::<T, K, D>);
-        // The context pointer itself (with the whole allocation's provenance), so the
-        // deleter can rebuild the Box from it.
-        T::set_manager_ctx(tensor, ctx.cast());
         tensor
     };
-    let dl = T::dl_tensor(tensor);
-    // SAFETY: as above: the fields are set through the one raw pointer.
-    unsafe {
-        let dims = addr_of_mut!((*ctx).dims).cast::<i64>();
-        (*dl).shape = dims;
-        // Strides are always given (non-NULL), as header 1.2 asks; `ndim` ≤ D / 2 keeps
-        // them inside the array.
-        (*dl).strides = dims.add(ndim);
-    }
     // SAFETY: `tensor` is non-null (inside a Box) and owned by nobody else; its deleter is
     // `delete_export`, which frees the context once.
     Ok(unsafe { ManagedTensor::from_raw(T::raw(NonNull::new_unchecked(tensor))) })

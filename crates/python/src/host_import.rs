@@ -43,8 +43,8 @@ fn host_array(
     let at =
         ForeignElements { element0: addr, memory: MemoryKind::Host, host_accessible: true, pointer, attributes: None };
     // SAFETY: the exporter keeps the memory valid while `keep` (which holds it) lives.
-    let array = unsafe { Array::from_foreign(&host, at, dtype, layout, keep) }?;
-    Ok(if read_only { array.to_read_only() } else { array })
+    let array = unsafe { Array::from_foreign(host, at, dtype, layout, keep) }?;
+    Ok(if read_only { array.into_read_only() } else { array })
 }
 
 /// Through the buffer protocol (writable when the exporter allows it).

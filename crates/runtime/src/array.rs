@@ -117,14 +117,14 @@ impl Array {
             )));
         }
         layout.check_fits(offset, dtype.itemsize()?, buffer.len())?;
-        Ok(Self::over(device, buffer, offset, dtype, layout))
+        Ok(Self::over(device.clone(), buffer, offset, dtype, layout))
     }
 
     /// An array over `buffer`, whose device is `device`'s and which holds every element
     /// (the callers' checks).
-    fn over(device: &AnyDevice, buffer: Buffer, offset: usize, dtype: DType, layout: Layout) -> Self {
+    fn over(device: AnyDevice, buffer: Buffer, offset: usize, dtype: DType, layout: Layout) -> Self {
         let storage = Arc::new(Storage { buffer, pending: PendingWork::default() });
-        Array { storage, offset, dtype, layout, device: device.clone(), read_only: false }
+        Array { storage, offset, dtype, layout, device, read_only: false }
     }
 
     /// An array over memory someone else owns (an interchange import): the buffer spans
@@ -132,6 +132,8 @@ impl Array {
     /// strides — with overflow checked, and holds `keep` (what keeps the memory alive, in
     /// the buffer's own allocation) until the last view drops. An array with no elements
     /// describes no memory. Two heap allocations: the buffer's and the array's storage.
+    /// `device` is taken, not borrowed: the array keeps that handle, so an import that
+    /// resolved the device for itself hands it over without counting it twice.
     ///
     /// The span is checked against what `device` knows of the memory first (one
     /// `pointer_attributes` call, unless `at.attributes` carries the answer): device memory
@@ -145,7 +147,7 @@ impl Array {
     /// `keep` lives (the check above refuses the claims the device can disprove; it cannot
     /// prove the rest).
     pub unsafe fn from_foreign<K: Send + Sync + 'static>(
-        device: &AnyDevice,
+        device: AnyDevice,
         at: ForeignElements,
         dtype: DType,
         layout: Layout,
@@ -162,7 +164,7 @@ impl Array {
             (start, span.len(), span.start.unsigned_abs())
         };
         if len > 0 {
-            check_span(device, &at, start, len)?;
+            check_span(&device, &at, start, len)?;
         }
         let desc = BufferDesc {
             addr: start,
@@ -371,7 +373,13 @@ impl Array {
 
     /// A read-only view.
     pub fn to_read_only(&self) -> Array {
-        Array { read_only: true, ..self.clone() }
+        self.clone().into_read_only()
+    }
+
+    /// This array, read-only (what [`Array::to_read_only`] gives, without a second handle
+    /// to the storage and device).
+    pub fn into_read_only(self) -> Array {
+        Array { read_only: true, ..self }
     }
 
     /// Copies the elements to the host in row-major order (gathering strided layouts),

@@ -14,8 +14,8 @@
 //! exchange runs on the calling thread): `crates/cai/benches/interchange.rs` (criterion:
 //! DLPack and CUDA Array Interface in Rust, floors with as many heap allocations and the
 //! descriptor filled by hand) and `crates/python/benches/interchange.py`, run with the
-//! release wheel (never the dev-profile build) against NumPy, apache-tvm-ffi, dicts built
-//! in Python and a C loop over a hand-written producer.
+//! wheel built as users get it (the `wheel` profile; never the dev-profile build) against
+//! NumPy, apache-tvm-ffi, dicts built in Python and a C loop over a hand-written producer.
 
 use std::path::{Path, PathBuf};
 
@@ -457,7 +457,7 @@ fn run_compile(quick: bool) -> Result<(), String> {
     }
 }
 
-/// The Python interchange benchmark with the release wheel for `floor`; its rounds (none
+/// The Python interchange benchmark with the `wheel`-profile wheel for `floor`; its rounds (none
 /// when the 3.12 wheel has no interpreter to run with).
 fn run_python_interchange(quick: bool, floor: Floor) -> Result<PythonRounds, String> {
     let rounds = if quick { "1" } else { FULL_ROUNDS };

@@ -173,9 +173,9 @@ pub fn wheel_dir() -> PathBuf {
 pub const BENCH_PYTHON_ENV: &str = "GPUPORT_BENCH_PYTHON";
 
 /// The Python interchange benchmark (`crates/python/benches/interchange.py`) with a
-/// release wheel — never the dev-profile build, which is several times slower — unpacked
-/// into a folder of its own and put first on `PYTHONPATH` (the `.venv` keeps its dev
-/// install for the tests). Its rounds go to `out`. With [`Floor::Py311`] it runs with
+/// wheel built as users get it (the `wheel` profile) — never the dev-profile build, which
+/// is several times slower — unpacked into a folder of its own and put first on
+/// `PYTHONPATH` (the `.venv` keeps its dev install for the tests). Its rounds go to `out`. With [`Floor::Py311`] it runs with
 /// `.venv`'s interpreter; with [`Floor::Py312`] with [`BENCH_PYTHON_ENV`]'s, and is
 /// `Ok(false)` (nothing measured) when that is not set.
 pub fn bench_interchange(out: &Path, rounds: &str, quick: bool, floor: Floor) -> Result<bool, String> {

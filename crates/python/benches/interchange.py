@@ -1,7 +1,7 @@
 """The Python side of the interchange, each figure beside its floor in the same process.
 
-Run by `cargo xtask bench` against the release wheel (never the dev-profile build, which
-is several times slower): `python interchange.py OUT`. Every figure is measured in
+Run by `cargo xtask bench` against the wheel users get (the `wheel` profile; never the
+dev-profile build, which is several times slower): `python interchange.py OUT`. Every figure is measured in
 rounds — floor, then gpuport — and each measurement is the median of several repeats of
 a timed loop; OUT has two lines per figure, `NAME floor NS…` and `NAME gpuport NS…`, the
 nanoseconds per call of every round (the table takes the median of the rounds' ratios,

@@ -720,6 +720,12 @@ mod tests {
         assert_eq!(a.to_vec::<f64>().unwrap(), vec![1.0, 2.0, 3.0]);
         let ro = a.to_read_only();
         assert!(ro.copy_from_slice(&[0.0f64; 3]).is_err());
+        assert!(ro.shares_storage_with(&a) && !a.is_read_only());
+        // The same view without a second handle: the original is consumed.
+        let ro = a.clone().into_read_only();
+        assert!(ro.is_read_only() && ro.shares_storage_with(&a));
+        assert!(ro.copy_from_slice(&[0.0f64; 3]).is_err());
+        assert_eq!(ro.to_vec::<f64>().unwrap(), vec![1.0, 2.0, 3.0]);
         let rev = a.slice(0, 2, None, -2).unwrap();
         rev.copy_from_slice(&[30.0f64, 10.0]).unwrap();
         assert_eq!(a.to_vec::<f64>().unwrap(), vec![10.0, 2.0, 30.0], "scatter keeps the gap");

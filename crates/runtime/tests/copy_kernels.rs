@@ -9,9 +9,18 @@ use gpuport_runtime::{
     copy, release_copy_resources, strided_copy_kernels, AnyDevice, Array, DType, DefaultStream, Layout, Runtime,
 };
 
-fn vendor_devices() -> Vec<AnyDevice> {
+/// The first device of CUDA and of ROCm, those there are; with none, each backend's reason
+/// (the GPU bundle's summary tells an unavailable backend by it).
+fn vendor_devices() -> Result<Vec<AnyDevice>, String> {
     let rt = Runtime::discover();
-    ["cuda", "rocm"].iter().filter_map(|b| rt.device(&format!("{b}:0")).ok()).collect()
+    let (found, why): (Vec<_>, Vec<_>) =
+        ["cuda", "rocm"].iter().map(|b| rt.device(&format!("{b}:0"))).partition(|d| d.is_ok());
+    let found: Vec<AnyDevice> = found.into_iter().filter_map(Result::ok).collect();
+    if found.is_empty() {
+        let why: Vec<String> = why.into_iter().filter_map(Result::err).map(|e| e.to_string()).collect();
+        return Err(why.join("; "));
+    }
+    Ok(found)
 }
 
 /// Whether the kernels must compile on `dev`: where its vendor's compiler is named, as
@@ -100,8 +109,8 @@ fn check(dev: &AnyDevice, case: &Case, dtype: DType) {
 #[test]
 #[ignore = "needs a CUDA or ROCm device (a driver double runs the copy kernels)"]
 fn strided_views_of_gpu_memory_copy_with_kernels_or_2d_copies() {
-    let devices = vendor_devices();
-    assert!(!devices.is_empty(), "no CUDA or ROCm device: this test runs on a GPU or a driver double");
+    let devices = vendor_devices()
+        .unwrap_or_else(|why| panic!("no CUDA or ROCm device: this test runs on a GPU or a driver double ({why})"));
     for dev in &devices {
         match strided_copy_kernels(dev) {
             Ok(()) => println!("{}: copy kernels compiled", dev.id()),

@@ -100,13 +100,24 @@ pub unsafe fn copy_bytes(src: *const u8, dst: *mut u8, len: usize) {
         unsafe { std::ptr::copy(src, dst, len) };
         return;
     }
-    let threads = cpus().min(8);
-    if threads < 2 {
-        // SAFETY: the caller guarantees both ranges are valid; `copy` allows overlap.
-        unsafe { std::ptr::copy(src, dst, len) };
+    // SAFETY: as for this function; the ranges do not overlap.
+    unsafe { copy_in_parts(src, dst, len, cpus().min(8)) }
+}
+
+/// Copies `len` bytes in `parts` contiguous pieces, one thread each (on the calling thread
+/// when `parts` < 2). Apart from `copy_bytes` so that the split is tested whatever the
+/// machine's CPU count: `copy_bytes` takes it only where two or more CPUs may run the
+/// process, which a test confined to one CPU never is.
+///
+/// # Safety
+/// `src` and `dst` must be valid for `len` bytes and must not overlap.
+unsafe fn copy_in_parts(src: *const u8, dst: *mut u8, len: usize, parts: usize) {
+    if parts < 2 {
+        // SAFETY: the caller guarantees both ranges are valid and apart.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
         return;
     }
-    let chunk = len.div_ceil(threads);
+    let chunk = len.div_ceil(parts).max(1);
     let (src, dst) = (SendPtr(src.cast_mut()), SendPtr(dst));
     std::thread::scope(|s| {
         for start in (0..len).step_by(chunk) {
@@ -181,4 +192,22 @@ pub(super) fn run(op: Op, state: &QueueCore) {
         Op::Signal(signal) => return state.complete_with(|| signal.set()),
     }
     state.complete_one();
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::copy_in_parts;
+
+    /// Every byte lands where it belongs, whatever the split: pieces of unequal length (a
+    /// length no part count divides), one part per byte, more parts than bytes.
+    #[test]
+    fn a_split_copy_moves_every_byte_to_its_place() {
+        for (len, parts) in [(1000, 3), (1001, 8), (7, 7), (5, 16), (0, 4), (64, 1)] {
+            let src: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            let mut dst = vec![0u8; len];
+            // SAFETY: two distinct vectors of `len` bytes each.
+            unsafe { copy_in_parts(src.as_ptr(), dst.as_mut_ptr(), len, parts) };
+            assert_eq!(dst, src, "{len} bytes in {parts} parts");
+        }
+    }
 }

@@ -84,12 +84,16 @@ pub fn resolve_at(rt: &Runtime, dl: DLDevice, addr: u64) -> Result<Resolved> {
     }
 }
 
-/// The host device (`kDLCPU`): the runtime's report hands out the opened host device
-/// without a lookup by name string; `Runtime::device` gives the error when the host was
-/// left out.
+/// The host device (`kDLCPU`): the one the runtime's report keeps, borrowed and cloned
+/// here, once (no lookup by name string, no handle moved through the calls in between);
+/// `Runtime::device` gives the error when the host was left out.
 fn host(rt: &Runtime) -> Result<Resolved> {
-    let device = match rt.report_for(BackendKind::Host.name()) {
-        Some(host) => host.open(0)?,
+    let kept = match rt.report_for(BackendKind::Host.name()) {
+        Some(host) => host.kept(0)?,
+        None => None,
+    };
+    let device = match kept {
+        Some(device) => device.clone(),
         None => rt.device(BackendKind::Host.name())?,
     };
     Ok(Resolved { device, memory: MemoryKind::Host })

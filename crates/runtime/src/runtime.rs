@@ -105,26 +105,40 @@ impl BackendReport {
     /// unavailable backend or an ordinal past its devices is an error, as for
     /// [`Runtime::device`].
     pub fn open(&self, ordinal: u32) -> Result<AnyDevice> {
-        let backend = match (&self.status, &self.backend) {
-            (BackendStatus::Available { .. }, Some(b)) => b,
-            (BackendStatus::Unavailable(err), _) => {
-                return Err(Error::BackendUnavailable { name: self.name.clone(), reason: err.to_string() })
-            }
-            (BackendStatus::Available { .. }, None) => {
-                return Err(Error::BackendUnavailable { name: self.name.clone(), reason: "not loaded".into() })
-            }
-        };
-        let Some(slot) = self.opened.get(ordinal as usize) else {
+        match self.kept(ordinal)? {
+            Some(device) => Ok(device.clone()),
             // Past the devices discovery saw: the backend names the error.
-            return backend.open(ordinal);
-        };
+            None => self.backend()?.open(ordinal),
+        }
+    }
+
+    /// Device `ordinal` as this report keeps it (see [`BackendReport::open`]), borrowed:
+    /// no count is taken and no handle is moved, for a caller on a hot path that looks at
+    /// the device or clones it once where it is stored. `None` for an ordinal past the
+    /// devices discovery saw, which only [`BackendReport::open`] asks the backend about.
+    pub fn kept(&self, ordinal: u32) -> Result<Option<&AnyDevice>> {
+        let backend = self.backend()?;
+        let Some(slot) = self.opened.get(ordinal as usize) else { return Ok(None) };
         if let Some(device) = slot.get() {
-            return Ok(device.clone());
+            return Ok(Some(device));
         }
         let device = backend.open(ordinal)?;
         // Two threads may open it at once: the backend shares one device per ordinal, and
         // the first handle stored is the one kept.
-        Ok(slot.get_or_init(|| device).clone())
+        Ok(Some(slot.get_or_init(|| device)))
+    }
+
+    /// The backend, when it is available; the error [`Runtime::device`] gives otherwise.
+    fn backend(&self) -> Result<&Arc<dyn DynBackend>> {
+        match (&self.status, &self.backend) {
+            (BackendStatus::Available { .. }, Some(b)) => Ok(b),
+            (BackendStatus::Unavailable(err), _) => {
+                Err(Error::BackendUnavailable { name: self.name.clone(), reason: err.to_string() })
+            }
+            (BackendStatus::Available { .. }, None) => {
+                Err(Error::BackendUnavailable { name: self.name.clone(), reason: "not loaded".into() })
+            }
+        }
     }
 }
 
@@ -515,6 +529,26 @@ mod tests {
         assert!(err.contains("left out by GPUPORT_BACKENDS=bogus"), "{err}");
         let err = rt.device("nosuch:0").unwrap_err().to_string();
         assert!(err.contains("no such backend"), "{err}");
+    }
+
+    #[test]
+    fn a_kept_device_is_the_one_open_hands_out() {
+        let rt =
+            Runtime::discover_with(&DiscoverOptions { backends: Some(vec!["bogus".into()]), ..Default::default() });
+        let host = rt.report_for("host").unwrap();
+        let kept = host.kept(0).unwrap().expect("the host's device 0 is kept");
+        // Borrowed from the report's slot: the same handle every time, and the one `open`
+        // clones.
+        assert!(std::ptr::eq(kept, host.kept(0).unwrap().unwrap()));
+        assert_eq!(kept.id(), DeviceId::HOST);
+        assert_eq!(host.open(0).unwrap().id(), kept.id());
+        // Past the devices discovery saw: nothing kept, and `open` asks the backend.
+        assert!(host.kept(1).unwrap().is_none());
+        assert!(host.open(1).is_err());
+        // An unavailable backend keeps nothing and says why, as `open` does.
+        let bogus = rt.report_for("bogus").unwrap();
+        assert!(matches!(bogus.kept(0), Err(Error::BackendUnavailable { .. })));
+        assert!(matches!(bogus.open(0), Err(Error::BackendUnavailable { .. })));
     }
 
     #[test]

@@ -85,7 +85,7 @@ pub fn resolve_at(rt: &Runtime, dl: DLDevice, addr: u64) -> Result<Resolved> {
 }
 
 /// The host device (`kDLCPU`): the one the runtime's report keeps, borrowed and cloned
-/// here, once (no lookup by name string, no handle moved through the calls in between);
+/// here, once (no device string parsed, no handle moved through the calls in between);
 /// `Runtime::device` gives the error when the host was left out.
 fn host(rt: &Runtime) -> Result<Resolved> {
     let kept = match rt.report_for(BackendKind::Host.name()) {
